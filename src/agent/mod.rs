@@ -1,0 +1,2 @@
+//! The agent: turn loop and built-in tools.
+pub mod tools;

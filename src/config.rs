@@ -1,0 +1,1 @@
+//! `config.json` and `auth.json` under `$ZUT_HOME`.

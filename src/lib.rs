@@ -1,0 +1,15 @@
+//! zut: a terminal coding-agent host built around extensions.
+//!
+//! Layers, each in its own module: `zut_ext::wire` (the protocol types),
+//! [`host`] (extension processes, transport, registry), [`agent`] (turn loop
+//! and built-in tools), [`provider`] (model backends), [`modes`] (front ends
+//! that consume the one host event stream) and [`cli`] (`zut ext …`).
+
+pub mod agent;
+pub mod cancel;
+pub mod cli;
+pub mod config;
+pub mod host;
+pub mod modes;
+pub mod paths;
+pub mod provider;

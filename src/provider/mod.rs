@@ -1,0 +1,208 @@
+//! Model providers behind one synchronous, streaming trait.
+//!
+//! The agent loop builds a [`Request`] (system prompt, transcript, tool
+//! definitions, hidden per-request context) and a provider turns it into one
+//! assistant [`Response`], reporting text as it streams through a callback.
+//! Providers never panic on what the network sends: every failure is a
+//! [`ProviderError`] that reads as one clear line.
+//!
+//! Implementations: `anthropic` (Messages API, SSE), `openai` (Chat
+//! Completions, SSE; any compatible server through `--base-url`) and `script`
+//! (DESIGN §5: replays a JSON-lines script, logs every request).
+
+use crate::cancel::CancelToken;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::PathBuf;
+pub use zut_ext::wire::ContentBlock;
+
+pub mod anthropic;
+pub mod openai;
+pub mod script;
+pub mod sse;
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One block of a transcript message. The JSON shape is the normalised one
+/// of DESIGN §5 (`--script-log`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    Text {
+        text: String,
+    },
+    Image {
+        mime_type: String,
+        data: String,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        args: Value,
+    },
+    ToolResult {
+        call_id: String,
+        is_error: bool,
+        content: Vec<ContentBlock>,
+    },
+}
+
+/// One transcript message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<Block>,
+}
+
+impl Message {
+    /// A user message holding one text block.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Message {
+            role: Role::User,
+            content: vec![Block::Text { text: text.into() }],
+        }
+    }
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments (an object schema).
+    pub schema: Value,
+}
+
+/// Everything one model call needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// 1-based model-call number within the current prompt.
+    pub step: u32,
+    pub system: &'a str,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolDef],
+    /// Extension context injected into this request only (never persisted).
+    pub hidden_context: &'a [String],
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub args: Value,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    /// The output token limit was reached.
+    Length,
+}
+
+/// Token accounting, when the provider reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// One complete assistant answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub stop: StopReason,
+    pub usage: Usage,
+}
+
+/// Incremental output while a response streams.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent<'a> {
+    TextDelta(&'a str),
+}
+
+/// A provider failure, one line for the user.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderError {
+    /// Not configured (no key, unknown provider…): says how to fix it.
+    Config(String),
+    /// The server answered with an error status.
+    Http { status: u16, message: String },
+    /// Connection, TLS, or a stream cut short.
+    Transport(String),
+    /// The server sent something we cannot understand.
+    Protocol(String),
+    /// The provider's own error (script `{"error":…}`, SSE error event).
+    Model(String),
+    /// The cancel token fired.
+    Aborted,
+}
+
+impl std::fmt::Display for ProviderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProviderError::Config(m) => write!(f, "{m}"),
+            ProviderError::Http { status, message } => {
+                write!(f, "provider returned HTTP {status}: {message}")
+            }
+            ProviderError::Transport(m) => write!(f, "connection to provider failed: {m}"),
+            ProviderError::Protocol(m) => write!(f, "unexpected provider response: {m}"),
+            ProviderError::Model(m) => write!(f, "provider error: {m}"),
+            ProviderError::Aborted => write!(f, "aborted"),
+        }
+    }
+}
+
+impl std::error::Error for ProviderError {}
+
+/// A model backend.
+pub trait Provider: Send {
+    /// `anthropic`, `openai` or `script`.
+    fn name(&self) -> &str;
+    /// The model name sent with requests (may be empty for `script`).
+    fn model(&self) -> &str;
+    /// Runs one model call. `on_event` sees text deltas as they arrive.
+    /// Must return promptly with [`ProviderError::Aborted`] once `cancel` fires.
+    fn complete(
+        &mut self,
+        req: &Request<'_>,
+        on_event: &mut dyn FnMut(StreamEvent<'_>),
+        cancel: &CancelToken,
+    ) -> Result<Response, ProviderError>;
+}
+
+/// What the command line and config say about the provider.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// `anthropic`, `openai`, `script`.
+    pub provider: String,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    pub script: Option<PathBuf>,
+    pub script_log: Option<PathBuf>,
+    /// `$ZUT_HOME`, for `auth.json`.
+    pub zut_home: PathBuf,
+}
+
+/// Builds the provider the settings name.
+pub fn create(settings: &Settings) -> Result<Box<dyn Provider>, ProviderError> {
+    match settings.provider.as_str() {
+        "anthropic" => Ok(Box::new(anthropic::Anthropic::new(settings)?)),
+        "openai" => Ok(Box::new(openai::OpenAi::new(settings)?)),
+        "script" => Ok(Box::new(script::Script::new(settings)?)),
+        other => Err(ProviderError::Config(format!(
+            "unknown provider {other:?}: use anthropic, openai or script"
+        ))),
+    }
+}
