@@ -1,1 +1,4 @@
-//! The extension host.
+//! The extension host: manifests, discovery, processes, transport, registry.
+
+pub mod discovery;
+pub mod manifest;

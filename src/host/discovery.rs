@@ -1,0 +1,253 @@
+//! The one discovery function. Startup, `/reload-ext` and `zut ext doctor`
+//! / `list` all call [`discover`], so what doctor reports is what zut loads.
+//!
+//! Order is deterministic and is the load order everywhere (first
+//! registration wins, interceptors run in this order): `--ext` paths in the
+//! order given, then `<cwd>/.zut/extensions/*`, then
+//! `$ZUT_HOME/extensions/*`, each directory listing sorted by name.
+//! A name seen earlier shadows later ones: `--ext` beats project beats
+//! global. Hidden directories (staging dirs of `zut ext install`) are skipped.
+
+use super::manifest::{self, Manifest, ManifestError};
+use std::path::{Path, PathBuf};
+
+/// Where an extension was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Source {
+    /// `--ext PATH`.
+    Flag,
+    /// `<cwd>/.zut/extensions/`.
+    Project,
+    /// `$ZUT_HOME/extensions/`.
+    Global,
+}
+
+impl Source {
+    /// `flag`, `project` or `global` (the JSON event stream's spelling).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Flag => "flag",
+            Source::Project => "project",
+            Source::Global => "global",
+        }
+    }
+}
+
+/// What discovery decided about one directory.
+#[derive(Debug, Clone)]
+pub enum Status {
+    /// Enabled and first of its name: to be started (or theme-only).
+    Load(Manifest),
+    /// `enabled: false`.
+    Disabled(Manifest),
+    /// An earlier directory has the same name.
+    Shadowed {
+        manifest: Option<Manifest>,
+        by: PathBuf,
+    },
+    /// The manifest is missing or invalid.
+    Invalid(ManifestError),
+}
+
+/// One discovered extension directory.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub dir: PathBuf,
+    pub source: Source,
+    pub status: Status,
+}
+
+impl Entry {
+    /// The manifest name when known, else the directory name.
+    pub fn name(&self) -> String {
+        match &self.status {
+            Status::Load(m) | Status::Disabled(m) => m.name.clone(),
+            Status::Shadowed {
+                manifest: Some(m), ..
+            } => m.name.clone(),
+            _ => dir_name(&self.dir),
+        }
+    }
+
+    /// The manifest, when it parsed.
+    pub fn manifest(&self) -> Option<&Manifest> {
+        match &self.status {
+            Status::Load(m) | Status::Disabled(m) => Some(m),
+            Status::Shadowed { manifest, .. } => manifest.as_ref(),
+            Status::Invalid(_) => None,
+        }
+    }
+}
+
+/// What to scan.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub cwd: PathBuf,
+    pub zut_home: PathBuf,
+    /// `--ext` paths, in the order given.
+    pub ext_paths: Vec<PathBuf>,
+    /// `--no-extensions`: only `ext_paths` are considered.
+    pub no_extensions: bool,
+}
+
+/// Scans everything `opts` names, in load order.
+pub fn discover(opts: &Options) -> Vec<Entry> {
+    let mut dirs: Vec<(PathBuf, Source)> = opts
+        .ext_paths
+        .iter()
+        .map(|p| (absolute(&opts.cwd, p), Source::Flag))
+        .collect();
+    if !opts.no_extensions {
+        for (root, source) in [
+            (crate::paths::project_extensions(&opts.cwd), Source::Project),
+            (
+                crate::paths::global_extensions(&opts.zut_home),
+                Source::Global,
+            ),
+        ] {
+            dirs.extend(list_dirs(&root).into_iter().map(|d| (d, source)));
+        }
+    }
+    let mut seen: Vec<(String, PathBuf)> = Vec::new();
+    let mut entries = Vec::with_capacity(dirs.len());
+    for (dir, source) in dirs {
+        let loaded = manifest::load(&dir);
+        // Scan-level shadowing uses the directory name too, so that a broken
+        // project copy still hides the global one of the same name.
+        let keys: Vec<String> = match &loaded {
+            Ok(m) if source == Source::Flag => vec![m.name.clone()],
+            Ok(m) => vec![m.name.clone(), dir_name(&dir)],
+            Err(_) if source == Source::Flag => vec![],
+            Err(_) => vec![dir_name(&dir)],
+        };
+        let shadow = keys
+            .iter()
+            .find_map(|k| seen.iter().find(|(n, _)| n == k).map(|(_, d)| d.clone()));
+        let status = match (loaded, shadow) {
+            (Ok(m), Some(by)) => Status::Shadowed {
+                manifest: Some(m),
+                by,
+            },
+            (Err(_), Some(by)) => Status::Shadowed { manifest: None, by },
+            (Ok(m), None) if !m.enabled => Status::Disabled(m),
+            (Ok(m), None) => Status::Load(m),
+            (Err(e), None) => Status::Invalid(e),
+        };
+        if !matches!(status, Status::Shadowed { .. }) {
+            seen.extend(keys.into_iter().map(|k| (k, dir.clone())));
+        }
+        entries.push(Entry {
+            dir,
+            source,
+            status,
+        });
+    }
+    entries
+}
+
+/// Non-hidden subdirectories of `root`, sorted by name; nothing if absent.
+fn list_dirs(root: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = rd
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+fn dir_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string())
+}
+
+/// `p` made absolute against `cwd`, without resolving symlinks.
+pub fn absolute(cwd: &Path, p: &Path) -> PathBuf {
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ext(root: &Path, dir: &str, json: &str) -> PathBuf {
+        let d = root.join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("extension.json"), json).unwrap();
+        d
+    }
+
+    #[test]
+    fn order_and_shadowing() {
+        let t = tempfile::tempdir().unwrap();
+        let cwd = t.path().join("proj");
+        let home = t.path().join("home");
+        let pe = cwd.join(".zut/extensions");
+        let ge = home.join("extensions");
+        ext(&pe, "b", r#"{"name":"b","exec":"./x"}"#);
+        ext(&pe, "a", r#"{"name":"a","exec":"./x","enabled":false}"#);
+        ext(&pe, "broken", r#"{"#);
+        ext(&ge, "a", r#"{"name":"a","exec":"./x"}"#);
+        ext(&ge, "broken", r#"{"name":"broken","exec":"./x"}"#);
+        ext(&ge, "c", r#"{"name":"c","exec":"./x"}"#);
+        ext(
+            &ge,
+            ".zut-extension-install-1",
+            r#"{"name":"tmp","exec":"./x"}"#,
+        );
+        let flag = ext(t.path(), "dev-c", r#"{"name":"c","exec":"./x"}"#);
+        let opts = Options {
+            cwd: cwd.clone(),
+            zut_home: home,
+            ext_paths: vec![flag.clone()],
+            no_extensions: false,
+        };
+        let got: Vec<(String, Source, &'static str)> = discover(&opts)
+            .iter()
+            .map(|e| {
+                let s = match e.status {
+                    Status::Load(_) => "load",
+                    Status::Disabled(_) => "disabled",
+                    Status::Shadowed { .. } => "shadowed",
+                    Status::Invalid(_) => "invalid",
+                };
+                (e.name(), e.source, s)
+            })
+            .collect();
+        let want = vec![
+            ("c".to_string(), Source::Flag, "load"),
+            ("a".into(), Source::Project, "disabled"),
+            ("b".into(), Source::Project, "load"),
+            ("broken".into(), Source::Project, "invalid"),
+            ("a".into(), Source::Global, "shadowed"),
+            ("broken".into(), Source::Global, "shadowed"),
+            ("c".into(), Source::Global, "shadowed"),
+        ];
+        assert_eq!(got, want);
+        let only_flag = Options {
+            no_extensions: true,
+            ..opts
+        };
+        assert_eq!(discover(&only_flag).len(), 1);
+    }
+}

@@ -1,0 +1,368 @@
+//! `extension.json`: parse a tolerant raw manifest, then validate it into a
+//! [`Manifest`] whose paths are resolved and proven to stay inside the
+//! extension directory.
+//!
+//! Every error names the extension directory and the offending field, so a
+//! user can fix the file without reading code. Unknown fields are ignored
+//! (manifests grow additively).
+
+use serde_json::{Map, Value};
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+/// The manifest file name inside an extension directory.
+pub const MANIFEST_FILE: &str = "extension.json";
+
+/// How to start an extension's process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exec {
+    /// A file inside the extension directory (`./hello`). `path` is absolute.
+    Relative { configured: String, path: PathBuf },
+    /// A launcher looked up on PATH when zut starts (`node`, `python3`).
+    Launcher { configured: String },
+}
+
+impl Exec {
+    /// The `exec` value as written in the manifest.
+    pub fn configured(&self) -> &str {
+        match self {
+            Exec::Relative { configured, .. } | Exec::Launcher { configured } => configured,
+        }
+    }
+}
+
+/// A validated manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// The extension directory (absolute, not symlink-resolved).
+    pub dir: PathBuf,
+    pub name: String,
+    pub version: String,
+    /// `None` only for theme-only extensions.
+    pub exec: Option<Exec>,
+    pub args: Vec<String>,
+    pub language: String,
+    pub description: String,
+    pub skills: Vec<String>,
+    pub enabled: bool,
+    /// Theme files present (`theme.json`, `themes/theme.json`).
+    pub themes: Vec<PathBuf>,
+}
+
+impl Manifest {
+    /// True when there is no process to start.
+    pub fn theme_only(&self) -> bool {
+        self.exec.is_none()
+    }
+}
+
+/// What is wrong with a manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestError {
+    pub dir: PathBuf,
+    /// The field at fault, when there is one.
+    pub field: Option<&'static str>,
+    pub message: String,
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let manifest = self.dir.join(MANIFEST_FILE);
+        match self.field {
+            Some(field) => write!(
+                f,
+                "{}: field \"{field}\": {}",
+                manifest.display(),
+                self.message
+            ),
+            None => write!(f, "{}: {}", manifest.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for ManifestError {}
+
+/// Reads and validates `<dir>/extension.json`.
+pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {
+    let err = |field: Option<&'static str>, message: String| ManifestError {
+        dir: dir.to_path_buf(),
+        field,
+        message,
+    };
+    let path = dir.join(MANIFEST_FILE);
+    let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => err(
+            None,
+            "missing (every extension directory needs an extension.json)".into(),
+        ),
+        _ => err(None, format!("cannot read: {e}")),
+    })?;
+    let value: Value =
+        serde_json::from_slice(&bytes).map_err(|e| err(None, format!("invalid JSON: {e}")))?;
+    let Value::Object(obj) = value else {
+        return Err(err(None, "must be a JSON object".into()));
+    };
+    validate(dir, &obj)
+}
+
+/// Validates an already parsed manifest object.
+pub fn validate(dir: &Path, obj: &Map<String, Value>) -> Result<Manifest, ManifestError> {
+    let err = |field: &'static str, message: String| ManifestError {
+        dir: dir.to_path_buf(),
+        field: Some(field),
+        message,
+    };
+    let name = string_field(obj, "name").map_err(|m| err("name", m))?;
+    check_name(&name).map_err(|m| err("name", m))?;
+    let version = string_field(obj, "version").map_err(|m| err("version", m))?;
+    let exec_raw = string_field(obj, "exec").map_err(|m| err("exec", m))?;
+    let args = string_list(obj, "args").map_err(|m| err("args", m))?;
+    let language = string_field(obj, "language").map_err(|m| err("language", m))?;
+    let description = string_field(obj, "description").map_err(|m| err("description", m))?;
+    let skills = string_list(obj, "skills").map_err(|m| err("skills", m))?;
+    let enabled = match obj.get("enabled") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(err("enabled", "must be true or false".into())),
+    };
+    let themes = theme_files(dir);
+    let exec = if exec_raw.trim().is_empty() {
+        if themes.is_empty() {
+            return Err(err(
+                "exec",
+                "is required (only theme-only extensions with a theme.json may omit it)".into(),
+            ));
+        }
+        None
+    } else {
+        Some(resolve_exec(dir, &exec_raw).map_err(|m| err("exec", m))?)
+    };
+    Ok(Manifest {
+        dir: dir.to_path_buf(),
+        name,
+        version,
+        exec,
+        args,
+        language,
+        description,
+        skills,
+        enabled,
+        themes,
+    })
+}
+
+/// A name must be usable as a directory and log file name.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("is required".into());
+    }
+    if name.trim() != name {
+        return Err(format!("{name:?} has leading or trailing whitespace"));
+    }
+    if name.starts_with('.') || name.contains(['/', '\\']) || name.chars().any(char::is_control) {
+        return Err(format!(
+            "{name:?} is not a plain name (no '/', '\\', control characters or leading '.')"
+        ));
+    }
+    Ok(())
+}
+
+fn string_field(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err("must be a string".into()),
+    }
+}
+
+fn string_list(obj: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| "must be an array of strings".to_string())
+            })
+            .collect(),
+        Some(_) => Err("must be an array of strings".into()),
+    }
+}
+
+fn theme_files(dir: &Path) -> Vec<PathBuf> {
+    [
+        dir.join("theme.json"),
+        dir.join("themes").join("theme.json"),
+    ]
+    .into_iter()
+    .filter(|p| p.is_file())
+    .collect()
+}
+
+/// Resolves `exec`: a path with a separator must stay inside `dir` (also
+/// through symlinks); a bare name is a launcher looked up on PATH at spawn.
+fn resolve_exec(dir: &Path, exec: &str) -> Result<Exec, String> {
+    let configured = exec.to_string();
+    if !exec.contains('/') && !exec.contains('\\') && exec != "." && exec != ".." {
+        return Ok(Exec::Launcher { configured });
+    }
+    let rel = Path::new(exec);
+    if rel.is_absolute() {
+        return Err(format!(
+            "{exec:?} is an absolute path; use a path inside the extension directory (\"./{}\") or a launcher name on PATH (\"python3\")",
+            rel.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+        ));
+    }
+    let inside = lexically_inside(rel)
+        .ok_or_else(|| format!("{exec:?} points outside the extension directory"))?;
+    let path = dir.join(inside);
+    if let (Ok(real_dir), Ok(real)) = (dir.canonicalize(), path.canonicalize()) {
+        if !real.starts_with(&real_dir) {
+            return Err(format!(
+                "{exec:?} resolves outside the extension directory through a symlink ({})",
+                real.display()
+            ));
+        }
+    }
+    Ok(Exec::Relative { configured, path })
+}
+
+/// Normalises `rel` without touching the disk; `None` if `..` climbs out.
+pub fn lexically_inside(rel: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in rel.components() {
+        match c {
+            Component::CurDir => {}
+            Component::Normal(p) => out.push(p),
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+/// Looks `name` up on `PATH`; the error names the directories searched.
+pub fn find_on_path(name: &str) -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let candidate = dir.join(name);
+        if is_executable(&candidate) {
+            return Ok(candidate);
+        }
+    }
+    Err(format!(
+        "launcher {name:?} not found on PATH ({})",
+        path.to_string_lossy()
+    ))
+}
+
+/// A regular file with an execute bit.
+pub fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, json: &str) {
+        std::fs::write(dir.join(MANIFEST_FILE), json).unwrap();
+    }
+
+    #[test]
+    fn full_manifest_parses() {
+        let t = tempfile::tempdir().unwrap();
+        write(
+            t.path(),
+            r#"{"name":"weather","version":"1.0.0","exec":"./bin/weather","args":["--mode","daemon"],
+                "language":"go","description":"d","skills":["skills"],"future":1}"#,
+        );
+        let m = load(t.path()).unwrap();
+        assert_eq!(m.name, "weather");
+        assert!(m.enabled);
+        assert_eq!(m.args, ["--mode", "daemon"]);
+        assert_eq!(
+            m.exec,
+            Some(Exec::Relative {
+                configured: "./bin/weather".into(),
+                path: t.path().join("bin/weather")
+            })
+        );
+    }
+
+    #[test]
+    fn launcher_and_theme_only() {
+        let t = tempfile::tempdir().unwrap();
+        write(
+            t.path(),
+            r#"{"name":"n","exec":"node","args":["index.js"],"enabled":false}"#,
+        );
+        let m = load(t.path()).unwrap();
+        assert_eq!(
+            m.exec,
+            Some(Exec::Launcher {
+                configured: "node".into()
+            })
+        );
+        assert!(!m.enabled);
+        write(t.path(), r#"{"name":"n"}"#);
+        assert_eq!(load(t.path()).unwrap_err().field, Some("exec"));
+        std::fs::create_dir(t.path().join("themes")).unwrap();
+        std::fs::write(t.path().join("themes/theme.json"), "{}").unwrap();
+        assert!(load(t.path()).unwrap().theme_only());
+    }
+
+    #[test]
+    fn errors_name_directory_and_field() {
+        let t = tempfile::tempdir().unwrap();
+        for (json, field) in [
+            (r#"{"exec":"./x"}"#, "name"),
+            (r#"{"name":"../evil","exec":"./x"}"#, "name"),
+            (r#"{"name":" pad","exec":"./x"}"#, "name"),
+            (r#"{"name":"n","exec":"../../bin/sh"}"#, "exec"),
+            (r#"{"name":"n","exec":"/bin/sh"}"#, "exec"),
+            (r#"{"name":"n","exec":"./x","args":"--a"}"#, "args"),
+            (r#"{"name":"n","exec":"./x","enabled":"yes"}"#, "enabled"),
+            (r#"{"name":5,"exec":"./x"}"#, "name"),
+        ] {
+            write(t.path(), json);
+            let e = load(t.path()).unwrap_err();
+            assert_eq!(e.field, Some(field), "{json}");
+            assert!(
+                e.to_string().contains(&t.path().display().to_string()),
+                "{e}"
+            );
+        }
+        write(t.path(), "{not json");
+        assert!(load(t.path())
+            .unwrap_err()
+            .to_string()
+            .contains("invalid JSON"));
+        std::fs::remove_file(t.path().join(MANIFEST_FILE)).unwrap();
+        assert!(load(t.path()).unwrap_err().to_string().contains("missing"));
+    }
+
+    #[test]
+    fn symlink_escape_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/bin/sh", t.path().join("run")).unwrap();
+        write(t.path(), r#"{"name":"n","exec":"./run"}"#);
+        let e = load(t.path()).unwrap_err();
+        assert!(e.message.contains("symlink"), "{e}");
+    }
+
+    #[test]
+    fn path_lookup_names_the_path() {
+        assert!(find_on_path("sh").is_ok());
+        let e = find_on_path("zut-no-such-launcher").unwrap_err();
+        assert!(e.contains("PATH"), "{e}");
+    }
+}
