@@ -9,6 +9,7 @@ pub mod agent;
 pub mod cancel;
 pub mod cli;
 pub mod config;
+pub mod events;
 pub mod host;
 pub mod modes;
 pub mod paths;

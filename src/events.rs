@@ -1,0 +1,96 @@
+//! The one event stream every front end consumes (DESIGN §4).
+//!
+//! The host (extension readers, loader) and the agent loop emit [`Event`]s
+//! into an [`EventSink`]; JSON and RPC modes serialise them as they are, print
+//! mode and the terminal UI render them. Field names are the contract.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::Mutex;
+use zut_ext::wire::{ContentBlock, Panel};
+
+/// One event, serialised with `type` as the discriminator.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    ExtLoaded { extension: String, version: String, commands: Vec<String>, tools: Vec<String>, source: String },
+    ExtError { extension: String, message: String },
+    ExtWarning { extension: String, message: String },
+    UserMessage { text: String },
+    TurnStart { step: u32 },
+    TurnBlocked { reason: String },
+    TextDelta { delta: String },
+    ToolCall { id: String, name: String, args: Value },
+    ToolBlocked { id: String, name: String, reason: String },
+    ToolResult {
+        id: String,
+        name: String,
+        is_error: bool,
+        content: Vec<ContentBlock>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        extension: Option<String>,
+    },
+    AssistantMessage { text: String, blocked: bool },
+    TurnEnd {
+        stop: String,
+        #[serde(skip_serializing_if = "String::is_empty")]
+        error: String,
+    },
+    CommandResult { name: String, action: String, text: String },
+    ExtNotify { extension: String, level: String, message: String },
+    ExtDisplay { extension: String, text: String },
+    ExtAlert { extension: String, kind: String, reason: String },
+    ExtClearNotes { extension: String },
+    ExtStatus { extension: String, key: String, level: String, text: String },
+    ExtWidget { extension: String, id: String, position: String, title: String, lines: Vec<String> },
+    ExtWidgetClear { extension: String, id: String },
+    ExtChromeClear { extension: String },
+    ExtSubmit { extension: String, text: String },
+    ExtSubmitSlash { extension: String, text: String },
+    ExtOpenPanel { extension: String, panel: Panel },
+    ExtPanelRender { extension: String, panel: Panel },
+    ExtPanelClose { extension: String, panel_id: String },
+    /// A tool call waits for a person's approval (answered through the
+    /// front end's confirmation interface).
+    ConfirmationRequested { id: String, name: String, preview: String },
+    Error { message: String },
+    Done,
+}
+
+/// Where events go. Called from any thread; must not block for long.
+pub trait EventSink: Send + Sync {
+    fn emit(&self, event: Event);
+}
+
+/// Collects events in memory (tests, doctor).
+#[derive(Default)]
+pub struct Collect(pub Mutex<Vec<Event>>);
+
+impl EventSink for Collect {
+    fn emit(&self, event: Event) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(event);
+        }
+    }
+}
+
+impl Collect {
+    /// A copy of everything seen so far.
+    pub fn events(&self) -> Vec<Event> {
+        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+}
+
+/// Drops everything.
+pub struct Discard;
+
+impl EventSink for Discard {
+    fn emit(&self, _event: Event) {}
+}
+
+/// Forwards to a channel (the terminal UI's loop).
+impl EventSink for crossbeam_channel::Sender<Event> {
+    fn emit(&self, event: Event) {
+        let _ = self.send(event);
+    }
+}

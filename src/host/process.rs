@@ -1,0 +1,224 @@
+//! Extension processes and the few OS primitives the transport needs.
+//!
+//! A child runs in its own process group (so a holdout and its own children
+//! are signalled together), with cwd = its extension directory and stderr
+//! appended straight to its log file by the OS (no drain thread).
+//! Exit is observed through a pidfd, so a grandchild that keeps stdout open
+//! cannot hide the child's death. [`Wake`] is a self-pipe that interrupts a
+//! thread blocked in `poll`, which is how reader and writer threads are told
+//! to stop without closing descriptors under their feet.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// A started extension process.
+pub struct Spawned {
+    pub child: Child,
+    pub stdin: ChildStdin,
+    pub stdout: ChildStdout,
+    /// Readable once the child has exited (Linux); `None` elsewhere.
+    pub pidfd: Option<OwnedFd>,
+}
+
+/// Opens (creating) the log in append mode and writes the start header.
+pub fn open_log(path: &Path, name: &str, version: &str) -> io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = OpenOptions::new().create(true).append(true).open(path)?;
+    writeln!(f, "\n[zut] starting {name}/{version} (pid {})", std::process::id())?;
+    Ok(f)
+}
+
+/// Appends one `[zut] `-prefixed line to an extension log; best effort.
+pub fn log_line(path: &Path, line: &str) {
+    if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(path) {
+        let _ = writeln!(f, "[zut] {line}");
+    }
+}
+
+/// Starts `program args…` in `dir`, in a new process group.
+pub fn spawn(program: &Path, args: &[String], dir: &Path, stderr: File) -> io::Result<Spawned> {
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(stderr))
+        .process_group(0)
+        .spawn()?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(io::Error::other("child pipes missing"));
+    };
+    set_nonblocking(stdin.as_raw_fd())?;
+    set_nonblocking(stdout.as_raw_fd())?;
+    let pidfd = pidfd_open(child.id());
+    Ok(Spawned { child, stdin, stdout, pidfd })
+}
+
+#[cfg(target_os = "linux")]
+fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: plain syscall; a non-negative return is a new descriptor we own.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` was just returned by the kernel and nobody else owns it.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pidfd_open(_pid: u32) -> Option<OwnedFd> {
+    None
+}
+
+fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor we own, with valid flag arguments.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Sends `sig` to the process group led by `pgid`; errors (already gone) ignored.
+pub fn kill_group(pgid: u32, sig: libc::c_int) {
+    if pgid > 1 {
+        // SAFETY: kill with a negative pid signals a process group; no memory involved.
+        unsafe {
+            libc::kill(-(pgid as libc::pid_t), sig);
+        }
+    }
+}
+
+/// Whether any process of group `pgid` still exists.
+pub fn group_alive(pgid: u32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    pgid > 1 && unsafe { libc::kill(-(pgid as libc::pid_t), 0) } == 0
+}
+
+/// Human text for an exit status: `exit status 3` or `killed by signal 9 (SIGKILL)`.
+pub fn describe_exit(status: ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("exit status {code}");
+    }
+    match status.signal() {
+        Some(sig) => format!("killed by signal {sig} ({})", signal_name(sig)),
+        None => "exited".to_string(),
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+/// A self-pipe: [`Wake::wake`] makes the read end readable for good.
+pub struct Wake {
+    read: OwnedFd,
+    write: OwnedFd,
+}
+
+impl Wake {
+    pub fn new() -> io::Result<Wake> {
+        let mut fds = [0 as RawFd; 2];
+        // SAFETY: pipe2 fills two descriptors on success; we own them after.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors were just created and are owned only here.
+        Ok(unsafe { Wake { read: OwnedFd::from_raw_fd(fds[0]), write: OwnedFd::from_raw_fd(fds[1]) } })
+    }
+
+    /// Wakes every current and future `poll` on this pipe.
+    pub fn wake(&self) {
+        // SAFETY: writing one byte from a valid buffer to our own pipe.
+        unsafe {
+            libc::write(self.write.as_raw_fd(), b"x".as_ptr().cast(), 1);
+        }
+    }
+
+    /// The descriptor to poll for readability.
+    pub fn fd(&self) -> RawFd {
+        self.read.as_raw_fd()
+    }
+}
+
+/// Which of the polled descriptors are ready.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Ready {
+    pub io: bool,
+    pub woken: bool,
+    pub exited: bool,
+}
+
+/// Waits until `fd` is ready for `events` (POLLIN/POLLOUT), the wake pipe
+/// fires, the pidfd (if any) reports an exit, or `deadline` passes.
+pub fn wait_ready(
+    fd: RawFd,
+    events: libc::c_short,
+    wake: Option<&Wake>,
+    pidfd: Option<RawFd>,
+    deadline: Option<Instant>,
+) -> io::Result<Ready> {
+    // A negative fd is ignored by poll: that is how absent ones are left out.
+    let mut fds = [
+        libc::pollfd { fd, events, revents: 0 },
+        libc::pollfd { fd: wake.map_or(-1, Wake::fd), events: libc::POLLIN, revents: 0 },
+        libc::pollfd { fd: pidfd.unwrap_or(-1), events: libc::POLLIN, revents: 0 },
+    ];
+    loop {
+        let timeout = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                left.as_millis().min(i32::MAX as u128) as i32 + i32::from(left.subsec_nanos() % 1_000_000 != 0)
+            }
+        };
+        // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        return Ok(Ready {
+            io: fds[0].revents != 0,
+            woken: wake.is_some() && fds[1].revents != 0,
+            exited: pidfd.is_some() && fds[2].revents != 0,
+        });
+    }
+}
+
+/// Reaps `child` if it has exited.
+pub fn try_reap(child: &mut Child) -> Option<ExitStatus> {
+    child.try_wait().ok().flatten()
+}
+
+/// Remaining time until `deadline`, zero if passed.
+pub fn until(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now())
+}

@@ -1,0 +1,186 @@
+//! Commands and tools registered by extensions.
+//!
+//! Rules (spec "Registration"): command names match case-insensitively and
+//! keep the first registration's spelling; the first registration of a name
+//! wins, in load order; built-in commands win over every extension; reserved
+//! tool names can never be claimed. A refused registration is returned as a
+//! reason the caller logs in the extension's own log and reports.
+
+use serde_json::Value;
+use std::collections::HashMap;
+use zut_ext::wire::RESERVED_TOOL_NAMES;
+
+/// Slash commands the host implements itself; extensions cannot take them.
+pub const BUILTIN_COMMANDS: &[&str] = &[
+    "help",
+    "clear",
+    "quit",
+    "exit",
+    "reload-ext",
+    "model",
+    "settings",
+    "skills",
+    "fork",
+    "tree",
+    "resume",
+    "new",
+    "compact",
+    "cd",
+];
+
+/// An active command.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandEntry {
+    /// Canonical spelling (the first registration's).
+    pub name: String,
+    pub description: String,
+    /// Instance id of the owning extension.
+    pub ext: u64,
+    pub extension: String,
+}
+
+/// An active extension tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolEntry {
+    pub name: String,
+    pub description: String,
+    pub schema: Value,
+    pub deferred: bool,
+    pub interactive: bool,
+    pub ext: u64,
+    pub extension: String,
+}
+
+/// The active registrations of every extension.
+#[derive(Debug, Default)]
+pub struct Registry {
+    commands: HashMap<String, CommandEntry>,
+    command_order: Vec<String>,
+    tools: HashMap<String, ToolEntry>,
+    tool_order: Vec<String>,
+}
+
+impl Registry {
+    /// Adds a command, or says why it was refused.
+    pub fn add_command(&mut self, entry: CommandEntry) -> Result<(), String> {
+        let key = entry.name.to_lowercase();
+        if entry.name.trim().is_empty() || entry.name.contains(char::is_whitespace) {
+            return Err(format!("command {:?} refused: names cannot be empty or contain spaces", entry.name));
+        }
+        if BUILTIN_COMMANDS.contains(&key.as_str()) {
+            return Err(format!("command /{} refused: it is a built-in zut command", entry.name));
+        }
+        if let Some(existing) = self.commands.get(&key) {
+            let whom = if existing.ext == entry.ext { "this extension".to_string() } else { format!("extension {}", existing.extension) };
+            let case = if existing.name != entry.name { format!(" (as /{}; names match case-insensitively)", existing.name) } else { String::new() };
+            return Err(format!("command /{} refused: already registered by {whom}{case}", entry.name));
+        }
+        self.command_order.push(key.clone());
+        self.commands.insert(key, entry);
+        Ok(())
+    }
+
+    /// Adds a tool, or says why it was refused.
+    pub fn add_tool(&mut self, mut entry: ToolEntry) -> Result<(), String> {
+        let name = entry.name.as_str();
+        let valid = !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid {
+            return Err(format!("tool {name:?} refused: names must be 1-64 characters of A-Z a-z 0-9 _ -"));
+        }
+        if RESERVED_TOOL_NAMES.contains(&name) {
+            return Err(format!("tool {name} refused: the name is reserved by zut"));
+        }
+        match &entry.schema {
+            Value::Null => entry.schema = serde_json::json!({"type": "object", "properties": {}}),
+            Value::Object(_) => {}
+            _ => return Err(format!("tool {name} refused: schema must be a JSON object")),
+        }
+        if let Some(existing) = self.tools.get(name) {
+            let whom = if existing.ext == entry.ext { "this extension".to_string() } else { format!("extension {}", existing.extension) };
+            return Err(format!("tool {name} refused: already registered by {whom}"));
+        }
+        self.tool_order.push(entry.name.clone());
+        self.tools.insert(entry.name.clone(), entry);
+        Ok(())
+    }
+
+    /// The command `name` (case-insensitive).
+    pub fn command(&self, name: &str) -> Option<&CommandEntry> {
+        self.commands.get(&name.to_lowercase())
+    }
+
+    /// The tool `name` (exact).
+    pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.get(name)
+    }
+
+    /// Active commands in registration order.
+    pub fn commands(&self) -> impl Iterator<Item = &CommandEntry> {
+        self.command_order.iter().filter_map(|k| self.commands.get(k))
+    }
+
+    /// Active tools in registration order.
+    pub fn tools(&self) -> impl Iterator<Item = &ToolEntry> {
+        self.tool_order.iter().filter_map(|k| self.tools.get(k))
+    }
+
+    /// Drops everything extension instance `ext` registered.
+    pub fn remove_extension(&mut self, ext: u64) {
+        self.commands.retain(|_, c| c.ext != ext);
+        self.tools.retain(|_, t| t.ext != ext);
+        let (commands, tools) = (&self.commands, &self.tools);
+        self.command_order.retain(|k| commands.contains_key(k));
+        self.tool_order.retain(|k| tools.contains_key(k));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(name: &str, ext: u64) -> CommandEntry {
+        CommandEntry { name: name.into(), description: String::new(), ext, extension: format!("e{ext}") }
+    }
+
+    fn tool(name: &str, ext: u64) -> ToolEntry {
+        ToolEntry {
+            name: name.into(),
+            description: String::new(),
+            schema: Value::Null,
+            deferred: false,
+            interactive: false,
+            ext,
+            extension: format!("e{ext}"),
+        }
+    }
+
+    #[test]
+    fn commands_are_case_insensitive_first_wins() {
+        let mut r = Registry::default();
+        r.add_command(cmd("Ping", 1)).unwrap();
+        let e = r.add_command(cmd("PING", 2)).unwrap_err();
+        assert!(e.contains("extension e1") && e.contains("/Ping"), "{e}");
+        assert!(r.add_command(cmd("ping", 1)).unwrap_err().contains("this extension"));
+        assert_eq!(r.command("pInG").unwrap().name, "Ping");
+        assert!(r.add_command(cmd("Reload-Ext", 1)).unwrap_err().contains("built-in"));
+        r.remove_extension(1);
+        assert!(r.command("ping").is_none());
+        r.add_command(cmd("ping", 2)).unwrap();
+    }
+
+    #[test]
+    fn tools_reserved_and_duplicates() {
+        let mut r = Registry::default();
+        for name in ["read", "grep", "python", "web_search", "plan", "skill"] {
+            assert!(r.add_tool(tool(name, 1)).unwrap_err().contains("reserved"), "{name}");
+        }
+        assert!(r.add_tool(tool("bad name", 1)).is_err());
+        r.add_tool(tool("weather", 1)).unwrap();
+        assert!(r.add_tool(tool("weather", 2)).is_err());
+        assert_eq!(r.tool("weather").unwrap().schema["type"], "object");
+        let mut t = tool("x", 1);
+        t.schema = Value::from(3);
+        assert!(r.add_tool(t).is_err());
+        assert_eq!(r.tools().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["weather"]);
+    }
+}
