@@ -6,6 +6,7 @@
 //! that consume the one host event stream) and [`cli`] (`zut ext …`).
 
 pub mod agent;
+pub mod app;
 pub mod cancel;
 pub mod cli;
 pub mod config;

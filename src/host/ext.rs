@@ -422,12 +422,14 @@ impl Ext {
             *p = Phase::Disconnected(reason.to_string());
         }
         process::log_line(&self.ident.log, reason);
+        // Registry and event stream first, so a caller woken below already
+        // sees the extension gone.
+        dispatch.disconnected(me, reason);
         for (_, (_, tx)) in lock(&self.pending).drain() {
             let _ = tx.send(Err(format!("extension {} {reason}", self.ident.name)));
         }
         self.stop_writer.cancel();
         self.wake.wake();
-        dispatch.disconnected(me, reason);
     }
 
     /// Starts a graceful stop: the process must exit by `deadline`, after

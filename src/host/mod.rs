@@ -55,6 +55,9 @@ pub struct HostConfig {
     /// Whether a person is at an interactive terminal (interactive tools
     /// are refused otherwise).
     pub interactive: bool,
+    /// Where bare launchers (`python3`, `node`) are looked up; `None`: the
+    /// process's `PATH`.
+    pub search_path: Option<std::ffi::OsString>,
 }
 
 /// What became of one discovered directory.
@@ -130,7 +133,7 @@ impl Host {
     /// Starts every loadable entry in parallel, waits for their handshakes
     /// (bounded by the hello and ready deadlines), commits registrations in
     /// load order and reports `ext_loaded` / `ext_error` / `ext_warning`.
-    pub fn start(config: HostConfig, sink: Arc<dyn EventSink>, entries: Vec<Entry>) -> Host {
+    pub fn start(config: HostConfig, sink: Arc<dyn EventSink>, entries: Vec<Entry>, cancel: &CancelToken) -> Host {
         let (control_tx, control_rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             config,
@@ -160,7 +163,7 @@ impl Host {
                 Loaded { entry, outcome }
             })
             .collect();
-        shared.await_handshakes(&loaded);
+        shared.await_handshakes(&loaded, cancel);
         shared.commit_and_report(&mut loaded);
         Host { shared, loaded }
     }
@@ -304,10 +307,12 @@ impl Host {
         let exts: Vec<Arc<Ext>> = lock(&self.shared.exts).drain(..).collect();
         let deadline = Instant::now() + self.shared.config.deadlines.shutdown_grace;
         for ext in &exts {
+            // Closing first: an extension that exits right after the
+            // `shutdown` frame is then an orderly exit, not a crash.
+            ext.begin_close(deadline);
             if ext.connected() {
                 let _ = ext.send_shutdown(&*self.shared, ext);
             }
-            ext.begin_close(deadline);
         }
         for ext in &exts {
             ext.join();
@@ -400,7 +405,9 @@ impl Shared {
                 }
                 path.clone()
             }
-            Some(Exec::Launcher { configured }) => manifest::find_on_path(configured).map_err(fail)?,
+            Some(Exec::Launcher { configured }) => {
+                manifest::find_on_path(configured, self.config.search_path.as_deref()).map_err(fail)?
+            }
             None => return Err(fail("no exec".into())),
         };
         let stderr = process::open_log(&log, &m.name, &m.version).map_err(|e| fail(format!("cannot open log: {e}")))?;
@@ -415,7 +422,7 @@ impl Shared {
 
     /// Waits until every started extension is ready, failed, or past its
     /// deadline. Deadlines run concurrently: the total is the max, not the sum.
-    fn await_handshakes(&self, loaded: &[Loaded]) {
+    fn await_handshakes(&self, loaded: &[Loaded], cancel: &CancelToken) {
         let d = self.config.deadlines;
         let start = Instant::now();
         // ext id -> (deadline, waiting for hello?)
@@ -440,6 +447,14 @@ impl Shared {
                     }
                     Err(_) => break,
                 },
+                recv(cancel.receiver()) -> _ => {
+                    for id in waiting.keys() {
+                        if let Some(ext) = self.ext(*id) {
+                            ext.disconnect("interrupted while loading", self, &ext);
+                        }
+                    }
+                    return;
+                }
                 default(process::until(next)) => {}
             }
             let now = Instant::now();
@@ -625,7 +640,10 @@ impl Shared {
         };
         if first {
             lock(&ext.warnings).push(message.clone());
-            self.emit(Event::ExtWarning { extension: ext.ident.name.clone(), message });
+            // While loading, warnings are reported with ext_loaded, in order.
+            if lock(&ext.staged).is_none() {
+                self.emit(Event::ExtWarning { extension: ext.ident.name.clone(), message });
+            }
         }
     }
 }
@@ -772,5 +790,237 @@ fn normalise_level(level: &str) -> String {
         l @ ("success" | "warn" | "error") => l.to_string(),
         "warning" => "warn".to_string(),
         _ => "info".to_string(),
+    }
+}
+
+/// The outcome of the `tool_call` interceptor chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallVerdict {
+    /// `(extension, reason)` of the first interceptor that blocked.
+    pub blocked: Option<(String, String)>,
+    /// The arguments after every rewrite.
+    pub args: Value,
+}
+
+/// The outcome of the `turn_start` interceptor chain.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TurnStartVerdict {
+    pub blocked: Option<(String, String)>,
+    /// Hidden context for this request only, already bounded.
+    pub context: Option<String>,
+}
+
+/// The outcome of the `assistant_message` interceptor chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AssistantVerdict {
+    pub blocked: Option<(String, String)>,
+    /// What the user sees.
+    pub text: String,
+}
+
+/// Upper bound of the hidden context one request can carry.
+pub const CONTEXT_CAP: usize = 16 * 1024;
+const CONTEXT_TRUNCATED: &str = "\n[extension context truncated]";
+
+impl Host {
+    /// Whether any extension subscribed to `event` (cheap; lets the agent
+    /// skip building payloads nobody reads).
+    pub fn subscribed(&self, event: &str) -> bool {
+        lock(&self.shared.exts).iter().any(|e| lock(&e.events).contains(event))
+    }
+
+    /// Sends a one-way lifecycle event to its subscribers, in load order.
+    /// Each extension's frames stay ordered (one queue per extension).
+    pub fn emit_event(&self, payload: &zut_ext::wire::EventPayload) {
+        let targets: Vec<Arc<Ext>> =
+            lock(&self.shared.exts).iter().filter(|e| lock(&e.events).contains(&payload.event)).cloned().collect();
+        if targets.is_empty() {
+            return;
+        }
+        let frame = HostFrame::Event(payload.clone());
+        for ext in targets {
+            let _ = ext.send(&frame, &*self.shared, &ext);
+        }
+    }
+
+    /// Consults every `event` interceptor serially in load order; `each`
+    /// gets the extension and its response and returns false to stop the
+    /// chain. A missing response (deadline, disconnect) counts as allow.
+    fn intercept_chain(
+        &self,
+        payload: impl Fn() -> zut_ext::wire::EventPayload,
+        cancel: &CancelToken,
+        mut each: impl FnMut(&Arc<Ext>, ExtFrame) -> bool,
+    ) {
+        let event = payload().event;
+        let chain: Vec<Arc<Ext>> =
+            lock(&self.shared.exts).iter().filter(|e| lock(&e.intercepts).contains(&event)).cloned().collect();
+        let timeout = self.shared.config.deadlines.intercept;
+        for ext in chain {
+            if cancel.is_cancelled() {
+                return;
+            }
+            let id = self.shared.next_id();
+            let rx = ext.expect(id, CallKind::Intercept);
+            let frame = HostFrame::EventIntercept { id: id.to_string(), payload: payload() };
+            if ext.send(&frame, &*self.shared, &ext).is_err() {
+                ext.forget(id);
+                continue;
+            }
+            let reply = wait_reply(&rx, Some(timeout), cancel);
+            ext.forget(id);
+            match reply {
+                Wait::Reply(Ok(frame)) => {
+                    if !each(&ext, frame) {
+                        return;
+                    }
+                }
+                Wait::TimedOut => process::log_line(
+                    &ext.ident.log,
+                    &format!("intercept {event} timed out after {} ms; allowing", timeout.as_millis()),
+                ),
+                Wait::Reply(Err(_)) | Wait::Cancelled => {}
+            }
+        }
+    }
+
+    /// Runs the `tool_call` interceptors: the first block wins; each
+    /// rewrite must be a JSON object and feeds the next interceptor.
+    pub fn intercept_tool_call(&self, tool_id: &str, tool_name: &str, args: Value, cancel: &CancelToken) -> ToolCallVerdict {
+        let mut verdict = ToolCallVerdict { blocked: None, args };
+        let current = std::cell::RefCell::new(verdict.args.clone());
+        let mut blocked = None;
+        self.intercept_chain(
+            || zut_ext::wire::EventPayload {
+                tool_id: tool_id.to_string(),
+                tool_name: tool_name.to_string(),
+                tool_args: Some(current.borrow().clone()),
+                ..zut_ext::wire::EventPayload::named("tool_call")
+            },
+            cancel,
+            |ext, frame| {
+                let ExtFrame::EventInterceptResponse { block, reason, modified_args, .. } = frame else { return true };
+                if block {
+                    let reason = if reason.trim().is_empty() { "tool call refused by extension guard".into() } else { reason };
+                    blocked = Some((ext.ident.name.clone(), reason));
+                    return false;
+                }
+                match modified_args {
+                    Some(v @ Value::Object(_)) => *current.borrow_mut() = v,
+                    Some(Value::Null) | None => {}
+                    Some(other) => {
+                        let msg = format!(
+                            "modified_args for {tool_name} ignored: it must be a JSON object, got {}",
+                            json_kind(&other)
+                        );
+                        process::log_line(&ext.ident.log, &msg);
+                    }
+                }
+                true
+            },
+        );
+        verdict.blocked = blocked;
+        verdict.args = current.into_inner();
+        verdict
+    }
+
+    /// Runs the `turn_start` interceptors: the first block wins; contexts
+    /// are labelled with their extension, joined and bounded to [`CONTEXT_CAP`].
+    pub fn intercept_turn_start(&self, step: u32, cancel: &CancelToken) -> TurnStartVerdict {
+        let mut blocked = None;
+        let mut parts: Vec<String> = Vec::new();
+        self.intercept_chain(
+            || zut_ext::wire::EventPayload { step: u64::from(step), ..zut_ext::wire::EventPayload::named("turn_start") },
+            cancel,
+            |ext, frame| {
+                let ExtFrame::EventInterceptResponse { block, reason, context, .. } = frame else { return true };
+                if block {
+                    let reason = if reason.trim().is_empty() { "turn blocked by extension guard".into() } else { reason };
+                    blocked = Some((ext.ident.name.clone(), reason));
+                    return false;
+                }
+                if !context.trim().is_empty() {
+                    parts.push(format!("[{}]\n{}", ext.ident.name, context.trim()));
+                }
+                true
+            },
+        );
+        if blocked.is_some() {
+            return TurnStartVerdict { blocked, context: None };
+        }
+        let context = (!parts.is_empty()).then(|| bound_context(parts.join("\n\n")));
+        TurnStartVerdict { blocked: None, context }
+    }
+
+    /// Runs the `assistant_message` interceptors: the first block wins;
+    /// non-empty replacements chain.
+    pub fn intercept_assistant_message(&self, text: &str, cancel: &CancelToken) -> AssistantVerdict {
+        let current = std::cell::RefCell::new(text.to_string());
+        let mut blocked = None;
+        if !text.is_empty() {
+            self.intercept_chain(
+                || zut_ext::wire::EventPayload {
+                    text: current.borrow().clone(),
+                    ..zut_ext::wire::EventPayload::named("assistant_message")
+                },
+                cancel,
+                |ext, frame| {
+                    let ExtFrame::EventInterceptResponse { block, reason, replace_text, .. } = frame else { return true };
+                    if block {
+                        blocked = Some((ext.ident.name.clone(), reason));
+                        return false;
+                    }
+                    if !replace_text.is_empty() {
+                        *current.borrow_mut() = replace_text;
+                    }
+                    true
+                },
+            );
+        }
+        AssistantVerdict { blocked, text: current.into_inner() }
+    }
+}
+
+/// Cuts `text` to [`CONTEXT_CAP`] bytes on a character boundary, marking it.
+pub fn bound_context(text: String) -> String {
+    if text.len() <= CONTEXT_CAP {
+        return text;
+    }
+    let mut cut = CONTEXT_CAP - CONTEXT_TRUNCATED.len();
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{CONTEXT_TRUNCATED}", text[..cut].trim_end())
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_is_bounded_on_a_char_boundary() {
+        let long = "é".repeat(CONTEXT_CAP);
+        let b = bound_context(long);
+        assert!(b.len() <= CONTEXT_CAP);
+        assert!(b.ends_with(CONTEXT_TRUNCATED));
+        assert_eq!(bound_context("short".into()), "short");
+    }
+
+    #[test]
+    fn content_is_normalised() {
+        let out = normalise_content(vec![ContentBlock::text(""), ContentBlock::Unknown], "x");
+        assert_eq!(out, vec![ContentBlock::text("[unsupported content block from extension x]")]);
+        assert_eq!(normalise_content(vec![], "x"), vec![ContentBlock::text("(extension returned no content)")]);
     }
 }

@@ -448,6 +448,9 @@ pub fn decode_host_frame(line: &[u8]) -> Result<HostFrame, DecodeError> {
 
 fn decode<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Result<T, DecodeError> {
     let text = std::str::from_utf8(line).map_err(|_| DecodeError::InvalidUtf8)?;
+    if !text.trim_start().starts_with('{') {
+        return Err(DecodeError::NotAnObject("expected a JSON object".into()));
+    }
     match serde_json::from_str::<T>(text) {
         Ok(frame) => Ok(frame),
         Err(err) => {

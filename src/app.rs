@@ -1,0 +1,244 @@
+//! The command line: flags (DESIGN §3), logging, signals, mode selection.
+//! `main` only maps [`main`]'s result to the process exit status.
+
+use crate::cancel::{self, Canceller};
+use crate::host::{deadlines::Deadlines, discovery, HostConfig};
+use crate::modes::{self, Mode, Run, EXIT_USAGE};
+use argh::FromArgs;
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+
+#[derive(FromArgs, Debug)]
+/// zut: a terminal coding agent built around extensions.
+///
+/// Without -p or --mode, zut starts the interactive terminal UI.
+/// `zut ext --help` lists the extension management commands.
+#[argh(help_triggers("-h", "--help"))]
+struct Cli {
+    /// print mode: run PROMPT (plus piped stdin), print only the final answer
+    #[argh(switch, short = 'p')]
+    print: bool,
+    /// front end: json (event stream on stdout) or rpc (JSON-lines requests)
+    #[argh(option)]
+    mode: Option<String>,
+    /// load the extension directory at PATH for this run (repeatable; wins over installed ones)
+    #[argh(option, short = 'e', arg_name = "PATH")]
+    ext: Vec<String>,
+    /// skip discovery of installed and project extensions (--ext still loads)
+    #[argh(switch)]
+    no_extensions: bool,
+    /// model provider: anthropic, openai (any OpenAI-compatible server) or script
+    #[argh(option)]
+    provider: Option<String>,
+    /// model name
+    #[argh(option)]
+    model: Option<String>,
+    /// provider API root (anthropic: before /v1/messages; openai: including /v1)
+    #[argh(option)]
+    base_url: Option<String>,
+    /// provider API key (else ANTHROPIC_API_KEY / OPENAI_API_KEY / $ZUT_HOME/auth.json)
+    #[argh(option)]
+    api_key: Option<String>,
+    /// the scripted provider's JSON-lines script
+    #[argh(option, arg_name = "FILE")]
+    script: Option<String>,
+    /// append every request the scripted provider receives to FILE
+    #[argh(option, arg_name = "FILE")]
+    script_log: Option<String>,
+    /// project directory (default: the current directory)
+    #[argh(option, arg_name = "DIR")]
+    cwd: Option<String>,
+    /// run bash, write and edit without asking for confirmation
+    #[argh(switch)]
+    yolo: bool,
+    /// resume the latest session for this directory
+    #[argh(switch, long = "continue")]
+    continue_session: bool,
+    /// resume session ID
+    #[argh(option, arg_name = "ID")]
+    session: Option<String>,
+    /// keep no session
+    #[argh(switch)]
+    no_session: bool,
+    /// cap model calls per prompt (default 50)
+    #[argh(option, arg_name = "N")]
+    max_steps: Option<u32>,
+    /// print the version and exit
+    #[argh(switch)]
+    version: bool,
+    /// the prompt; a prompt starting with / runs that slash command
+    #[argh(positional, arg_name = "PROMPT")]
+    prompt: Vec<String>,
+}
+
+const DEFAULT_MAX_STEPS: u32 = 50;
+
+/// Runs zut with the process arguments; returns the exit status.
+pub fn main() -> i32 {
+    let args: Vec<String> = std::env::args().collect();
+    let zut_home = crate::paths::zut_home();
+    init_logging(&zut_home);
+    if args.get(1).map(String::as_str) == Some("ext") {
+        return run_ext(&args[2..], zut_home);
+    }
+    let strs: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    let cli = match Cli::from_args(&["zut"], &strs) {
+        Ok(cli) => cli,
+        Err(early) => {
+            return match early.status {
+                Ok(()) => {
+                    println!("{}", early.output);
+                    modes::EXIT_OK
+                }
+                Err(()) => {
+                    eprintln!("{}", early.output.trim_end());
+                    eprintln!("Run zut --help for usage.");
+                    EXIT_USAGE
+                }
+            };
+        }
+    };
+    if cli.version {
+        println!("zut {}", env!("CARGO_PKG_VERSION"));
+        return modes::EXIT_OK;
+    }
+    match run(cli, zut_home) {
+        Ok(code) => code,
+        Err(usage) => {
+            eprintln!("zut: {usage}");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
+    let mode = match (cli.print, cli.mode.as_deref()) {
+        (_, Some("json")) => Mode::Json,
+        (true, None | Some("print")) => Mode::Print,
+        (_, Some("rpc")) => return Err("--mode rpc is not available in this build yet".into()),
+        (false, None) => {
+            return Err("the interactive terminal UI is not available in this build yet; use -p PROMPT or --mode json".into())
+        }
+        (_, Some(other)) => return Err(format!("unknown --mode {other:?}: use json or rpc (or -p for print mode)")),
+    };
+    // Until sessions land every run is session-less, which is what
+    // --no-session asks for.
+    let _ = cli.no_session;
+    if cli.continue_session || cli.session.is_some() {
+        return Err("sessions are not available in this build yet (--continue / --session)".into());
+    }
+    let cwd = match &cli.cwd {
+        Some(d) => std::fs::canonicalize(d).map_err(|e| format!("--cwd {d}: {e}"))?,
+        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+    };
+    let mut prompt = (!cli.prompt.is_empty()).then(|| cli.prompt.join(" "));
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let mut piped = String::new();
+        if let Err(e) = stdin.lock().read_to_string(&mut piped) {
+            return Err(format!("cannot read standard input: {e}"));
+        }
+        if !piped.trim().is_empty() {
+            prompt = Some(match prompt {
+                Some(p) => format!("{p}\n\n{}", piped.trim_end()),
+                None => piped.trim_end().to_string(),
+            });
+        }
+    }
+    if mode == Mode::Print && prompt.is_none() {
+        return Err("-p needs a PROMPT (or text on standard input)".into());
+    }
+    let provider = crate::provider::Settings {
+        provider: cli.provider.clone().unwrap_or_default(),
+        model: cli.model.clone(),
+        base_url: cli.base_url.clone(),
+        api_key: cli.api_key.clone(),
+        script: cli.script.as_ref().map(|s| cwd.join(s)),
+        script_log: cli.script_log.as_ref().map(|s| cwd.join(s)),
+        zut_home: zut_home.clone(),
+    };
+    let host = HostConfig {
+        zut_home: zut_home.clone(),
+        cwd: cwd.clone(),
+        provider: provider.provider.clone(),
+        model: provider.model.clone().unwrap_or_default(),
+        deadlines: Deadlines::from_env(),
+        interactive: false,
+        search_path: None,
+    };
+    let discovery = discovery::Options {
+        cwd: cwd.clone(),
+        zut_home,
+        ext_paths: cli.ext.iter().map(PathBuf::from).collect(),
+        no_extensions: cli.no_extensions,
+    };
+    let run = Run {
+        mode,
+        prompt,
+        host,
+        discovery,
+        provider,
+        max_steps: cli.max_steps.unwrap_or(DEFAULT_MAX_STEPS).max(1),
+        yolo: cli.yolo,
+    };
+    let (canceller, token) = cancel::pair();
+    let signals = Signals::start(canceller)?;
+    let code = modes::run_once(run, &token);
+    signals.stop();
+    Ok(code)
+}
+
+fn run_ext(args: &[String], zut_home: PathBuf) -> i32 {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let ctx = crate::cli::CliContext { cwd, zut_home, ext_paths: Vec::new(), no_extensions: false };
+    crate::cli::run_ext(args, &ctx)
+}
+
+/// `$ZUT_HOME/logs/zut.log`, level from `ZUT_LOG` (default info). Logging
+/// is best effort: a read-only home must not stop zut.
+fn init_logging(zut_home: &std::path::Path) {
+    let dir = crate::paths::logs_dir(zut_home);
+    let Ok(()) = std::fs::create_dir_all(&dir) else { return };
+    let Ok(file) = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("zut.log")) else { return };
+    let level = match std::env::var("ZUT_LOG").unwrap_or_default().to_ascii_lowercase().as_str() {
+        "trace" => log::LevelFilter::Trace,
+        "debug" => log::LevelFilter::Debug,
+        "warn" => log::LevelFilter::Warn,
+        "error" => log::LevelFilter::Error,
+        "off" => log::LevelFilter::Off,
+        _ => log::LevelFilter::Info,
+    };
+    let _ = simplelog::WriteLogger::init(level, simplelog::Config::default(), file);
+}
+
+/// SIGINT, SIGTERM and SIGHUP cancel the current work; the mode then runs
+/// the normal graceful shutdown and zut exits 130.
+struct Signals {
+    handle: signal_hook::iterator::Handle,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Signals {
+    fn start(canceller: Canceller) -> Result<Signals, String> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+            .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+        let handle = signals.handle();
+        let thread = std::thread::Builder::new()
+            .name("zut-signals".into())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                for sig in signals.forever() {
+                    log::info!("signal {sig}: shutting down");
+                    canceller.cancel();
+                }
+            })
+            .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+        Ok(Signals { handle, thread })
+    }
+
+    fn stop(self) {
+        self.handle.close();
+        let _ = self.thread.join();
+    }
+}

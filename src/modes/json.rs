@@ -1,0 +1,33 @@
+//! `--mode json`: every event as one compact JSON line on stdout, flushed
+//! per event. A closed stdout (the reader went away) silences the sink
+//! instead of failing the run.
+
+use crate::events::{Event, EventSink};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Writes events to stdout.
+#[derive(Default)]
+pub struct JsonSink {
+    broken: AtomicBool,
+}
+
+impl EventSink for JsonSink {
+    fn emit(&self, event: Event) {
+        if self.broken.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut line = match serde_json::to_vec(&event) {
+            Ok(l) => l,
+            Err(e) => {
+                log::error!("cannot encode event: {e}");
+                return;
+            }
+        };
+        line.push(b'\n');
+        let mut out = std::io::stdout().lock();
+        if out.write_all(&line).and_then(|_| out.flush()).is_err() {
+            self.broken.store(true, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Helpers shared by the integration tests: fixture extensions copied into
+//! temporary directories, a host with shortened deadlines, and checks that
+//! nothing (process or thread) outlives a host.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use zut::cancel::CancelToken;
+use zut::events::{Collect, Event};
+use zut::host::deadlines::Deadlines;
+use zut::host::discovery::{self, Entry};
+use zut::host::{Host, HostConfig};
+
+/// `tests/fixtures/ext`.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ext")
+}
+
+/// PATH with the real Python interpreter's directory first (the pyenv
+/// shim on PATH costs ~120 ms per start).
+pub fn search_path() -> String {
+    static PATH: OnceLock<String> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let out = std::process::Command::new("python3")
+            .args(["-c", "import sys, os; print(os.path.dirname(os.path.realpath(sys.executable)))"])
+            .output()
+            .expect("python3 is needed by the fixture extensions");
+        let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        format!("{dir}:{}", std::env::var("PATH").unwrap_or_default())
+    })
+    .clone()
+}
+
+/// A test's own directories: project cwd, ZUT_HOME and scratch files.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("proj")).unwrap();
+        Sandbox { dir }
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    pub fn cwd(&self) -> PathBuf {
+        self.dir.path().join("proj")
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Copies fixture `name` into the sandbox with `extra` args appended
+    /// (fx.py options like `pidfile=…`), returning its directory.
+    pub fn fixture(&self, name: &str, extra: &[String]) -> PathBuf {
+        self.fixture_as(name, name, extra)
+    }
+
+    /// Like [`Sandbox::fixture`], installed under directory `dir_name`.
+    pub fn fixture_as(&self, name: &str, dir_name: &str, extra: &[String]) -> PathBuf {
+        let src = fixtures().join(name);
+        let dst = self.dir.path().join("exts").join(dir_name);
+        std::fs::create_dir_all(&dst).unwrap();
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), dst.join(entry.file_name())).unwrap();
+        }
+        let manifest_path = dst.join("extension.json");
+        let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+        if let Some(args) = m.get_mut("args").and_then(|a| a.as_array_mut()) {
+            for a in args.iter_mut() {
+                if a == "../fx.py" {
+                    *a = fixtures().join("fx.py").display().to_string().into();
+                }
+            }
+            args.extend(extra.iter().map(|s| serde_json::Value::from(s.as_str())));
+        }
+        std::fs::write(&manifest_path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+        dst
+    }
+
+    /// Host settings with deadlines short enough for tests.
+    pub fn config(&self) -> HostConfig {
+        HostConfig {
+            zut_home: self.home(),
+            cwd: self.cwd(),
+            provider: "script".into(),
+            model: "test-model".into(),
+            deadlines: Deadlines {
+                hello: Duration::from_millis(5_000),
+                ready: Duration::from_millis(1_500),
+                command: Duration::from_millis(5_000),
+                tool: Duration::from_millis(5_000),
+                intercept: Duration::from_millis(2_000),
+                shutdown_grace: Duration::from_millis(800),
+                kill_grace: Duration::from_millis(400),
+                write: Duration::from_millis(2_000),
+                torn_frame: Duration::from_millis(250),
+                exit_drain: Duration::from_millis(500),
+            },
+            interactive: false,
+            search_path: Some(search_path().into()),
+        }
+    }
+
+    /// Discovers `dirs` as `--ext` paths (no installed extensions).
+    pub fn entries(&self, dirs: &[PathBuf]) -> Vec<Entry> {
+        discovery::discover(&discovery::Options {
+            cwd: self.cwd(),
+            zut_home: self.home(),
+            ext_paths: dirs.to_vec(),
+            no_extensions: true,
+        })
+    }
+
+    /// Starts a host on `dirs` with `config`.
+    pub fn start_with(&self, config: HostConfig, dirs: &[PathBuf]) -> (Host, Arc<Collect>) {
+        let sink = Arc::new(Collect::default());
+        let host = Host::start(config, sink.clone(), self.entries(dirs), &CancelToken::never());
+        (host, sink)
+    }
+
+    /// Starts a host on `dirs` with the test deadlines.
+    pub fn start(&self, dirs: &[PathBuf]) -> (Host, Arc<Collect>) {
+        self.start_with(self.config(), dirs)
+    }
+}
+
+/// The pids of every process the host started.
+pub fn pids(host: &Host) -> Vec<u32> {
+    host.loaded()
+        .iter()
+        .filter_map(|l| match &l.outcome {
+            zut::host::Outcome::Started(e) => Some(e.pid),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a process with this pid exists (a zombie counts as existing).
+pub fn pid_exists(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks existence.
+    unsafe { libc::kill(pid as i32, 0) == 0 }
+}
+
+/// Shuts `host` down and asserts nothing is left: every child reaped (its
+/// pid gone, so not a zombie) and every host thread joined.
+pub fn shutdown_clean(host: Host) {
+    let pids = pids(&host);
+    host.shutdown();
+    assert_eq!(host.live_threads(), 0, "host threads left running");
+    for pid in pids {
+        assert!(!pid_exists(pid), "child {pid} not reaped");
+    }
+}
+
+/// Events of one type, by a predicate.
+pub fn find<'a>(events: &'a [Event], f: impl Fn(&Event) -> bool) -> Vec<&'a Event> {
+    events.iter().filter(|e| f(e)).collect()
+}
+
+/// The error message reported for `ext`, if any.
+pub fn error_of(events: &[Event], ext: &str) -> Option<String> {
+    events.iter().find_map(|e| match e {
+        Event::ExtError { extension, message } if extension == ext => Some(message.clone()),
+        _ => None,
+    })
+}
+
+/// Warnings reported for `ext`.
+pub fn warnings_of(events: &[Event], ext: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ExtWarning { extension, message } if extension == ext => Some(message.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether `ext` was reported loaded.
+pub fn loaded(events: &[Event], ext: &str) -> bool {
+    events.iter().any(|e| matches!(e, Event::ExtLoaded { extension, .. } if extension == ext))
+}
+
+/// Waits until `f` holds or `timeout` passes (for effects of other processes).
+pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if std::time::Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Shorthand for fx.py options.
+pub fn opt(k: &str, v: impl AsRef<Path>) -> String {
+    format!("{k}={}", v.as_ref().display())
+}
