@@ -128,6 +128,61 @@ pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     Some(Duration::from_secs_f64(secs.min(3600.0)))
 }
 
+/// The API key for `provider`: `explicit` (`--api-key`), else the env
+/// value, else `auth.json` under `home` (skipped when `home` is empty).
+/// Empty strings count as absent.
+pub(crate) fn resolve_key(
+    explicit: Option<&str>,
+    env_value: Option<String>,
+    home: &std::path::Path,
+    provider: &str,
+) -> Result<Option<String>, ProviderError> {
+    let given = explicit.map(str::to_string).or(env_value);
+    if let Some(key) = given
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty())
+    {
+        return Ok(Some(key));
+    }
+    if home.as_os_str().is_empty() {
+        return Ok(None);
+    }
+    crate::config::api_key(home, provider).map_err(|e| ProviderError::Config(e.to_string()))
+}
+
+/// The Config error for a missing key, saying every way to set one.
+pub(crate) fn missing_key(
+    label: &str,
+    env: &str,
+    provider: &str,
+    home: &std::path::Path,
+) -> ProviderError {
+    let auth = if home.as_os_str().is_empty() {
+        "$ZUT_HOME/auth.json".to_string()
+    } else {
+        crate::config::auth_path(home).display().to_string()
+    };
+    ProviderError::Config(format!(
+        "no {label} API key: pass --api-key KEY, set {env}, or write {{\"{provider}\":{{\"api_key\":\"KEY\"}}}} to {auth}"
+    ))
+}
+
+/// `given` (`--base-url`) or `default`, without trailing slashes; must be
+/// an http(s) URL.
+pub(crate) fn base_url(given: Option<&str>, default: &str) -> Result<String, ProviderError> {
+    let url = given
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .unwrap_or(default);
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(ProviderError::Config(format!(
+            "--base-url {url:?} must start with http:// or https://"
+        )));
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
 /// Forwards text deltas to the caller and remembers that it did, which
 /// forbids any retry from then on.
 pub(crate) struct Sink<'a> {
