@@ -514,3 +514,19 @@ fn key_comes_from_auth_json_when_not_given() {
         Some("sk-from-file")
     );
 }
+
+#[test]
+fn abort_interrupts_the_backoff_sleep() {
+    let limited = r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#;
+    let server = TestServer::start(vec![
+        Reply::json(429, limited).header("retry-after", "20"),
+        Reply::sse(&plain_answer()),
+    ]);
+    let mut p = provider(&server);
+    let (token, fired) = cancel_after(200);
+    let (result, _) = ask(&mut p, &hello(), &token);
+    let returned = Instant::now();
+    assert_eq!(result.unwrap_err(), ProviderError::Aborted);
+    assert!(returned.duration_since(fired.recv().unwrap()) < Duration::from_secs(1));
+    assert_eq!(server.request_count(), 1, "no retry after the abort");
+}

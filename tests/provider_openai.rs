@@ -468,3 +468,24 @@ fn request_body_converts_tools_results_images_and_hidden_context() {
         "no system prompt and no context: no system message"
     );
 }
+
+#[test]
+fn json_instead_of_a_stream_is_reported() {
+    let server = TestServer::start(vec![
+        Reply::json(200, r#"{"error":{"message":"model 'llama9' not found"}}"#),
+        Reply::json(
+            200,
+            r#"{"id":"x","choices":[{"message":{"content":"hi"}}]}"#,
+        ),
+    ]);
+    let mut p = provider(&server);
+    assert_eq!(
+        ask(&mut p, &hello(), &CancelToken::never()).0.unwrap_err(),
+        ProviderError::Model("model 'llama9' not found".into())
+    );
+    match ask(&mut p, &hello(), &CancelToken::never()).0.unwrap_err() {
+        ProviderError::Protocol(m) => assert!(m.contains("expected an event stream"), "{m}"),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(server.request_count(), 2, "neither is retried");
+}

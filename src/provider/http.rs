@@ -318,7 +318,7 @@ impl HttpClient {
         if !(200..300).contains(&head.status) {
             return Err(error_status(&head, &mut body));
         }
-        if head.content_type.contains("json") {
+        if head.content_type.starts_with("application/json") {
             return Err(Failure::fatal(unexpected_json(&mut body)));
         }
         let result = parse(&mut SseReader::new(&mut body), sink);

@@ -46,16 +46,16 @@ pub struct OpenAi {
 
 impl OpenAi {
     /// Resolves key (settings, `OPENAI_API_KEY`, `auth.json`), base URL and
-    /// model. Without a key, the default OpenAI URL is a Config error saying
-    /// how to set one; a custom `--base-url` simply sends no key.
+    /// model. Without a key, OpenAI's own URL is a Config error saying how
+    /// to set one; any other `--base-url` simply sends no key.
     pub fn new(settings: &Settings) -> Result<Self, ProviderError> {
         let home = &settings.zut_home;
         let env_key = std::env::var(KEY_ENV).ok();
         let api_key = http::resolve_key(settings.api_key.as_deref(), env_key, home, "openai")?;
-        if api_key.is_none() && settings.base_url.is_none() {
+        let base = http::base_url(settings.base_url.as_deref(), DEFAULT_BASE_URL)?;
+        if api_key.is_none() && base == DEFAULT_BASE_URL {
             return Err(http::missing_key("OpenAI", KEY_ENV, "openai", home));
         }
-        let base = http::base_url(settings.base_url.as_deref(), DEFAULT_BASE_URL)?;
         Ok(OpenAi {
             model: settings
                 .model
