@@ -1,1 +1,282 @@
-//! `config.json` and `auth.json` under `$ZUT_HOME`.
+//! `config.json` and `auth.json` under `$ZUT_HOME` (DESIGN §2).
+//!
+//! `config.json` holds the defaults the command line can override:
+//! `{"provider":…,"model":…,"base_url":…}`, every key optional. Keys this
+//! version does not know are kept in [`Config::extra`] and written back on
+//! save, so an older zut never erases a newer one's settings.
+//!
+//! `auth.json` holds API keys per provider:
+//! `{"anthropic":{"api_key":"…"},"openai":{"api_key":"…"}}`; a plain string
+//! (`{"openai":"sk-…"}`) is accepted too. It is written with mode 0600.
+//!
+//! Invariants: a missing file means defaults; a corrupt file is an error
+//! naming its path, never silently replaced; writes are atomic (temporary
+//! file in the same directory, then rename), so a crash leaves either the
+//! old or the new file.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// A failure reading or writing one of the files, one line naming the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The contents of `config.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    /// `anthropic`, `openai` or `script`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Keys this version does not know, preserved on save.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `$ZUT_HOME/config.json`.
+pub fn config_path(home: &Path) -> PathBuf {
+    home.join("config.json")
+}
+
+/// `$ZUT_HOME/auth.json`.
+pub fn auth_path(home: &Path) -> PathBuf {
+    home.join("auth.json")
+}
+
+/// Reads `config.json`; a missing file gives the defaults.
+pub fn load(home: &Path) -> Result<Config, ConfigError> {
+    let path = config_path(home);
+    match read_optional(&path)? {
+        None => Ok(Config::default()),
+        Some(text) => serde_json::from_str(&text).map_err(|e| parse_error(&path, &e)),
+    }
+}
+
+/// Writes `config.json` atomically, creating `$ZUT_HOME` if needed.
+pub fn save(home: &Path, config: &Config) -> Result<(), ConfigError> {
+    let path = config_path(home);
+    let text = pretty(&path, config)?;
+    write_atomic(&path, text.as_bytes(), 0o644)
+}
+
+/// The API key `auth.json` holds for `provider`, if any. A missing file or
+/// entry, or an empty key, is `None`.
+pub fn api_key(home: &Path, provider: &str) -> Result<Option<String>, ConfigError> {
+    let path = auth_path(home);
+    let auth = load_auth(&path)?;
+    match auth.get(provider) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(key)) => Ok(non_empty(key)),
+        Some(Value::Object(entry)) => match entry.get("api_key") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(key)) => Ok(non_empty(key)),
+            Some(_) => Err(bad_auth_entry(&path, provider)),
+        },
+        Some(_) => Err(bad_auth_entry(&path, provider)),
+    }
+}
+
+/// Stores `key` for `provider` in `auth.json` (mode 0600), keeping every
+/// other entry and any other fields of this provider's entry.
+pub fn save_api_key(home: &Path, provider: &str, key: &str) -> Result<(), ConfigError> {
+    let path = auth_path(home);
+    let mut auth = load_auth(&path)?;
+    let entry = auth
+        .entry(provider.to_string())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !entry.is_object() {
+        *entry = Value::Object(Map::new());
+    }
+    if let Value::Object(fields) = entry {
+        fields.insert("api_key".to_string(), Value::String(key.to_string()));
+    }
+    let text = pretty(&path, &auth)?;
+    write_atomic(&path, text.as_bytes(), 0o600)
+}
+
+/// Parses `auth.json` into its top-level object; missing file = empty.
+fn load_auth(path: &Path) -> Result<Map<String, Value>, ConfigError> {
+    match read_optional(path)? {
+        None => Ok(Map::new()),
+        Some(text) => serde_json::from_str(&text).map_err(|e| parse_error(path, &e)),
+    }
+}
+
+fn non_empty(key: &str) -> Option<String> {
+    let key = key.trim();
+    (!key.is_empty()).then(|| key.to_string())
+}
+
+fn bad_auth_entry(path: &Path, provider: &str) -> ConfigError {
+    ConfigError(format!(
+        "{}: \"{provider}\" must be {{\"api_key\": \"KEY\"}} or a string",
+        path.display()
+    ))
+}
+
+/// The file's text, or `None` when it does not exist.
+fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ConfigError(format!("cannot read {}: {e}", path.display()))),
+    }
+}
+
+fn parse_error(path: &Path, e: &serde_json::Error) -> ConfigError {
+    ConfigError(format!(
+        "{} is not valid: {e} (fix or delete the file)",
+        path.display()
+    ))
+}
+
+fn pretty(path: &Path, value: &impl Serialize) -> Result<String, ConfigError> {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| ConfigError(format!("cannot encode {}: {e}", path.display())))?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// Replaces `path` with `bytes` atomically; the file ends with `mode` on
+/// Unix (set before the rename, so a secret is never briefly readable).
+fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), ConfigError> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        ConfigError(format!("cannot {what} {}: {e}", path.display()))
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| fail("create the directory for", &e))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail("write", &e))?;
+    set_mode(tmp.as_file(), mode).map_err(|e| fail("set permissions of", &e))?;
+    tmp.write_all(bytes).map_err(|e| fail("write", &e))?;
+    tmp.as_file().sync_all().map_err(|e| fail("write", &e))?;
+    tmp.persist(path).map_err(|e| fail("replace", &e.error))?;
+    Ok(())
+}
+
+#[cfg(unix)]
+fn set_mode(file: &std::fs::File, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    file.set_permissions(std::fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_file: &std::fs::File, _mode: u32) -> std::io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_files_mean_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(load(dir.path()).unwrap(), Config::default());
+        assert_eq!(api_key(dir.path(), "openai").unwrap(), None);
+    }
+
+    #[test]
+    fn save_creates_home_and_keeps_unknown_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("nested/home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            config_path(&home),
+            r#"{"model":"m1","theme":{"name":"dark"},"provider":null}"#,
+        )
+        .unwrap();
+        let mut cfg = load(&home).unwrap();
+        assert_eq!(cfg.model.as_deref(), Some("m1"));
+        assert_eq!(cfg.provider, None);
+        cfg.provider = Some("openai".into());
+        save(&home, &cfg).unwrap();
+        let raw: Value =
+            serde_json::from_str(&std::fs::read_to_string(config_path(&home)).unwrap()).unwrap();
+        assert_eq!(
+            raw,
+            serde_json::json!({"provider":"openai","model":"m1","theme":{"name":"dark"}})
+        );
+
+        let fresh = dir.path().join("does/not/exist");
+        save(&fresh, &Config::default()).unwrap();
+        assert!(config_path(&fresh).exists());
+    }
+
+    #[test]
+    fn corrupt_files_are_errors_naming_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(config_path(dir.path()), "{not json").unwrap();
+        let err = load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("config.json"), "{err}");
+        std::fs::write(config_path(dir.path()), r#"{"model":5}"#).unwrap();
+        assert!(load(dir.path()).is_err());
+
+        std::fs::write(auth_path(dir.path()), "[1,2]").unwrap();
+        let err = api_key(dir.path(), "openai").unwrap_err().to_string();
+        assert!(err.contains("auth.json"), "{err}");
+        // A corrupt auth.json is never overwritten.
+        assert!(save_api_key(dir.path(), "openai", "k").is_err());
+        assert_eq!(
+            std::fs::read_to_string(auth_path(dir.path())).unwrap(),
+            "[1,2]"
+        );
+    }
+
+    #[test]
+    fn auth_accepts_both_shapes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            auth_path(dir.path()),
+            r#"{"anthropic":{"api_key":"sk-ant"},"openai":"sk-oa","other":{"api_key":""},"bad":3}"#,
+        )
+        .unwrap();
+        let key = |p| api_key(dir.path(), p);
+        assert_eq!(key("anthropic").unwrap().as_deref(), Some("sk-ant"));
+        assert_eq!(key("openai").unwrap().as_deref(), Some("sk-oa"));
+        assert_eq!(key("other").unwrap(), None);
+        assert_eq!(key("missing").unwrap(), None);
+        assert!(key("bad").unwrap_err().to_string().contains("\"bad\""));
+    }
+
+    #[test]
+    fn save_api_key_merges_and_is_private() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            auth_path(dir.path()),
+            r#"{"openai":{"api_key":"old","org":"o1"},"anthropic":"a"}"#,
+        )
+        .unwrap();
+        save_api_key(dir.path(), "openai", "new").unwrap();
+        let raw: Value =
+            serde_json::from_str(&std::fs::read_to_string(auth_path(dir.path())).unwrap()).unwrap();
+        assert_eq!(
+            raw,
+            serde_json::json!({"openai":{"api_key":"new","org":"o1"},"anthropic":"a"})
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(auth_path(dir.path()))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+}

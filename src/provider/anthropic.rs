@@ -1,10 +1,73 @@
-use super::*;
+//! Anthropic Messages API provider (`--provider anthropic`).
+//!
+//! One [`Provider::complete`] is one streamed `POST <base>/v1/messages`.
+//! The transcript is converted block by block (text, base64 images,
+//! `tool_use`, `tool_result` inside user messages); the request's hidden
+//! context is appended to the system prompt of that request only.
+//!
+//! The event stream is folded into a [`Response`]: text deltas reach the
+//! caller as they arrive, tool-input JSON is accumulated per content block
+//! and parsed when the block stops. A stream is complete only with
+//! `message_stop`; anything shorter is a transport error, an `error` event a
+//! model error. Retries, abort and idle deadlines live in [`super::http`].
 
-pub struct Anthropic;
+use super::http::{self, HttpClient, Post, Sink};
+use super::sse::SseEvent;
+use super::{
+    Block, CallIds, ContentBlock, Message, Provider, ProviderError, Request, Response, Role,
+    Settings, StopReason, StreamEvent, ToolCall, ToolDef, Usage,
+};
+use crate::cancel::CancelToken;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// API root when `--base-url` is not given.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// Model when `--model` is not given.
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+/// `max_tokens` sent with every request.
+pub const MAX_TOKENS: u32 = 8192;
+/// The `anthropic-version` header.
+pub const API_VERSION: &str = "2023-06-01";
+/// Environment variable holding the key.
+pub const KEY_ENV: &str = "ANTHROPIC_API_KEY";
+
+/// The Anthropic provider.
+pub struct Anthropic {
+    model: String,
+    url: String,
+    api_key: String,
+    http: HttpClient,
+}
 
 impl Anthropic {
-    pub fn new(_s: &Settings) -> Result<Self, ProviderError> {
-        Err(ProviderError::Config("anthropic: not implemented".into()))
+    /// Resolves key (settings, `ANTHROPIC_API_KEY`, `auth.json`), base URL
+    /// and model; a missing key is a Config error saying how to set one.
+    pub fn new(settings: &Settings) -> Result<Self, ProviderError> {
+        let home = &settings.zut_home;
+        let env_key = std::env::var(KEY_ENV).ok();
+        let api_key = http::resolve_key(settings.api_key.as_deref(), env_key, home, "anthropic")?
+            .ok_or_else(|| http::missing_key("Anthropic", KEY_ENV, "anthropic", home))?;
+        let base = http::base_url(settings.base_url.as_deref(), DEFAULT_BASE_URL)?;
+        Ok(Anthropic {
+            model: settings
+                .model
+                .clone()
+                .filter(|m| !m.trim().is_empty())
+                .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+            url: messages_url(&base),
+            api_key,
+            http: HttpClient::from_env(),
+        })
+    }
+}
+
+/// `<base>/v1/messages`; a base that already ends in `/v1` is not doubled.
+fn messages_url(base: &str) -> String {
+    if base.ends_with("/v1") {
+        format!("{base}/messages")
+    } else {
+        format!("{base}/v1/messages")
     }
 }
 
@@ -12,15 +75,484 @@ impl Provider for Anthropic {
     fn name(&self) -> &str {
         "anthropic"
     }
+
     fn model(&self) -> &str {
-        ""
+        &self.model
     }
+
     fn complete(
         &mut self,
-        _r: &Request<'_>,
-        _e: &mut dyn FnMut(StreamEvent<'_>),
-        _c: &CancelToken,
+        req: &Request<'_>,
+        on_event: &mut dyn FnMut(StreamEvent<'_>),
+        cancel: &CancelToken,
     ) -> Result<Response, ProviderError> {
-        Err(ProviderError::Config("anthropic: not implemented".into()))
+        let headers = vec![
+            ("x-api-key", self.api_key.clone()),
+            ("anthropic-version", API_VERSION.to_string()),
+        ];
+        let post = Post::json(self.url.clone(), headers, &request_body(&self.model, req));
+        self.http.stream(&post, cancel, on_event, |sse, sink| {
+            let mut state = StreamState::new(CallIds::after(req.messages));
+            while let Some(event) = sse.next_event().map_err(http::read_error)? {
+                if state.handle(&event, sink)? {
+                    break;
+                }
+            }
+            state.finish()
+        })
+    }
+}
+
+/// The JSON body of one request.
+pub(crate) fn request_body(model: &str, req: &Request<'_>) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("max_tokens".into(), json!(MAX_TOKENS));
+    let system = req.system_with_context();
+    if !system.is_empty() {
+        body.insert("system".into(), json!(system));
+    }
+    body.insert(
+        "messages".into(),
+        Value::Array(convert_messages(req.messages)),
+    );
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req.tools.iter().map(convert_tool).collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    body.insert("stream".into(), json!(true));
+    Value::Object(body)
+}
+
+fn convert_tool(tool: &ToolDef) -> Value {
+    json!({"name": tool.name, "description": tool.description, "input_schema": tool.schema})
+}
+
+/// Our transcript in API shape. Tool results always travel in a user
+/// message, ahead of any other content (the API requires them first);
+/// blank text blocks and empty messages are dropped (the API rejects them).
+pub(crate) fn convert_messages(messages: &[Message]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for message in messages {
+        let mut results = Vec::new();
+        let mut others = Vec::new();
+        for block in &message.content {
+            match block {
+                Block::ToolResult {
+                    call_id,
+                    is_error,
+                    content,
+                } => results.push(tool_result(call_id, *is_error, content)),
+                other => others.extend(convert_block(other)),
+            }
+        }
+        match message.role {
+            Role::User => {
+                results.extend(others);
+                push_message(&mut out, "user", results);
+            }
+            Role::Assistant => {
+                push_message(&mut out, "assistant", others);
+                push_message(&mut out, "user", results);
+            }
+        }
+    }
+    out
+}
+
+fn push_message(out: &mut Vec<Value>, role: &str, content: Vec<Value>) {
+    if !content.is_empty() {
+        out.push(json!({"role": role, "content": content}));
+    }
+}
+
+/// A text, image or tool-call block; `None` for blank text.
+fn convert_block(block: &Block) -> Option<Value> {
+    match block {
+        Block::Text { text } => text_block(text),
+        Block::Image { mime_type, data } => Some(image_block(mime_type, data)),
+        Block::ToolCall { id, name, args } => {
+            let input = if args.is_object() {
+                args.clone()
+            } else {
+                json!({})
+            };
+            Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
+        }
+        Block::ToolResult { .. } => None,
+    }
+}
+
+fn text_block(text: &str) -> Option<Value> {
+    (!text.trim().is_empty()).then(|| json!({"type": "text", "text": text}))
+}
+
+fn image_block(mime_type: &str, data: &str) -> Value {
+    json!({"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data}})
+}
+
+fn tool_result(call_id: &str, is_error: bool, content: &[ContentBlock]) -> Value {
+    let blocks: Vec<Value> = content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => text_block(text),
+            ContentBlock::Image { mime_type, data } => Some(image_block(mime_type, data)),
+            ContentBlock::Unknown => None,
+        })
+        .collect();
+    json!({"type": "tool_result", "tool_use_id": call_id, "content": blocks, "is_error": is_error})
+}
+
+/// A tool-use content block being streamed.
+struct ToolBlock {
+    id: String,
+    name: String,
+    json: String,
+}
+
+/// Everything one stream has said so far.
+struct StreamState {
+    ids: CallIds,
+    text: String,
+    open: BTreeMap<u64, ToolBlock>,
+    calls: Vec<(u64, ToolCall)>,
+    stop_reason: Option<String>,
+    usage: Usage,
+    stopped: bool,
+}
+
+impl StreamState {
+    fn new(ids: CallIds) -> Self {
+        StreamState {
+            ids,
+            text: String::new(),
+            open: BTreeMap::new(),
+            calls: Vec::new(),
+            stop_reason: None,
+            usage: Usage::default(),
+            stopped: false,
+        }
+    }
+
+    /// Applies one event; `Ok(true)` once `message_stop` arrived.
+    fn handle(&mut self, event: &SseEvent, sink: &mut Sink<'_>) -> Result<bool, ProviderError> {
+        let data: Value = match serde_json::from_str(&event.data) {
+            Ok(v) => v,
+            Err(_) if event.event == "ping" => return Ok(false),
+            Err(e) => {
+                return Err(ProviderError::Protocol(format!(
+                    "invalid JSON in the {:?} event: {e}",
+                    event.event
+                )))
+            }
+        };
+        let kind = data
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(&event.event);
+        match kind {
+            "message_start" => self.message_start(&data),
+            "content_block_start" => self.block_start(&data, sink),
+            "content_block_delta" => self.block_delta(&data, sink),
+            "content_block_stop" => return self.block_stop(&data).map(|()| false),
+            "message_delta" => self.message_delta(&data),
+            "message_stop" => {
+                self.stopped = true;
+                return Ok(true);
+            }
+            "error" => return Err(stream_error(&data)),
+            _ => {} // ping and event types added later
+        }
+        Ok(false)
+    }
+
+    fn message_start(&mut self, data: &Value) {
+        let usage = &data["message"]["usage"];
+        if let Some(n) = usage["input_tokens"].as_u64() {
+            self.usage.input_tokens = n;
+        }
+        if let Some(n) = usage["output_tokens"].as_u64() {
+            self.usage.output_tokens = n;
+        }
+    }
+
+    fn block_start(&mut self, data: &Value, sink: &mut Sink<'_>) {
+        let block = &data["content_block"];
+        match block["type"].as_str() {
+            Some("tool_use") => {
+                let id = block["id"].as_str().unwrap_or_default().to_string();
+                let name = block["name"].as_str().unwrap_or_default().to_string();
+                let tool = ToolBlock {
+                    id,
+                    name,
+                    json: String::new(),
+                };
+                self.open.insert(index(data), tool);
+            }
+            // Normally empty; some compatible servers put text here.
+            Some("text") => {
+                let text = block["text"].as_str().unwrap_or_default();
+                sink.text(text);
+                self.text.push_str(text);
+            }
+            _ => {} // thinking and server-side tool blocks are not ours
+        }
+    }
+
+    fn block_delta(&mut self, data: &Value, sink: &mut Sink<'_>) {
+        let delta = &data["delta"];
+        match delta["type"].as_str() {
+            Some("text_delta") => {
+                let text = delta["text"].as_str().unwrap_or_default();
+                sink.text(text);
+                self.text.push_str(text);
+            }
+            Some("input_json_delta") => {
+                let part = delta["partial_json"].as_str().unwrap_or_default();
+                if let Some(tool) = self.open.get_mut(&index(data)) {
+                    tool.json.push_str(part);
+                }
+            }
+            _ => {} // thinking and signature deltas are not shown
+        }
+    }
+
+    fn block_stop(&mut self, data: &Value) -> Result<(), ProviderError> {
+        let idx = index(data);
+        match self.open.remove(&idx) {
+            Some(tool) => self.close_tool(idx, tool),
+            None => Ok(()),
+        }
+    }
+
+    /// Parses a finished tool block's input into a call.
+    fn close_tool(&mut self, idx: u64, tool: ToolBlock) -> Result<(), ProviderError> {
+        let args = if tool.json.trim().is_empty() {
+            json!({})
+        } else {
+            serde_json::from_str(&tool.json).map_err(|e| {
+                ProviderError::Protocol(format!(
+                    "the input of tool call {:?} is not valid JSON: {e}",
+                    tool.name
+                ))
+            })?
+        };
+        let id = if tool.id.is_empty() {
+            self.ids.fresh()
+        } else {
+            self.ids.reserve(&tool.id);
+            tool.id
+        };
+        let call = ToolCall {
+            id,
+            name: tool.name,
+            args,
+        };
+        self.calls.push((idx, call));
+        Ok(())
+    }
+
+    fn message_delta(&mut self, data: &Value) {
+        if let Some(reason) = data["delta"]["stop_reason"].as_str() {
+            self.stop_reason = Some(reason.to_string());
+        }
+        let usage = &data["usage"];
+        if let Some(n) = usage["output_tokens"].as_u64() {
+            self.usage.output_tokens = n;
+        }
+        if let Some(n) = usage["input_tokens"].as_u64() {
+            self.usage.input_tokens = n;
+        }
+    }
+
+    /// The response, once `message_stop` was seen.
+    fn finish(mut self) -> Result<Response, ProviderError> {
+        if !self.stopped {
+            return Err(ProviderError::Transport("stream ended early".to_string()));
+        }
+        for (idx, tool) in std::mem::take(&mut self.open) {
+            self.close_tool(idx, tool)?;
+        }
+        self.calls.sort_by_key(|(idx, _)| *idx);
+        let tool_calls: Vec<ToolCall> = self.calls.into_iter().map(|(_, c)| c).collect();
+        let stop = stop_reason(self.stop_reason.as_deref(), !tool_calls.is_empty());
+        Ok(Response {
+            text: self.text,
+            tool_calls,
+            stop,
+            usage: self.usage,
+        })
+    }
+}
+
+/// The content-block index of an event (0 when absent).
+fn index(data: &Value) -> u64 {
+    data["index"].as_u64().unwrap_or(0)
+}
+
+/// Maps the API's stop reason; tool calls imply tool use unless the output
+/// was cut by the token limit.
+fn stop_reason(reason: Option<&str>, has_calls: bool) -> StopReason {
+    match reason {
+        Some("max_tokens") | Some("model_context_window_exceeded") => StopReason::Length,
+        Some("tool_use") => StopReason::ToolUse,
+        _ if has_calls => StopReason::ToolUse,
+        _ => StopReason::EndTurn,
+    }
+}
+
+/// An `error` event: `{"type":"error","error":{"type":…,"message":…}}`.
+fn stream_error(data: &Value) -> ProviderError {
+    let error = &data["error"];
+    let message = error["message"]
+        .as_str()
+        .map(http::one_line)
+        .unwrap_or_else(|| http::one_line(&data.to_string()));
+    match error["type"].as_str() {
+        Some(kind) if !kind.is_empty() => ProviderError::Model(format!("{kind}: {message}")),
+        _ => ProviderError::Model(message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req<'a>(messages: &'a [Message], tools: &'a [ToolDef], hidden: &'a [String]) -> Request<'a> {
+        Request {
+            step: 1,
+            system: "be brief",
+            messages,
+            tools,
+            hidden_context: hidden,
+        }
+    }
+
+    #[test]
+    fn body_has_system_with_context_tools_and_stream() {
+        let messages = [Message::user_text("hi")];
+        let tools = [ToolDef {
+            name: "read".into(),
+            description: "Read a file".into(),
+            schema: json!({"type":"object"}),
+        }];
+        let hidden = ["ctx one".to_string(), "ctx two".to_string()];
+        let body = request_body("m", &req(&messages, &tools, &hidden));
+        assert_eq!(
+            body,
+            json!({
+                "model": "m",
+                "max_tokens": MAX_TOKENS,
+                "system": "be brief\n\nctx one\n\nctx two",
+                "messages": [{"role":"user","content":[{"type":"text","text":"hi"}]}],
+                "tools": [{"name":"read","description":"Read a file","input_schema":{"type":"object"}}],
+                "stream": true
+            })
+        );
+        let bare = request_body("m", &req(&messages, &[], &[]));
+        assert!(bare.get("tools").is_none());
+        assert_eq!(bare["system"], "be brief");
+    }
+
+    #[test]
+    fn transcript_conversion() {
+        let messages = vec![
+            Message {
+                role: Role::User,
+                content: vec![
+                    Block::Text {
+                        text: "look".into(),
+                    },
+                    Block::Image {
+                        mime_type: "image/png".into(),
+                        data: "AAAA".into(),
+                    },
+                ],
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::Text { text: " ".into() },
+                    Block::ToolCall {
+                        id: "t1".into(),
+                        name: "read".into(),
+                        args: json!({"path":"a"}),
+                    },
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    Block::Text {
+                        text: "and then".into(),
+                    },
+                    Block::ToolResult {
+                        call_id: "t1".into(),
+                        is_error: true,
+                        content: vec![
+                            ContentBlock::text("no such file"),
+                            ContentBlock::Unknown,
+                            ContentBlock::Image {
+                                mime_type: "image/jpeg".into(),
+                                data: "BBBB".into(),
+                            },
+                        ],
+                    },
+                ],
+            },
+        ];
+        let got = convert_messages(&messages);
+        assert_eq!(
+            Value::Array(got),
+            json!([
+                {"role":"user","content":[
+                    {"type":"text","text":"look"},
+                    {"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}
+                ]},
+                {"role":"assistant","content":[
+                    {"type":"tool_use","id":"t1","name":"read","input":{"path":"a"}}
+                ]},
+                {"role":"user","content":[
+                    {"type":"tool_result","tool_use_id":"t1","is_error":true,"content":[
+                        {"type":"text","text":"no such file"},
+                        {"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"BBBB"}}
+                    ]},
+                    {"type":"text","text":"and then"}
+                ]}
+            ])
+        );
+    }
+
+    #[test]
+    fn stop_reasons() {
+        assert_eq!(stop_reason(Some("end_turn"), false), StopReason::EndTurn);
+        assert_eq!(
+            stop_reason(Some("stop_sequence"), false),
+            StopReason::EndTurn
+        );
+        assert_eq!(stop_reason(Some("tool_use"), true), StopReason::ToolUse);
+        assert_eq!(stop_reason(Some("max_tokens"), true), StopReason::Length);
+        assert_eq!(stop_reason(None, true), StopReason::ToolUse);
+    }
+
+    #[test]
+    fn base_url_variants() {
+        assert_eq!(
+            messages_url("https://api.anthropic.com"),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(messages_url("http://h/v1"), "http://h/v1/messages");
+    }
+
+    #[test]
+    fn missing_key_explains_every_option() {
+        let err = http::resolve_key(None, None, std::path::Path::new(""), "anthropic")
+            .unwrap()
+            .ok_or_else(|| http::missing_key("Anthropic", KEY_ENV, "anthropic", "".as_ref()))
+            .unwrap_err()
+            .to_string();
+        for needle in ["--api-key", "ANTHROPIC_API_KEY", "auth.json", "\"api_key\""] {
+            assert!(err.contains(needle), "{err}");
+        }
     }
 }

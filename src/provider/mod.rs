@@ -17,6 +17,7 @@ use std::path::PathBuf;
 pub use zut_ext::wire::ContentBlock;
 
 pub mod anthropic;
+mod http;
 pub mod openai;
 pub mod script;
 pub mod sse;
@@ -89,6 +90,59 @@ pub struct Request<'a> {
     pub tools: &'a [ToolDef],
     /// Extension context injected into this request only (never persisted).
     pub hidden_context: &'a [String],
+}
+
+impl Request<'_> {
+    /// The system prompt with this request's hidden context appended, the
+    /// non-empty parts joined by blank lines. This is what the HTTP
+    /// providers send; the transcript itself never holds the context.
+    pub fn system_with_context(&self) -> String {
+        std::iter::once(self.system)
+            .chain(self.hidden_context.iter().map(String::as_str))
+            .filter(|part| !part.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+}
+
+/// Makes `call_<n>` ids for tool calls that arrive without one. Numbering
+/// continues after the calls already in the transcript and skips any id
+/// in use, so ids stay unique within a conversation, also across resumes.
+pub(crate) struct CallIds {
+    used: std::collections::HashSet<String>,
+    next: usize,
+}
+
+impl CallIds {
+    /// Starts after the tool calls of `messages`.
+    pub(crate) fn after(messages: &[Message]) -> Self {
+        let used: std::collections::HashSet<String> = messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|b| match b {
+                Block::ToolCall { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
+        let next = used.len() + 1;
+        CallIds { used, next }
+    }
+
+    /// Marks an id the model supplied itself as taken.
+    pub(crate) fn reserve(&mut self, id: &str) {
+        self.used.insert(id.to_string());
+    }
+
+    /// A fresh, unused `call_<n>`.
+    pub(crate) fn fresh(&mut self) -> String {
+        loop {
+            let id = format!("call_{}", self.next);
+            self.next += 1;
+            if self.used.insert(id.clone()) {
+                return id;
+            }
+        }
+    }
 }
 
 /// A tool call the model asked for.

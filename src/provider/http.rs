@@ -1,0 +1,742 @@
+//! Streaming HTTP with retries and prompt cancellation, shared by the
+//! `anthropic` and `openai` providers.
+//!
+//! One model call is one [`HttpClient::stream`]: POST a JSON body, then hand
+//! the server-sent events of a 2xx answer to a provider-specific parser.
+//!
+//! How cancellation stays prompt: each attempt runs the blocking `ureq`
+//! exchange (connect, send, read) on its own short-lived thread, which
+//! forwards the body in pieces over a bounded channel. The caller's thread
+//! reads those pieces through [`ResponseBody`], a `BufRead` whose every wait
+//! is a `select!` on the piece channel, the cancel token and an idle
+//! deadline. Abort therefore returns at once even when the server stalls
+//! before or after its headers. (A short socket read timeout with resume
+//! would not do: `ureq`'s chunked decoder loses its place when a timeout
+//! hits inside a chunk header.) Once the caller stops listening the worker's
+//! next send fails and it drops the connection; a worker blocked on a
+//! silent server ends at the socket read timeout, the same idle deadline.
+//!
+//! Retries: at most [`MAX_RETRIES`] after the first attempt, on HTTP 429,
+//! 500, 502, 503, 504, 529 and on connection failures, with exponential
+//! backoff from `ZUT_RETRY_BASE_MS` (default 500 ms, doubling) or the
+//! server's `Retry-After` seconds, capped at 30 s, slept through the cancel
+//! token. Never once a text delta reached the caller: the user has seen it.
+//!
+//! Invariants: nothing here panics on network input; every failure becomes
+//! a one-line [`ProviderError`]; an abort always wins over any other error.
+
+use super::sse::SseReader;
+use super::{ProviderError, StreamEvent};
+use crate::cancel::CancelToken;
+use crossbeam_channel::{Receiver, Sender};
+use serde_json::Value;
+use std::io::{self, BufRead, Read};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Connect timeout for one attempt.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Retries after the first attempt.
+pub(crate) const MAX_RETRIES: u32 = 3;
+/// Upper bound of one backoff sleep, `Retry-After` included.
+pub(crate) const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+/// Env override of the first backoff delay, in milliseconds.
+pub(crate) const RETRY_BASE_ENV: &str = "ZUT_RETRY_BASE_MS";
+/// Default first backoff delay.
+pub(crate) const DEFAULT_RETRY_BASE_MS: u64 = 500;
+/// Env override of the idle deadline (no bytes from the server), in ms.
+pub(crate) const IDLE_TIMEOUT_ENV: &str = "ZUT_PROVIDER_IDLE_TIMEOUT_MS";
+/// Default idle deadline.
+pub(crate) const DEFAULT_IDLE_TIMEOUT_MS: u64 = 300_000;
+/// Statuses worth another attempt.
+const RETRY_STATUSES: [u16; 6] = [429, 500, 502, 503, 504, 529];
+/// How much of an error body is read.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// How much of a non-JSON error body is shown.
+const ERROR_SNIPPET_CHARS: usize = 200;
+/// Pieces buffered between the worker and the reader.
+const PIECE_QUEUE: usize = 32;
+
+/// One POST to send (cloned cheaply for each attempt).
+#[derive(Clone)]
+pub(crate) struct Post {
+    pub url: String,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Arc<Vec<u8>>,
+}
+
+impl Post {
+    /// A JSON POST to `url` with `headers` (content type added here).
+    pub(crate) fn json(
+        url: String,
+        mut headers: Vec<(&'static str, String)>,
+        body: &Value,
+    ) -> Self {
+        headers.push(("content-type", "application/json".to_string()));
+        headers.push(("accept", "text/event-stream".to_string()));
+        Post {
+            url,
+            headers,
+            body: Arc::new(body.to_string().into_bytes()),
+        }
+    }
+}
+
+/// Backoff schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RetryPolicy {
+    pub base: Duration,
+    pub max_retries: u32,
+    pub cap: Duration,
+}
+
+impl RetryPolicy {
+    /// The default policy, base delay from `ZUT_RETRY_BASE_MS`.
+    pub(crate) fn from_env() -> Self {
+        RetryPolicy {
+            base: env_duration(RETRY_BASE_ENV, DEFAULT_RETRY_BASE_MS),
+            max_retries: MAX_RETRIES,
+            cap: MAX_RETRY_DELAY,
+        }
+    }
+
+    /// The sleep before retry number `retry` (0-based).
+    pub(crate) fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+        let backoff = self.base.saturating_mul(1u32 << retry.min(16));
+        retry_after.unwrap_or(backoff).min(self.cap)
+    }
+}
+
+/// A duration in milliseconds from the environment, else the default.
+fn env_duration(name: &str, default_ms: u64) -> Duration {
+    let ms = match std::env::var(name) {
+        Ok(v) => v.trim().parse::<u64>().unwrap_or_else(|_| {
+            log::warn!("ignoring {name}={v:?}: not a number of milliseconds");
+            default_ms
+        }),
+        Err(_) => default_ms,
+    };
+    Duration::from_millis(ms)
+}
+
+/// `Retry-After` in seconds (HTTP dates are ignored).
+pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
+    let secs: f64 = value.trim().parse().ok()?;
+    if !secs.is_finite() || secs < 0.0 {
+        return None;
+    }
+    Some(Duration::from_secs_f64(secs.min(3600.0)))
+}
+
+/// The API key for `provider`: `explicit` (`--api-key`), else the env
+/// value, else `auth.json` under `home` (skipped when `home` is empty).
+/// Empty strings count as absent.
+pub(crate) fn resolve_key(
+    explicit: Option<&str>,
+    env_value: Option<String>,
+    home: &std::path::Path,
+    provider: &str,
+) -> Result<Option<String>, ProviderError> {
+    let given = explicit.map(str::to_string).or(env_value);
+    if let Some(key) = given
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty())
+    {
+        return Ok(Some(key));
+    }
+    if home.as_os_str().is_empty() {
+        return Ok(None);
+    }
+    crate::config::api_key(home, provider).map_err(|e| ProviderError::Config(e.to_string()))
+}
+
+/// The Config error for a missing key, saying every way to set one.
+pub(crate) fn missing_key(
+    label: &str,
+    env: &str,
+    provider: &str,
+    home: &std::path::Path,
+) -> ProviderError {
+    let auth = if home.as_os_str().is_empty() {
+        "$ZUT_HOME/auth.json".to_string()
+    } else {
+        crate::config::auth_path(home).display().to_string()
+    };
+    ProviderError::Config(format!(
+        "no {label} API key: pass --api-key KEY, set {env}, or write {{\"{provider}\":{{\"api_key\":\"KEY\"}}}} to {auth}"
+    ))
+}
+
+/// `given` (`--base-url`) or `default`, without trailing slashes; must be
+/// an http(s) URL.
+pub(crate) fn base_url(given: Option<&str>, default: &str) -> Result<String, ProviderError> {
+    let url = given
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .unwrap_or(default);
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(ProviderError::Config(format!(
+            "--base-url {url:?} must start with http:// or https://"
+        )));
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
+/// Forwards text deltas to the caller and remembers that it did, which
+/// forbids any retry from then on.
+pub(crate) struct Sink<'a> {
+    on_event: &'a mut dyn FnMut(StreamEvent<'_>),
+    delivered: bool,
+}
+
+impl<'a> Sink<'a> {
+    pub(crate) fn new(on_event: &'a mut dyn FnMut(StreamEvent<'_>)) -> Self {
+        Sink {
+            on_event,
+            delivered: false,
+        }
+    }
+
+    /// Delivers one text delta (empty ones are dropped).
+    pub(crate) fn text(&mut self, delta: &str) {
+        if !delta.is_empty() {
+            self.delivered = true;
+            (self.on_event)(StreamEvent::TextDelta(delta));
+        }
+    }
+}
+
+/// Converts a read error of the event stream into a provider error.
+pub(crate) fn read_error(e: io::Error) -> ProviderError {
+    ProviderError::Transport(e.to_string())
+}
+
+/// A blocking HTTP client for streamed model calls.
+pub(crate) struct HttpClient {
+    agent: ureq::Agent,
+    retry: RetryPolicy,
+    idle: Duration,
+}
+
+/// Why one attempt failed, and whether another may follow.
+struct Failure {
+    error: ProviderError,
+    retryable: bool,
+    retry_after: Option<Duration>,
+}
+
+impl Failure {
+    fn fatal(error: ProviderError) -> Self {
+        Failure {
+            error,
+            retryable: false,
+            retry_after: None,
+        }
+    }
+}
+
+impl HttpClient {
+    /// A client with the default timeouts and the env-tunable retry base
+    /// and idle deadline.
+    pub(crate) fn from_env() -> Self {
+        let idle = env_duration(IDLE_TIMEOUT_ENV, DEFAULT_IDLE_TIMEOUT_MS);
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(CONNECT_TIMEOUT)
+            .timeout_read(idle)
+            .timeout_write(idle)
+            .redirects(0)
+            .user_agent(concat!("zut/", env!("CARGO_PKG_VERSION")))
+            .build();
+        HttpClient {
+            agent,
+            retry: RetryPolicy::from_env(),
+            idle,
+        }
+    }
+
+    /// POSTs `post` and feeds a 2xx event stream to `parse`, retrying
+    /// transient failures as the module doc says. `parse` reports text
+    /// through the [`Sink`] and returns the finished result.
+    pub(crate) fn stream<T>(
+        &self,
+        post: &Post,
+        cancel: &CancelToken,
+        on_event: &mut dyn FnMut(StreamEvent<'_>),
+        mut parse: impl FnMut(
+            &mut SseReader<&mut ResponseBody<'_>>,
+            &mut Sink<'_>,
+        ) -> Result<T, ProviderError>,
+    ) -> Result<T, ProviderError> {
+        let mut sink = Sink::new(on_event);
+        let mut retry = 0;
+        loop {
+            let failure = match self.attempt(post, cancel, &mut sink, &mut parse) {
+                Ok(value) => return Ok(value),
+                Err(f) => f,
+            };
+            if cancel.is_cancelled() {
+                return Err(ProviderError::Aborted);
+            }
+            if !failure.retryable || sink.delivered || retry >= self.retry.max_retries {
+                return Err(failure.error);
+            }
+            let delay = self.retry.delay(retry, failure.retry_after);
+            log::warn!(
+                "{} failed ({}); retry {} of {} in {:?}",
+                post.url,
+                failure.error,
+                retry + 1,
+                self.retry.max_retries,
+                delay
+            );
+            if !cancel.sleep(delay) {
+                return Err(ProviderError::Aborted);
+            }
+            retry += 1;
+        }
+    }
+
+    /// One attempt: send, check the status, parse the stream.
+    fn attempt<T>(
+        &self,
+        post: &Post,
+        cancel: &CancelToken,
+        sink: &mut Sink<'_>,
+        parse: &mut impl FnMut(
+            &mut SseReader<&mut ResponseBody<'_>>,
+            &mut Sink<'_>,
+        ) -> Result<T, ProviderError>,
+    ) -> Result<T, Failure> {
+        if cancel.is_cancelled() {
+            return Err(Failure::fatal(ProviderError::Aborted));
+        }
+        log::debug!("POST {}", post.url);
+        let rx = spawn_exchange(self.agent.clone(), post.clone()).map_err(Failure::fatal)?;
+        let mut body = ResponseBody::new(rx, cancel, self.idle);
+        let head = body.head().map_err(|e| body.failure(read_error(e)))?;
+        if !(200..300).contains(&head.status) {
+            return Err(error_status(&head, &mut body));
+        }
+        if head.content_type.starts_with("application/json") {
+            return Err(Failure::fatal(unexpected_json(&mut body)));
+        }
+        let result = parse(&mut SseReader::new(&mut body), sink);
+        result.map_err(|e| body.failure(e))
+    }
+}
+
+/// The failure for a non-2xx answer, its body boiled down to one line.
+fn error_status(head: &Head, body: &mut ResponseBody<'_>) -> Failure {
+    let text = body.read_text(MAX_ERROR_BODY);
+    Failure {
+        error: ProviderError::Http {
+            status: head.status,
+            message: error_message(&text),
+        },
+        retryable: RETRY_STATUSES.contains(&head.status),
+        retry_after: head.retry_after.as_deref().and_then(parse_retry_after),
+    }
+}
+
+/// A 2xx answer that is JSON instead of an event stream: usually an error
+/// object from a proxy, or a server that ignored `"stream": true`.
+fn unexpected_json(body: &mut ResponseBody<'_>) -> ProviderError {
+    let text = body.read_text(MAX_ERROR_BODY);
+    match json_error_message(&text) {
+        Some(message) => ProviderError::Model(message),
+        None => ProviderError::Protocol(format!(
+            "expected an event stream, got JSON: {}",
+            snippet(&text)
+        )),
+    }
+}
+
+/// The message of an error body: `error.message` (Anthropic, OpenAI),
+/// `error` as a string or top-level `message` (Ollama and other
+/// compatibles), else the first 200 characters, always one line.
+pub(crate) fn error_message(body: &str) -> String {
+    json_error_message(body).unwrap_or_else(|| {
+        let s = snippet(body);
+        if s.is_empty() {
+            "empty response body".to_string()
+        } else {
+            s
+        }
+    })
+}
+
+/// `error.message`, `error` (string) or `message` of a JSON error body.
+pub(crate) fn json_error_message(body: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let message = match v.get("error") {
+        Some(Value::Object(e)) => e.get("message").and_then(Value::as_str),
+        Some(Value::String(s)) => Some(s.as_str()),
+        _ => None,
+    }
+    .or_else(|| v.get("message").and_then(Value::as_str))?;
+    let line = one_line(message);
+    (!line.is_empty()).then_some(line)
+}
+
+/// The first 200 characters of `text`, on one line.
+fn snippet(text: &str) -> String {
+    let line = one_line(text);
+    match line.char_indices().nth(ERROR_SNIPPET_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
+}
+
+/// Collapses every run of whitespace (newlines included) into one space.
+pub(crate) fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Status line facts the reader needs.
+#[derive(Debug, Clone)]
+pub(crate) struct Head {
+    pub status: u16,
+    pub retry_after: Option<String>,
+    pub content_type: String,
+}
+
+/// What the exchange thread sends.
+enum Piece {
+    Head(Head),
+    Data(Vec<u8>),
+    End,
+    Failed { message: String, retryable: bool },
+}
+
+/// Starts the blocking exchange on its own thread.
+fn spawn_exchange(agent: ureq::Agent, post: Post) -> Result<Receiver<Piece>, ProviderError> {
+    let (tx, rx) = crossbeam_channel::bounded(PIECE_QUEUE);
+    std::thread::Builder::new()
+        .name("zut-http".to_string())
+        .spawn(move || run_exchange(&agent, &post, &tx))
+        .map_err(|e| ProviderError::Transport(format!("cannot start the HTTP thread: {e}")))?;
+    Ok(rx)
+}
+
+/// Sends the request and forwards status, then body pieces, until the end,
+/// an error, or the reader hanging up.
+fn run_exchange(agent: &ureq::Agent, post: &Post, tx: &Sender<Piece>) {
+    let mut request = agent.post(&post.url);
+    for (name, value) in &post.headers {
+        request = request.set(name, value);
+    }
+    let response = match request.send_bytes(&post.body) {
+        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+        Err(ureq::Error::Transport(t)) => {
+            let retryable = transport_is_retryable(&t);
+            let _ = tx.send(Piece::Failed {
+                message: transport_message(&t),
+                retryable,
+            });
+            return;
+        }
+    };
+    let head = Head {
+        status: response.status(),
+        retry_after: response.header("retry-after").map(str::to_string),
+        content_type: response
+            .header("content-type")
+            .unwrap_or("")
+            .to_ascii_lowercase(),
+    };
+    if tx.send(Piece::Head(head)).is_ok() {
+        pump(response.into_reader(), tx);
+    }
+}
+
+/// Copies the body into pieces.
+fn pump(mut reader: impl Read, tx: &Sender<Piece>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let piece = match reader.read(&mut buf) {
+            Ok(0) => Piece::End,
+            Ok(n) => Piece::Data(buf[..n].to_vec()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => Piece::Failed {
+                message: "no data from the provider before the idle timeout".to_string(),
+                retryable: false,
+            },
+            Err(e) => Piece::Failed {
+                message: format!("the stream ended early: {e}"),
+                retryable: true,
+            },
+        };
+        let last = !matches!(piece, Piece::Data(_));
+        if tx.send(piece).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// Connection-level failures that another attempt may cure.
+fn transport_is_retryable(t: &ureq::Transport) -> bool {
+    use std::error::Error as _;
+    let timed_out = t
+        .source()
+        .and_then(|s| s.downcast_ref::<io::Error>())
+        .is_some_and(|e| e.kind() == io::ErrorKind::TimedOut);
+    match t.kind() {
+        ureq::ErrorKind::ConnectionFailed => true,
+        ureq::ErrorKind::Io => !timed_out,
+        _ => false,
+    }
+}
+
+/// One line for a transport failure, with its underlying cause.
+fn transport_message(t: &ureq::Transport) -> String {
+    one_line(&t.to_string())
+}
+
+/// The response body as seen by the caller's thread: a `BufRead` whose
+/// waits also end on cancellation or when the server goes idle.
+pub(crate) struct ResponseBody<'c> {
+    rx: Receiver<Piece>,
+    cancel: &'c CancelToken,
+    idle: Duration,
+    chunk: Vec<u8>,
+    pos: usize,
+    ended: bool,
+    /// Whether the last failure may be retried (`None`: no failure seen).
+    failure_retryable: Option<bool>,
+}
+
+impl<'c> ResponseBody<'c> {
+    fn new(rx: Receiver<Piece>, cancel: &'c CancelToken, idle: Duration) -> Self {
+        ResponseBody {
+            rx,
+            cancel,
+            idle,
+            chunk: Vec::new(),
+            pos: 0,
+            ended: false,
+            failure_retryable: None,
+        }
+    }
+
+    /// Waits for the status line and headers.
+    fn head(&mut self) -> io::Result<Head> {
+        match self.next_piece()? {
+            Piece::Head(head) => Ok(head),
+            _ => Err(self.fail("the HTTP exchange sent no status", false)),
+        }
+    }
+
+    /// Classifies a parse or read error of this attempt.
+    fn failure(&self, error: ProviderError) -> Failure {
+        if self.cancel.is_cancelled() {
+            return Failure::fatal(ProviderError::Aborted);
+        }
+        let retryable = match error {
+            ProviderError::Transport(_) => self.failure_retryable.unwrap_or(true),
+            _ => false,
+        };
+        Failure {
+            error,
+            retryable,
+            retry_after: None,
+        }
+    }
+
+    /// Up to `limit` bytes of the rest of the body, lossily decoded; a read
+    /// error just ends the text.
+    fn read_text(&mut self, limit: usize) -> String {
+        let mut bytes = Vec::new();
+        while bytes.len() < limit {
+            let Ok(buf) = self.fill_buf() else { break };
+            if buf.is_empty() {
+                break;
+            }
+            let n = buf.len().min(limit - bytes.len());
+            bytes.extend_from_slice(&buf[..n]);
+            self.consume(n);
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// The next piece, or an error on cancel, idle timeout or a vanished
+    /// worker.
+    fn next_piece(&mut self) -> io::Result<Piece> {
+        if self.cancel.is_cancelled() {
+            return Err(io::Error::other("aborted"));
+        }
+        crossbeam_channel::select! {
+            recv(self.rx) -> piece => match piece {
+                Ok(Piece::Failed { message, retryable }) => Err(self.fail(&message, retryable)),
+                Ok(piece) => Ok(piece),
+                Err(_) => Err(self.fail("the HTTP exchange stopped unexpectedly", true)),
+            },
+            recv(self.cancel.receiver()) -> _ => Err(io::Error::other("aborted")),
+            default(self.idle) => {
+                let secs = self.idle.as_secs_f64();
+                Err(self.fail(&format!("no data from the provider for {secs} s"), false))
+            }
+        }
+    }
+
+    /// Records a failure and returns it as an I/O error.
+    fn fail(&mut self, message: &str, retryable: bool) -> io::Error {
+        self.failure_retryable = Some(retryable);
+        self.ended = true;
+        io::Error::other(message.to_string())
+    }
+}
+
+impl Read for ResponseBody<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let buf = self.fill_buf()?;
+        let n = buf.len().min(out.len());
+        out[..n].copy_from_slice(&buf[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for ResponseBody<'_> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        while self.pos >= self.chunk.len() && !self.ended {
+            match self.next_piece()? {
+                Piece::Data(data) => {
+                    self.chunk = data;
+                    self.pos = 0;
+                }
+                Piece::End => self.ended = true,
+                Piece::Head(_) | Piece::Failed { .. } => {
+                    return Err(self.fail("the HTTP exchange sent a second status", false))
+                }
+            }
+        }
+        Ok(&self.chunk[self.pos..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.chunk.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::TcpListener;
+    use std::time::Instant;
+
+    fn policy(base_ms: u64) -> RetryPolicy {
+        RetryPolicy {
+            base: Duration::from_millis(base_ms),
+            max_retries: MAX_RETRIES,
+            cap: MAX_RETRY_DELAY,
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_honours_retry_after_and_is_capped() {
+        let p = policy(500);
+        let ms = |d: Duration| d.as_millis();
+        assert_eq!(ms(p.delay(0, None)), 500);
+        assert_eq!(ms(p.delay(1, None)), 1000);
+        assert_eq!(ms(p.delay(2, None)), 2000);
+        assert_eq!(ms(p.delay(9, None)), 30_000);
+        assert_eq!(ms(p.delay(0, Some(Duration::from_secs(7)))), 7000);
+        assert_eq!(ms(p.delay(0, Some(Duration::from_secs(600)))), 30_000);
+        assert_eq!(ms(policy(u64::MAX).delay(40, None)), 30_000);
+    }
+
+    #[test]
+    fn retry_after_seconds_only() {
+        assert_eq!(parse_retry_after(" 3 "), Some(Duration::from_secs(3)));
+        assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_retry_after("-1"), None);
+        assert_eq!(parse_retry_after("NaN"), None);
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(parse_retry_after("1e300"), Some(Duration::from_secs(3600)));
+    }
+
+    #[test]
+    fn error_messages_are_one_line() {
+        let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens:\n too big"}}"#;
+        assert_eq!(error_message(anthropic), "max_tokens: too big");
+        assert_eq!(
+            error_message(r#"{"error":{"message":"bad key","code":null}}"#),
+            "bad key"
+        );
+        assert_eq!(
+            error_message(r#"{"error":"model not found"}"#),
+            "model not found"
+        );
+        assert_eq!(
+            error_message("<html>\n<b>502</b>\n</html>"),
+            "<html> <b>502</b> </html>"
+        );
+        assert_eq!(error_message(""), "empty response body");
+        let long = "é".repeat(500);
+        assert_eq!(error_message(&long).chars().count(), 201);
+    }
+
+    /// Serves one connection: reads the request head, writes `reply`, then
+    /// keeps the socket open without a word for `hold`.
+    fn stalling_server(reply: &'static [u8], hold: Duration) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = listener.accept() {
+                let mut buf = [0u8; 4096];
+                let _ = io::Read::read(&mut s, &mut buf);
+                let _ = s.write_all(reply);
+                let _ = s.flush();
+                std::thread::sleep(hold);
+            }
+        });
+        url
+    }
+
+    fn client(idle_ms: u64) -> HttpClient {
+        HttpClient {
+            agent: ureq::AgentBuilder::new()
+                .timeout_read(Duration::from_millis(idle_ms))
+                .build(),
+            retry: policy(1),
+            idle: Duration::from_millis(idle_ms),
+        }
+    }
+
+    fn run(client: &HttpClient, url: String, cancel: &CancelToken) -> Result<(), ProviderError> {
+        let post = Post::json(url, vec![], &Value::Null);
+        client.stream(&post, cancel, &mut |_| {}, |sse, _| {
+            while sse.next_event().map_err(read_error)?.is_some() {}
+            Ok(())
+        })
+    }
+
+    #[test]
+    fn idle_stream_is_a_transport_error_without_retry() {
+        let url = stalling_server(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\ndata: x\n\n",
+            Duration::from_secs(3),
+        );
+        let err = run(&client(200), url, &CancelToken::never()).unwrap_err();
+        match err {
+            ProviderError::Transport(m) => assert!(m.contains("no data"), "{m}"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn abort_wins_while_waiting_for_headers() {
+        let url = stalling_server(b"", Duration::from_secs(5));
+        let (canceller, token) = crate::cancel::pair();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            canceller.cancel();
+        });
+        let started = Instant::now();
+        let err = run(&client(60_000), url, &token).unwrap_err();
+        assert_eq!(err, ProviderError::Aborted);
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+}
