@@ -6,10 +6,12 @@
 //! that consume the one host event stream) and [`cli`] (`zut ext …`).
 
 pub mod agent;
+pub mod base64;
 pub mod cancel;
 pub mod cli;
 pub mod config;
 pub mod host;
+pub mod ignore;
 pub mod modes;
 pub mod paths;
 pub mod provider;
