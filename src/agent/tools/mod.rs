@@ -11,6 +11,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 pub mod bash;
+mod common;
 pub mod edit;
 pub mod grep;
 pub mod read;
