@@ -119,20 +119,17 @@ fn brief(value: &Value) -> String {
 }
 
 /// Resolves a path argument: `~` and `~/…` are under `$HOME`, absolute
-/// paths stay, anything else is relative to `ctx.cwd`.
+/// paths stay, anything else is relative to `ctx.cwd`. `.` components are
+/// dropped so messages show clean paths (`..` is kept: it may cross a
+/// symlink).
 pub fn resolve(ctx: &ToolContext, path: &str) -> PathBuf {
-    let home = || std::env::var_os("HOME").filter(|h| !h.is_empty());
-    if path == "~" {
-        if let Some(home) = home() {
-            return PathBuf::from(home);
-        }
-    }
-    if let Some(rest) = path.strip_prefix("~/") {
-        if let Some(home) = home() {
-            return Path::new(&home).join(rest);
-        }
-    }
-    ctx.cwd.join(path)
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+    let joined = match (path, path.strip_prefix("~/"), home) {
+        ("~", _, Some(home)) => PathBuf::from(home),
+        (_, Some(rest), Some(home)) => Path::new(&home).join(rest),
+        _ => ctx.cwd.join(path),
+    };
+    joined.components().collect()
 }
 
 /// One line for a failed open/read of `path`.
@@ -377,6 +374,8 @@ mod tests {
         };
         assert_eq!(resolve(&ctx, "src/a.rs"), Path::new("/project/src/a.rs"));
         assert_eq!(resolve(&ctx, "/etc/x"), Path::new("/etc/x"));
+        assert_eq!(resolve(&ctx, "."), Path::new("/project"));
+        assert_eq!(resolve(&ctx, "./a/./b"), Path::new("/project/a/b"));
     }
 
     #[test]
