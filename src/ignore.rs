@@ -235,9 +235,16 @@ fn walk_dir(
     flow
 }
 
-/// Parses one `.gitignore` line; `None` for blanks, comments and patterns
-/// that can match nothing.
+/// Longer `.gitignore` lines are skipped: no real path is that long, and
+/// an untrusted file must not make matching expensive.
+const MAX_PATTERN_CHARS: usize = 4096;
+
+/// Parses one `.gitignore` line; `None` for blanks, comments, overlong
+/// lines and patterns that can match nothing.
 fn parse_rule(line: &str) -> Option<Rule> {
+    if line.len() > MAX_PATTERN_CHARS {
+        return None;
+    }
     let line = trim_trailing_spaces(line.strip_suffix('\r').unwrap_or(line));
     if line.is_empty() || line.starts_with('#') {
         return None;
@@ -368,51 +375,67 @@ fn compile_class(chars: &[char], start: usize) -> Option<(Token, usize)> {
     }
 }
 
-/// Whether `tokens` match all of `text`. Memoised over (token, position),
-/// so even many stars cost at most tokens × length steps.
+/// Whether `tokens` match all of `text`. A dynamic programme over the
+/// tokens: `reach[i]` says whether the tokens so far can match `text[..i]`.
+/// Costs tokens × length steps, no recursion, whatever the stars.
 fn glob_match(tokens: &[Token], text: &[char]) -> bool {
-    let width = text.len() + 1;
-    let mut memo = vec![None; (tokens.len() + 1) * width];
-    match_at(tokens, text, 0, 0, &mut memo)
+    let mut reach = vec![false; text.len() + 1];
+    reach[0] = true;
+    for token in tokens {
+        reach = step(token, text, &reach);
+        if !reach.contains(&true) {
+            return false;
+        }
+    }
+    reach[text.len()]
 }
 
-fn match_at(
-    tokens: &[Token],
-    text: &[char],
-    ti: usize,
-    si: usize,
-    memo: &mut Vec<Option<bool>>,
-) -> bool {
-    let key = ti * (text.len() + 1) + si;
-    if let Some(known) = memo[key] {
-        return known;
+/// Where one more token can get to from the positions in `reach`.
+fn step(token: &Token, text: &[char], reach: &[bool]) -> Vec<bool> {
+    let mut next = vec![false; reach.len()];
+    match token {
+        Token::Char(_) | Token::AnyChar | Token::Class { .. } => {
+            for (i, &c) in text.iter().enumerate() {
+                next[i + 1] = reach[i] && single_matches(token, c);
+            }
+        }
+        Token::Star => {
+            // Reachable, then any run of non-`/` characters.
+            let mut open = false;
+            for i in 0..reach.len() {
+                open = reach[i] || (open && text[i - 1] != '/');
+                next[i] = open;
+            }
+        }
+        Token::Globstar => {
+            let mut open = false;
+            for i in 0..reach.len() {
+                open = open || reach[i];
+                next[i] = open;
+            }
+        }
+        Token::Dirs => {
+            // Nothing, or anything ending just after a `/`.
+            let mut before = false;
+            for i in 0..reach.len() {
+                next[i] = reach[i] || (before && text[i - 1] == '/');
+                before = before || reach[i];
+            }
+        }
     }
-    let here = text.get(si).copied();
-    let in_component = here.is_some_and(|c| c != '/');
-    let result = match tokens.get(ti) {
-        None => here.is_none(),
-        Some(Token::Char(c)) => here == Some(*c) && match_at(tokens, text, ti + 1, si + 1, memo),
-        Some(Token::AnyChar) => in_component && match_at(tokens, text, ti + 1, si + 1, memo),
-        Some(Token::Class { negated, ranges }) => {
-            let hit = here.is_some_and(|c| ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi));
-            in_component && hit != *negated && match_at(tokens, text, ti + 1, si + 1, memo)
+    next
+}
+
+/// Whether a one-character token matches `c` (never a `/`).
+fn single_matches(token: &Token, c: char) -> bool {
+    match token {
+        Token::Char(expected) => *expected == c,
+        Token::AnyChar => c != '/',
+        Token::Class { negated, ranges } => {
+            c != '/' && ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated
         }
-        Some(Token::Star) => {
-            match_at(tokens, text, ti + 1, si, memo)
-                || (in_component && match_at(tokens, text, ti, si + 1, memo))
-        }
-        Some(Token::Globstar) => {
-            match_at(tokens, text, ti + 1, si, memo)
-                || (here.is_some() && match_at(tokens, text, ti, si + 1, memo))
-        }
-        Some(Token::Dirs) => {
-            match_at(tokens, text, ti + 1, si, memo)
-                || (si + 1..=text.len())
-                    .any(|j| text[j - 1] == '/' && match_at(tokens, text, ti + 1, j, memo))
-        }
-    };
-    memo[key] = Some(result);
-    result
+        Token::Star | Token::Globstar | Token::Dirs => false,
+    }
 }
 
 #[cfg(test)]
@@ -513,6 +536,14 @@ mod tests {
         let pattern = "*a*a*a*a*a*a*a*a*a*a*a*a*b";
         let name = "a".repeat(200);
         assert!(!ignored(pattern, &name, false));
+        let deep = "a/".repeat(2000) + "b";
+        assert!(ignored("**/**/**/**/b", &deep, false));
+        let overlong = format!("x{}", "*".repeat(MAX_PATTERN_CHARS));
+        assert!(
+            !ignored(&overlong, "x", false),
+            "overlong lines are skipped"
+        );
+        assert!(ignored(&overlong[..MAX_PATTERN_CHARS], "x", false));
     }
 
     fn files_under(top: &Path, dir: &Path) -> Vec<String> {
