@@ -3,7 +3,10 @@
 //! Each tool takes the model's JSON arguments (shapes in DESIGN §4) and
 //! returns a [`ToolOutput`]; a bad argument or a failure is an `is_error`
 //! output with one clear line for the model, never a panic. Tools that can
-//! run long (`bash`, `grep`) honour the cancel token.
+//! run long (`bash`, `grep`) honour the cancel token. Relative paths resolve
+//! against [`ToolContext::cwd`]. Argument parsing, path resolution, binary
+//! detection and atomic writes are shared through the private `common`
+//! module so that every tool reports problems the same way.
 
 use crate::cancel::CancelToken;
 use crate::provider::{ContentBlock, ToolDef};
@@ -11,6 +14,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 pub mod bash;
+mod common;
 pub mod edit;
 pub mod grep;
 pub mod read;
@@ -77,4 +81,53 @@ pub fn run(
         "grep" => grep::run(args, ctx, cancel),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_definition_is_a_described_object_schema() {
+        let defs = definitions();
+        let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, BUILTIN_NAMES);
+        for def in &defs {
+            assert!(
+                def.description.len() > 40,
+                "{} needs a description",
+                def.name
+            );
+            assert_eq!(def.schema["type"], "object", "{}", def.name);
+            let properties = def.schema["properties"].as_object().expect("properties");
+            let required = def.schema["required"].as_array().expect("required");
+            assert!(!required.is_empty(), "{}", def.name);
+            for name in required {
+                let name = name.as_str().expect("a name");
+                assert!(properties.contains_key(name), "{}: {name}", def.name);
+            }
+            for (name, property) in properties {
+                assert!(property["description"].is_string(), "{}.{name}", def.name);
+            }
+        }
+    }
+
+    #[test]
+    fn run_dispatches_builtins_only() {
+        let ctx = ToolContext {
+            cwd: std::env::temp_dir(),
+        };
+        let never = CancelToken::never();
+        assert!(run("nope", &serde_json::json!({}), &ctx, &never).is_none());
+        for name in BUILTIN_NAMES {
+            let out = run(name, &serde_json::json!(null), &ctx, &never).expect("a builtin");
+            assert!(out.is_error);
+            assert_eq!(
+                out.content,
+                vec![ContentBlock::text(format!(
+                    "{name}: arguments must be a JSON object, got null"
+                ))]
+            );
+        }
+    }
 }
