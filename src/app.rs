@@ -129,7 +129,8 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     }
     let cwd = match &cli.cwd {
         Some(d) => std::fs::canonicalize(d).map_err(|e| format!("--cwd {d}: {e}"))?,
-        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+        None => std::env::current_dir()
+            .map_err(|e| format!("cannot read the current directory: {e}"))?,
     };
     let mut prompt = (!cli.prompt.is_empty()).then(|| cli.prompt.join(" "));
     let stdin = std::io::stdin();
@@ -148,20 +149,15 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     if mode == Mode::Print && prompt.is_none() {
         return Err("-p needs a PROMPT (or text on standard input)".into());
     }
-    let provider = crate::provider::Settings {
-        provider: cli.provider.clone().unwrap_or_default(),
-        model: cli.model.clone(),
-        base_url: cli.base_url.clone(),
-        api_key: cli.api_key.clone(),
-        script: cli.script.as_ref().map(|s| cwd.join(s)),
-        script_log: cli.script_log.as_ref().map(|s| cwd.join(s)),
-        zut_home: zut_home.clone(),
-    };
+    let provider = resolve_provider(&cli, &cwd, &zut_home)?;
     let host = HostConfig {
         zut_home: zut_home.clone(),
         cwd: cwd.clone(),
         provider: provider.provider.clone(),
-        model: provider.model.clone().unwrap_or_default(),
+        model: provider
+            .model
+            .clone()
+            .unwrap_or_else(|| default_model(&provider.provider).to_string()),
         deadlines: Deadlines::from_env(),
         interactive: false,
         search_path: None,
@@ -188,9 +184,79 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     Ok(code)
 }
 
+/// Flags win; then `config.json` (the last provider used); then whichever
+/// API key is in the environment. With none of them the provider stays
+/// empty and the first model call explains how to configure one. An
+/// explicitly chosen HTTP provider is remembered for next time.
+fn resolve_provider(
+    cli: &Cli,
+    cwd: &std::path::Path,
+    zut_home: &std::path::Path,
+) -> Result<crate::provider::Settings, String> {
+    let saved = crate::config::load(zut_home).map_err(|e| e.to_string())?;
+    let from_env = || {
+        [
+            ("anthropic", crate::provider::anthropic::KEY_ENV),
+            ("openai", crate::provider::openai::KEY_ENV),
+        ]
+        .into_iter()
+        .find(|(_, var)| std::env::var_os(var).is_some_and(|v| !v.is_empty()))
+        .map(|(p, _)| p.to_string())
+    };
+    let provider = cli
+        .provider
+        .clone()
+        .or_else(|| saved.provider.clone())
+        .or_else(from_env)
+        .unwrap_or_default();
+    let same = saved.provider.as_deref() == Some(provider.as_str());
+    let model = cli
+        .model
+        .clone()
+        .or_else(|| saved.model.clone().filter(|_| same));
+    let base_url = cli
+        .base_url
+        .clone()
+        .or_else(|| saved.base_url.clone().filter(|_| same));
+    if cli.provider.is_some()
+        && provider != "script"
+        && (!same || cli.model.is_some() || cli.base_url.is_some())
+    {
+        let mut next = saved.clone();
+        next.provider = Some(provider.clone());
+        next.model = model.clone();
+        next.base_url = base_url.clone();
+        if let Err(e) = crate::config::save(zut_home, &next) {
+            log::warn!("cannot remember the provider: {e}");
+        }
+    }
+    Ok(crate::provider::Settings {
+        provider,
+        model,
+        base_url,
+        api_key: cli.api_key.clone(),
+        script: cli.script.as_ref().map(|s| cwd.join(s)),
+        script_log: cli.script_log.as_ref().map(|s| cwd.join(s)),
+        zut_home: zut_home.to_path_buf(),
+    })
+}
+
+fn default_model(provider: &str) -> &'static str {
+    match provider {
+        "anthropic" => crate::provider::anthropic::DEFAULT_MODEL,
+        "openai" => crate::provider::openai::DEFAULT_MODEL,
+        _ => "",
+    }
+}
+
 fn run_ext(args: &[String], zut_home: PathBuf) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let ctx = crate::cli::CliContext { cwd, zut_home, ext_paths: Vec::new(), no_extensions: false };
+    let ctx = crate::cli::CliContext {
+        cwd,
+        zut_home,
+        ext_paths: Vec::new(),
+        no_extensions: false,
+    };
     crate::cli::run_ext(args, &ctx)
 }
 
@@ -198,9 +264,21 @@ fn run_ext(args: &[String], zut_home: PathBuf) -> i32 {
 /// is best effort: a read-only home must not stop zut.
 fn init_logging(zut_home: &std::path::Path) {
     let dir = crate::paths::logs_dir(zut_home);
-    let Ok(()) = std::fs::create_dir_all(&dir) else { return };
-    let Ok(file) = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("zut.log")) else { return };
-    let level = match std::env::var("ZUT_LOG").unwrap_or_default().to_ascii_lowercase().as_str() {
+    let Ok(()) = std::fs::create_dir_all(&dir) else {
+        return;
+    };
+    let Ok(file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("zut.log"))
+    else {
+        return;
+    };
+    let level = match std::env::var("ZUT_LOG")
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+        .as_str()
+    {
         "trace" => log::LevelFilter::Trace,
         "debug" => log::LevelFilter::Debug,
         "warn" => log::LevelFilter::Warn,

@@ -13,15 +13,43 @@ use zut_ext::wire::{ContentBlock, Panel};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
-    ExtLoaded { extension: String, version: String, commands: Vec<String>, tools: Vec<String>, source: String },
-    ExtError { extension: String, message: String },
-    ExtWarning { extension: String, message: String },
-    UserMessage { text: String },
-    TurnStart { step: u32 },
-    TurnBlocked { reason: String },
-    TextDelta { delta: String },
-    ToolCall { id: String, name: String, args: Value },
-    ToolBlocked { id: String, name: String, reason: String },
+    ExtLoaded {
+        extension: String,
+        version: String,
+        commands: Vec<String>,
+        tools: Vec<String>,
+        source: String,
+    },
+    ExtError {
+        extension: String,
+        message: String,
+    },
+    ExtWarning {
+        extension: String,
+        message: String,
+    },
+    UserMessage {
+        text: String,
+    },
+    TurnStart {
+        step: u32,
+    },
+    TurnBlocked {
+        reason: String,
+    },
+    TextDelta {
+        delta: String,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        args: Value,
+    },
+    ToolBlocked {
+        id: String,
+        name: String,
+        reason: String,
+    },
     ToolResult {
         id: String,
         name: String,
@@ -30,30 +58,87 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         extension: Option<String>,
     },
-    AssistantMessage { text: String, blocked: bool },
+    AssistantMessage {
+        text: String,
+        blocked: bool,
+    },
     TurnEnd {
         stop: String,
         #[serde(skip_serializing_if = "String::is_empty")]
         error: String,
     },
-    CommandResult { name: String, action: String, text: String },
-    ExtNotify { extension: String, level: String, message: String },
-    ExtDisplay { extension: String, text: String },
-    ExtAlert { extension: String, kind: String, reason: String },
-    ExtClearNotes { extension: String },
-    ExtStatus { extension: String, key: String, level: String, text: String },
-    ExtWidget { extension: String, id: String, position: String, title: String, lines: Vec<String> },
-    ExtWidgetClear { extension: String, id: String },
-    ExtChromeClear { extension: String },
-    ExtSubmit { extension: String, text: String },
-    ExtSubmitSlash { extension: String, text: String },
-    ExtOpenPanel { extension: String, panel: Panel },
-    ExtPanelRender { extension: String, panel: Panel },
-    ExtPanelClose { extension: String, panel_id: String },
+    CommandResult {
+        name: String,
+        action: String,
+        text: String,
+    },
+    ExtNotify {
+        extension: String,
+        level: String,
+        message: String,
+    },
+    ExtDisplay {
+        extension: String,
+        text: String,
+    },
+    ExtAlert {
+        extension: String,
+        kind: String,
+        reason: String,
+    },
+    ExtClearNotes {
+        extension: String,
+    },
+    ExtStatus {
+        extension: String,
+        key: String,
+        level: String,
+        text: String,
+    },
+    ExtWidget {
+        extension: String,
+        id: String,
+        position: String,
+        title: String,
+        lines: Vec<String>,
+    },
+    ExtWidgetClear {
+        extension: String,
+        id: String,
+    },
+    ExtChromeClear {
+        extension: String,
+    },
+    ExtSubmit {
+        extension: String,
+        text: String,
+    },
+    ExtSubmitSlash {
+        extension: String,
+        text: String,
+    },
+    ExtOpenPanel {
+        extension: String,
+        panel: Panel,
+    },
+    ExtPanelRender {
+        extension: String,
+        panel: Panel,
+    },
+    ExtPanelClose {
+        extension: String,
+        panel_id: String,
+    },
     /// A tool call waits for a person's approval (answered through the
     /// front end's confirmation interface).
-    ConfirmationRequested { id: String, name: String, preview: String },
-    Error { message: String },
+    ConfirmationRequested {
+        id: String,
+        name: String,
+        preview: String,
+    },
+    Error {
+        message: String,
+    },
     Done,
 }
 

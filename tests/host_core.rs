@@ -22,7 +22,13 @@ fn normal_extension_handshakes_and_registers() {
     let (host, sink) = sb.start(&[dir.clone()]);
     let events = sink.events();
     match &events[0] {
-        Event::ExtLoaded { extension, version, commands, tools, source } => {
+        Event::ExtLoaded {
+            extension,
+            version,
+            commands,
+            tools,
+            source,
+        } => {
             assert_eq!(extension, "fx-normal");
             assert_eq!(version, "1.2.3");
             assert!(commands.contains(&"Ping".to_string()));
@@ -31,7 +37,8 @@ fn normal_extension_handshakes_and_registers() {
         }
         other => panic!("first event {other:?}"),
     }
-    let ack: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&ack).unwrap()).unwrap();
+    let ack: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&ack).unwrap()).unwrap();
     assert_eq!(ack["type"], "hello_ack");
     assert_eq!(ack["protocol_version"], 2);
     assert_eq!(ack["provider"], "script");
@@ -42,10 +49,18 @@ fn normal_extension_handshakes_and_registers() {
     assert_eq!(ack["zut_version"], env!("CARGO_PKG_VERSION"));
     // Case-insensitive lookup, canonical spelling sent.
     let reply = host.invoke_command("PING", "", &never()).unwrap();
-    assert_eq!((reply.name.as_str(), reply.display.as_str()), ("Ping", "pong"));
-    let reply = host.invoke_command("echo", "  hello world  ", &never()).unwrap();
+    assert_eq!(
+        (reply.name.as_str(), reply.display.as_str()),
+        ("Ping", "pong")
+    );
+    let reply = host
+        .invoke_command("echo", "  hello world  ", &never())
+        .unwrap();
     assert_eq!(reply.display, "echo: hello world");
-    assert!(matches!(host.extensions()[0].phase(), Phase::Ready { auto: false }));
+    assert!(matches!(
+        host.extensions()[0].phase(),
+        Phase::Ready { auto: false }
+    ));
     shutdown_clean(host);
 }
 
@@ -54,21 +69,35 @@ fn shell_extension_works() {
     let sb = Sandbox::new();
     let (host, sink) = sb.start(&[sb.fixture("sh-hello", &[])]);
     assert!(loaded(&sink.events(), "sh-hello"));
-    assert_eq!(host.invoke_command("shping", "", &never()).unwrap().display, "pong from sh");
+    assert_eq!(
+        host.invoke_command("shping", "", &never()).unwrap().display,
+        "pong from sh"
+    );
     shutdown_clean(host);
 }
 
-fn load_error(fixture: &str, extra: &[String], tweak: impl FnOnce(&mut zut::host::HostConfig)) -> (String, Sandbox) {
+fn load_error(
+    fixture: &str,
+    extra: &[String],
+    tweak: impl FnOnce(&mut zut::host::HostConfig),
+) -> (String, Sandbox) {
     let sb = Sandbox::new();
     let dir = sb.fixture(fixture, extra);
     let mut config = sb.config();
     tweak(&mut config);
     let (host, sink) = sb.start_with(config, &[dir.clone()]);
     let events = sink.events();
-    let msg = error_of(&events, fixture).unwrap_or_else(|| panic!("no ext_error for {fixture}: {events:?}"));
+    let msg = error_of(&events, fixture)
+        .unwrap_or_else(|| panic!("no ext_error for {fixture}: {events:?}"));
     // Every load error names the extension, its directory, executable,
     // language and log.
-    for needle in [fixture, &dir.display().to_string(), "python3", "python", "ext-"] {
+    for needle in [
+        fixture,
+        &dir.display().to_string(),
+        "python3",
+        "python",
+        "ext-",
+    ] {
         assert!(msg.contains(needle), "{needle:?} missing from {msg}");
     }
     assert!(host.extensions().is_empty());
@@ -78,7 +107,9 @@ fn load_error(fixture: &str, extra: &[String], tweak: impl FnOnce(&mut zut::host
 
 #[test]
 fn no_hello_fails_at_the_deadline() {
-    let (msg, _) = load_error("fx-no-hello", &[], |c| c.deadlines.hello = Duration::from_millis(300));
+    let (msg, _) = load_error("fx-no-hello", &[], |c| {
+        c.deadlines.hello = Duration::from_millis(300)
+    });
     assert!(msg.contains("sent no hello within 300 ms"), "{msg}");
 }
 
@@ -92,7 +123,9 @@ fn slow_hello_within_the_deadline_loads() {
 
 #[test]
 fn slow_hello_past_the_deadline_fails() {
-    let (msg, _) = load_error("fx-slow-hello", &["delay=5".into()], |c| c.deadlines.hello = Duration::from_millis(200));
+    let (msg, _) = load_error("fx-slow-hello", &["delay=5".into()], |c| {
+        c.deadlines.hello = Duration::from_millis(200)
+    });
     assert!(msg.contains("sent no hello"), "{msg}");
 }
 
@@ -136,7 +169,10 @@ fn missing_launcher_names_the_path_searched() {
     config.search_path = Some("/nonexistent-bin".into());
     let (host, sink) = sb.start_with(config, &[dir]);
     let msg = error_of(&sink.events(), "fx-normal").unwrap();
-    assert!(msg.contains("not found on PATH (/nonexistent-bin)"), "{msg}");
+    assert!(
+        msg.contains("not found on PATH (/nonexistent-bin)"),
+        "{msg}"
+    );
     shutdown_clean(host);
 }
 
@@ -148,7 +184,10 @@ fn banner_before_hello_is_skipped_with_a_warning() {
     assert!(loaded(&events, "fx-banner"));
     let w = warnings_of(&events, "fx-banner");
     assert_eq!(w.len(), 1, "{w:?}");
-    assert!(w[0].contains("not a JSON frame") && w[0].contains("Starting fixture"), "{w:?}");
+    assert!(
+        w[0].contains("not a JSON frame") && w[0].contains("Starting fixture"),
+        "{w:?}"
+    );
     shutdown_clean(host);
 }
 
@@ -161,7 +200,9 @@ fn never_ready_is_auto_readied_with_a_warning() {
     let (host, sink) = sb.start_with(config, &[dir]);
     let events = sink.events();
     assert!(loaded(&events, "fx-no-ready"));
-    assert!(warnings_of(&events, "fx-no-ready").iter().any(|w| w.contains("auto-readied")));
+    assert!(warnings_of(&events, "fx-no-ready")
+        .iter()
+        .any(|w| w.contains("auto-readied")));
     assert_eq!(host.extensions()[0].phase(), Phase::Ready { auto: true });
     shutdown_clean(host);
 }
@@ -178,12 +219,25 @@ fn registration_conflicts_follow_load_order_not_timing() {
     assert_eq!(host.command("echo").unwrap().extension, "fx-slow-hello");
     assert_eq!(host.command("dup").unwrap().name, "Dup");
     let w = warnings_of(&events, "fx-conflicts");
-    for needle in ["/dup refused", "/help refused", "/echo refused", "tool read refused", "tool web_search", "tool plan"] {
-        assert!(w.iter().any(|m| m.contains(needle)), "{needle} not in {w:?}");
+    for needle in [
+        "/dup refused",
+        "/help refused",
+        "/echo refused",
+        "tool read refused",
+        "tool web_search",
+        "tool plan",
+    ] {
+        assert!(
+            w.iter().any(|m| m.contains(needle)),
+            "{needle} not in {w:?}"
+        );
     }
     assert!(host.tool("read").is_none() && host.tool("conf_tool").is_some());
     let log = std::fs::read_to_string(sb.home().join("logs/ext-fx-conflicts.log")).unwrap();
-    assert!(log.contains("/echo refused: already registered by extension fx-slow-hello"), "{log}");
+    assert!(
+        log.contains("/echo refused: already registered by extension fx-slow-hello"),
+        "{log}"
+    );
     // Events come in load order too.
     let order: Vec<&str> = events
         .iter()
@@ -199,7 +253,10 @@ fn registration_conflicts_follow_load_order_not_timing() {
 #[test]
 fn garbage_and_invalid_utf8_lines_are_skipped() {
     let sb = Sandbox::new();
-    let (host, sink) = sb.start(&[sb.fixture("fx-garbage", &[]), sb.fixture("fx-bad-utf8", &[])]);
+    let (host, sink) = sb.start(&[
+        sb.fixture("fx-garbage", &[]),
+        sb.fixture("fx-bad-utf8", &[]),
+    ]);
     let events = sink.events();
     assert!(loaded(&events, "fx-garbage") && loaded(&events, "fx-bad-utf8"));
     // Once per extension and kind, although fx-garbage printed two lines.
@@ -207,7 +264,10 @@ fn garbage_and_invalid_utf8_lines_are_skipped() {
     assert!(warnings_of(&events, "fx-bad-utf8")[0].contains("UTF-8"));
     let noise = host.extensions()[0].noise.lock().unwrap().counts.clone();
     assert_eq!(noise.get("not a frame"), Some(&2));
-    assert_eq!(host.invoke_command("Ping", "", &never()).unwrap().display, "pong");
+    assert_eq!(
+        host.invoke_command("Ping", "", &never()).unwrap().display,
+        "pong"
+    );
     shutdown_clean(host);
 }
 
@@ -221,9 +281,14 @@ fn oversize_line_disconnects_only_that_extension() {
     assert!(err.contains("frame limit"), "{err}");
     let msg = error_of(&sink.events(), "fx-oversize").unwrap();
     assert!(msg.contains("32 MiB frame limit"), "{msg}");
-    assert!(sink.events().contains(&Event::ExtChromeClear { extension: "fx-oversize".into() }));
+    assert!(sink.events().contains(&Event::ExtChromeClear {
+        extension: "fx-oversize".into()
+    }));
     assert!(host.command("echo").is_none(), "its commands are gone");
-    assert_eq!(host.invoke_command("shping", "", &never()).unwrap().display, "pong from sh");
+    assert_eq!(
+        host.invoke_command("shping", "", &never()).unwrap().display,
+        "pong from sh"
+    );
     shutdown_clean(host);
 }
 
@@ -234,11 +299,19 @@ fn a_crash_fails_pending_calls_at_once_and_spares_the_rest() {
     let started = Instant::now();
     let err = host.invoke_command("die", "", &never()).unwrap_err();
     assert!(err.contains("exit status 7"), "{err}");
-    assert!(started.elapsed() < host.deadlines().command, "failed by the crash, not by the timeout");
-    assert!(error_of(&sink.events(), "fx-normal").unwrap().contains("exit status 7"));
+    assert!(
+        started.elapsed() < host.deadlines().command,
+        "failed by the crash, not by the timeout"
+    );
+    assert!(error_of(&sink.events(), "fx-normal")
+        .unwrap()
+        .contains("exit status 7"));
     let err = host.invoke_command("Ping", "", &never()).unwrap_err();
     assert!(err.contains("unknown command"), "{err}");
-    assert_eq!(host.invoke_command("shping", "", &never()).unwrap().display, "pong from sh");
+    assert_eq!(
+        host.invoke_command("shping", "", &never()).unwrap().display,
+        "pong from sh"
+    );
     shutdown_clean(host);
 }
 
@@ -260,7 +333,10 @@ fn shutdown_acks_are_quick_and_frames_arrive_then_eof() {
     let (host, _) = sb.start(&[sb.fixture("fx-normal", &[opt("marker", &marker)])]);
     let t = Instant::now();
     shutdown_clean(host);
-    assert!(t.elapsed() < Duration::from_millis(800), "an acking extension does not wait for the grace");
+    assert!(
+        t.elapsed() < Duration::from_millis(800),
+        "an acking extension does not wait for the grace"
+    );
     let seen = std::fs::read_to_string(&marker).unwrap();
     assert!(seen.ends_with("hello_ack\nshutdown\n"), "{seen}");
 }
@@ -278,7 +354,13 @@ fn holdouts_are_terminated_then_killed() {
     let exts = host.extensions();
     shutdown_clean(host);
     // SIGTERM ended the first; the others needed SIGKILL.
-    let status = |i: usize| exts[i].exit.lock().unwrap().map(|s| std::os::unix::process::ExitStatusExt::signal(&s));
+    let status = |i: usize| {
+        exts[i]
+            .exit
+            .lock()
+            .unwrap()
+            .map(|s| std::os::unix::process::ExitStatusExt::signal(&s))
+    };
     assert_eq!(status(0), Some(Some(libc::SIGTERM)));
     assert_eq!(status(1), Some(Some(libc::SIGKILL)));
     assert_eq!(status(2), Some(Some(libc::SIGKILL)));
@@ -289,12 +371,19 @@ fn a_grandchild_holding_stdout_is_killed_with_its_group() {
     let sb = Sandbox::new();
     let pidfile = sb.path("pids");
     let (host, _) = sb.start(&[sb.fixture("fx-grandchild", &[opt("pidfile", &pidfile)])]);
-    let pids: Vec<u32> =
-        std::fs::read_to_string(&pidfile).unwrap().lines().map(|l| l.trim().parse().unwrap()).collect();
+    let pids: Vec<u32> = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
     assert_eq!(pids.len(), 2);
     shutdown_clean(host);
     // The grandchild is not our child: init reaps it, shortly after the kill.
-    assert!(eventually(Duration::from_secs(2), || !pid_exists(pids[1])), "grandchild {} survived", pids[1]);
+    assert!(
+        eventually(Duration::from_secs(2), || !pid_exists(pids[1])),
+        "grandchild {} survived",
+        pids[1]
+    );
 }
 
 #[test]
@@ -322,7 +411,10 @@ fn disabled_and_theme_only_extensions_are_not_started() {
     std::fs::write(theme.join("theme.json"), r#"{"name":"t"}"#).unwrap();
     let (host, sink) = sb.start(&[disabled, theme]);
     assert!(host.extensions().is_empty());
-    assert!(matches!(host.loaded()[1].outcome, zut::host::Outcome::ThemeOnly));
+    assert!(matches!(
+        host.loaded()[1].outcome,
+        zut::host::Outcome::ThemeOnly
+    ));
     assert!(warnings_of(&sink.events(), "fx-normal")[0].contains("disabled"));
     shutdown_clean(host);
 }
@@ -332,9 +424,16 @@ fn manifest_errors_are_reported_with_directory_and_field() {
     let sb = Sandbox::new();
     let bad = sb.path("exts/bad");
     std::fs::create_dir_all(&bad).unwrap();
-    std::fs::write(bad.join("extension.json"), r#"{"name":"bad","exec":"../../escape"}"#).unwrap();
+    std::fs::write(
+        bad.join("extension.json"),
+        r#"{"name":"bad","exec":"../../escape"}"#,
+    )
+    .unwrap();
     let (host, sink) = sb.start(&[bad.clone()]);
     let msg = error_of(&sink.events(), "bad").unwrap();
-    assert!(msg.contains(&bad.display().to_string()) && msg.contains("\"exec\""), "{msg}");
+    assert!(
+        msg.contains(&bad.display().to_string()) && msg.contains("\"exec\""),
+        "{msg}"
+    );
     shutdown_clean(host);
 }

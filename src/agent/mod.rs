@@ -18,7 +18,9 @@ pub mod tools;
 use crate::cancel::CancelToken;
 use crate::events::{Event, EventSink};
 use crate::host::Host;
-use crate::provider::{Block, Message, Provider, ProviderError, Request, Role, StopReason, StreamEvent, ToolDef};
+use crate::provider::{
+    Block, Message, Provider, ProviderError, Request, Role, StopReason, StreamEvent, ToolDef,
+};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -58,11 +60,19 @@ pub trait Confirmer: Send + Sync {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// The model ended its turn; the text the user sees (None if blocked).
-    Done { text: Option<String> },
+    Done {
+        text: Option<String>,
+    },
     /// A `turn_start` interceptor refused.
-    Blocked { reason: String },
-    MaxSteps { text: Option<String> },
-    Failed { error: String },
+    Blocked {
+        reason: String,
+    },
+    MaxSteps {
+        text: Option<String>,
+    },
+    Failed {
+        error: String,
+    },
     Aborted,
 }
 
@@ -90,7 +100,13 @@ pub struct Agent<'h> {
 }
 
 impl<'h> Agent<'h> {
-    pub fn new(provider: Box<dyn Provider>, host: &'h Host, sink: Arc<dyn EventSink>, opts: Options, zut_home: &Path) -> Self {
+    pub fn new(
+        provider: Box<dyn Provider>,
+        host: &'h Host,
+        sink: Arc<dyn EventSink>,
+        opts: Options,
+        zut_home: &Path,
+    ) -> Self {
         let mut agent = Agent {
             provider,
             host,
@@ -120,7 +136,11 @@ impl<'h> Agent<'h> {
                 .tools()
                 .into_iter()
                 .filter(|t| !t.deferred || self.activated.contains(&t.name))
-                .map(|t| ToolDef { name: t.name, description: t.description, schema: t.schema }),
+                .map(|t| ToolDef {
+                    name: t.name,
+                    description: t.description,
+                    schema: t.schema,
+                }),
         );
         defs
     }
@@ -132,7 +152,9 @@ impl<'h> Agent<'h> {
     /// Runs one user prompt to the end.
     pub fn prompt(&mut self, text: &str, cancel: &CancelToken) -> Outcome {
         self.transcript.push(Message::user_text(text));
-        self.emit(Event::UserMessage { text: text.to_string() });
+        self.emit(Event::UserMessage {
+            text: text.to_string(),
+        });
         let mut last_text: Option<String> = None;
         for step in 1..=self.opts.max_steps {
             if cancel.is_cancelled() {
@@ -143,42 +165,78 @@ impl<'h> Agent<'h> {
                 Err(outcome) => return outcome,
             };
             let tools = self.tool_defs();
-            let req = Request { step, system: &self.system, messages: &self.transcript, tools: &tools, hidden_context: &hidden };
+            let req = Request {
+                step,
+                system: &self.system,
+                messages: &self.transcript,
+                tools: &tools,
+                hidden_context: &hidden,
+            };
             let sink = self.sink.clone();
             let mut on_event = |e: StreamEvent<'_>| match e {
-                StreamEvent::TextDelta(d) => sink.emit(Event::TextDelta { delta: d.to_string() }),
+                StreamEvent::TextDelta(d) => sink.emit(Event::TextDelta {
+                    delta: d.to_string(),
+                }),
             };
             let resp = match self.provider.complete(&req, &mut on_event, cancel) {
                 Ok(r) => r,
                 Err(ProviderError::Aborted) => return self.end_aborted(),
-                Err(e) => return self.end_turn("error", Outcome::Failed { error: e.to_string() }),
+                Err(e) => {
+                    return self.end_turn(
+                        "error",
+                        Outcome::Failed {
+                            error: e.to_string(),
+                        },
+                    )
+                }
             };
             let stop = match resp.stop {
                 _ if !resp.tool_calls.is_empty() => "tool_use",
                 StopReason::ToolUse | StopReason::EndTurn => "end_turn",
                 StopReason::Length => "length",
             };
-            self.emit(Event::TurnEnd { stop: stop.into(), error: String::new() });
-            self.host_event(EventPayload { stop: stop.into(), ..EventPayload::named("turn_end") });
+            self.emit(Event::TurnEnd {
+                stop: stop.into(),
+                error: String::new(),
+            });
+            self.host_event(EventPayload {
+                stop: stop.into(),
+                ..EventPayload::named("turn_end")
+            });
             let mut content = Vec::new();
             if !resp.text.is_empty() {
-                content.push(Block::Text { text: resp.text.clone() });
+                content.push(Block::Text {
+                    text: resp.text.clone(),
+                });
             }
             for c in &resp.tool_calls {
-                content.push(Block::ToolCall { id: c.id.clone(), name: c.name.clone(), args: c.args.clone() });
+                content.push(Block::ToolCall {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    args: c.args.clone(),
+                });
             }
-            self.transcript.push(Message { role: Role::Assistant, content });
+            self.transcript.push(Message {
+                role: Role::Assistant,
+                content,
+            });
             last_text = self.show_assistant(&resp.text, cancel);
             if resp.tool_calls.is_empty() {
                 return Outcome::Done { text: last_text };
             }
             let results = self.run_tools(&resp.tool_calls, cancel);
-            self.transcript.push(Message { role: Role::User, content: results });
+            self.transcript.push(Message {
+                role: Role::User,
+                content: results,
+            });
             if cancel.is_cancelled() {
                 return self.end_aborted();
             }
         }
-        self.emit(Event::TurnEnd { stop: "max_steps".into(), error: String::new() });
+        self.emit(Event::TurnEnd {
+            stop: "max_steps".into(),
+            error: String::new(),
+        });
         Outcome::MaxSteps { text: last_text }
     }
 
@@ -192,8 +250,15 @@ impl<'h> Agent<'h> {
             Outcome::Blocked { reason } => reason.clone(),
             _ => String::new(),
         };
-        self.emit(Event::TurnEnd { stop: stop.into(), error: error.clone() });
-        self.host_event(EventPayload { stop: stop.into(), error, ..EventPayload::named("turn_end") });
+        self.emit(Event::TurnEnd {
+            stop: stop.into(),
+            error: error.clone(),
+        });
+        self.host_event(EventPayload {
+            stop: stop.into(),
+            error,
+            ..EventPayload::named("turn_end")
+        });
         outcome
     }
 
@@ -206,11 +271,16 @@ impl<'h> Agent<'h> {
     /// `turn_start` event and interceptors; the hidden context to send.
     fn start_turn(&self, step: u32, cancel: &CancelToken) -> Result<Vec<String>, Outcome> {
         self.emit(Event::TurnStart { step });
-        self.host_event(EventPayload { step: u64::from(step), ..EventPayload::named("turn_start") });
+        self.host_event(EventPayload {
+            step: u64::from(step),
+            ..EventPayload::named("turn_start")
+        });
         let verdict = self.host.intercept_turn_start(step, cancel);
         if let Some((ext, reason)) = verdict.blocked {
             let reason = format!("{reason} (blocked by extension {ext})");
-            self.emit(Event::TurnBlocked { reason: reason.clone() });
+            self.emit(Event::TurnBlocked {
+                reason: reason.clone(),
+            });
             return Err(self.end_turn("error", Outcome::Blocked { reason }));
         }
         Ok(verdict.context.into_iter().collect())
@@ -220,39 +290,74 @@ impl<'h> Agent<'h> {
     fn show_assistant(&self, text: &str, cancel: &CancelToken) -> Option<String> {
         let verdict = self.host.intercept_assistant_message(text, cancel);
         if verdict.blocked.is_some() {
-            self.emit(Event::AssistantMessage { text: String::new(), blocked: true });
+            self.emit(Event::AssistantMessage {
+                text: String::new(),
+                blocked: true,
+            });
             return None;
         }
-        self.emit(Event::AssistantMessage { text: verdict.text.clone(), blocked: false });
-        self.host_event(EventPayload { text: verdict.text.clone(), ..EventPayload::named("assistant_message") });
+        self.emit(Event::AssistantMessage {
+            text: verdict.text.clone(),
+            blocked: false,
+        });
+        self.host_event(EventPayload {
+            text: verdict.text.clone(),
+            ..EventPayload::named("assistant_message")
+        });
         Some(verdict.text)
     }
 
     /// Runs one step's tool calls; returns the result blocks in model order.
-    fn run_tools(&mut self, calls: &[crate::provider::ToolCall], cancel: &CancelToken) -> Vec<Block> {
+    fn run_tools(
+        &mut self,
+        calls: &[crate::provider::ToolCall],
+        cancel: &CancelToken,
+    ) -> Vec<Block> {
         // Guard every call first, in order: events, interceptors, confirmation.
-        let mut planned: Vec<(String, String, Result<Value, String>)> = Vec::with_capacity(calls.len());
+        let mut planned: Vec<(String, String, Result<Value, String>)> =
+            Vec::with_capacity(calls.len());
         for call in calls {
             self.next_call += 1;
-            let id = if call.id.is_empty() { format!("call_{}", self.next_call) } else { call.id.clone() };
-            planned.push((id.clone(), call.name.clone(), self.guard(&id, &call.name, call.args.clone(), cancel)));
+            let id = if call.id.is_empty() {
+                format!("call_{}", self.next_call)
+            } else {
+                call.id.clone()
+            };
+            planned.push((
+                id.clone(),
+                call.name.clone(),
+                self.guard(&id, &call.name, call.args.clone(), cancel),
+            ));
         }
         let host = self.host;
-        let ctx = &ToolContext { cwd: self.opts.cwd.clone() };
+        let ctx = &ToolContext {
+            cwd: self.opts.cwd.clone(),
+        };
         let outputs: Vec<(ToolOutput, Option<String>, Vec<String>)> = std::thread::scope(|s| {
             let mut handles = Vec::with_capacity(planned.len());
-            let ext_calls = planned.iter().filter(|(_, n, a)| a.is_ok() && host.tool(n).is_some()).count();
+            let ext_calls = planned
+                .iter()
+                .filter(|(_, n, a)| a.is_ok() && host.tool(n).is_some())
+                .count();
             for (_, name, args) in &planned {
                 let run = move || execute(host, name, args, ctx, cancel);
-                let concurrent =
-                    ext_calls > 1 && args.is_ok() && !tools::BUILTIN_NAMES.contains(&name.as_str()) && host.tool(name).is_some();
-                handles.push(if concurrent { Err(s.spawn(run)) } else { Ok(run()) });
+                let concurrent = ext_calls > 1
+                    && args.is_ok()
+                    && !tools::BUILTIN_NAMES.contains(&name.as_str())
+                    && host.tool(name).is_some();
+                handles.push(if concurrent {
+                    Err(s.spawn(run))
+                } else {
+                    Ok(run())
+                });
             }
             handles
                 .into_iter()
                 .map(|h| match h {
                     Ok(r) => r,
-                    Err(j) => j.join().unwrap_or_else(|_| (ToolOutput::error("tool thread panicked"), None, Vec::new())),
+                    Err(j) => j.join().unwrap_or_else(|_| {
+                        (ToolOutput::error("tool thread panicked"), None, Vec::new())
+                    }),
                 })
                 .collect()
         });
@@ -270,14 +375,24 @@ impl<'h> Agent<'h> {
                 content: out.content.clone(),
                 extension,
             });
-            blocks.push(Block::ToolResult { call_id: id, is_error: out.is_error, content: out.content });
+            blocks.push(Block::ToolResult {
+                call_id: id,
+                is_error: out.is_error,
+                content: out.content,
+            });
         }
         blocks
     }
 
     /// Event, interceptors and confirmation for one call: the effective
     /// arguments, or the error the model receives instead of running it.
-    fn guard(&mut self, id: &str, name: &str, args: Value, cancel: &CancelToken) -> Result<Value, String> {
+    fn guard(
+        &mut self,
+        id: &str,
+        name: &str,
+        args: Value,
+        cancel: &CancelToken,
+    ) -> Result<Value, String> {
         self.host_event(EventPayload {
             tool_id: id.into(),
             tool_name: name.into(),
@@ -286,20 +401,37 @@ impl<'h> Agent<'h> {
         });
         let verdict = self.host.intercept_tool_call(id, name, args, cancel);
         if let Some((ext, reason)) = verdict.blocked {
-            self.emit(Event::ToolBlocked { id: id.into(), name: name.into(), reason: reason.clone() });
+            self.emit(Event::ToolBlocked {
+                id: id.into(),
+                name: name.into(),
+                reason: reason.clone(),
+            });
             log::info!("tool call {name} ({id}) blocked by {ext}: {reason}");
             return Err(reason);
         }
         let args = verdict.args;
-        self.emit(Event::ToolCall { id: id.into(), name: name.into(), args: args.clone() });
+        self.emit(Event::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            args: args.clone(),
+        });
         if CONFIRMED_TOOLS.contains(&name) && !self.opts.yolo && !self.approved.contains(name) {
             let Some(confirmer) = self.opts.confirmer.clone() else {
                 return Err(format!(
                     "{name} needs confirmation, and nobody can confirm in this mode: run zut with --yolo to allow {name}, write and edit without asking"
                 ));
             };
-            let req = ConfirmRequest { tool_id: id.into(), tool_name: name.into(), preview: preview(&args), args: args.clone() };
-            self.emit(Event::ConfirmationRequested { id: id.into(), name: name.into(), preview: req.preview.clone() });
+            let req = ConfirmRequest {
+                tool_id: id.into(),
+                tool_name: name.into(),
+                preview: preview(&args),
+                args: args.clone(),
+            };
+            self.emit(Event::ConfirmationRequested {
+                id: id.into(),
+                name: name.into(),
+                preview: req.preview.clone(),
+            });
             self.host_event(EventPayload {
                 tool_id: id.into(),
                 tool_name: name.into(),
@@ -334,8 +466,19 @@ fn execute(
         return (out, None, Vec::new());
     }
     match host.call_tool(name, args, cancel) {
-        Some(r) => (ToolOutput { content: r.content, is_error: r.is_error }, Some(r.extension), r.activate_tools),
-        None => (ToolOutput::error(format!("unknown tool {name:?}")), None, Vec::new()),
+        Some(r) => (
+            ToolOutput {
+                content: r.content,
+                is_error: r.is_error,
+            },
+            Some(r.extension),
+            r.activate_tools,
+        ),
+        None => (
+            ToolOutput::error(format!("unknown tool {name:?}")),
+            None,
+            Vec::new(),
+        ),
     }
 }
 
@@ -344,7 +487,11 @@ fn execute(
 pub fn preview(args: &Value) -> String {
     let text = ["command", "path", "file_path", "url", "query", "name"]
         .iter()
-        .find_map(|k| args.get(k).and_then(Value::as_str).filter(|s| !s.trim().is_empty()))
+        .find_map(|k| {
+            args.get(k)
+                .and_then(Value::as_str)
+                .filter(|s| !s.trim().is_empty())
+        })
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|| args.to_string());
     if text.chars().count() <= 120 {
@@ -369,7 +516,11 @@ pub fn system_prompt(cwd: &Path, zut_home: &Path, tools: &[ToolDef]) -> String {
     for path in [zut_home.join("AGENTS.md"), cwd.join("AGENTS.md")] {
         if let Ok(text) = std::fs::read_to_string(&path) {
             if !text.trim().is_empty() {
-                s.push_str(&format!("\nInstructions from {}:\n{}\n", path.display(), text.trim()));
+                s.push_str(&format!(
+                    "\nInstructions from {}:\n{}\n",
+                    path.display(),
+                    text.trim()
+                ));
             }
         }
     }
@@ -395,7 +546,10 @@ mod tests {
 
     #[test]
     fn preview_prefers_known_fields_and_is_bounded() {
-        assert_eq!(preview(&json!({"command":" ls -la ","timeout":5})), "ls -la");
+        assert_eq!(
+            preview(&json!({"command":" ls -la ","timeout":5})),
+            "ls -la"
+        );
         assert_eq!(preview(&json!({"path":"a.rs","content":"x"})), "a.rs");
         assert_eq!(preview(&json!({"x":1})), "{\"x\":1}");
         let long = preview(&json!({"command": "y".repeat(300)}));

@@ -33,7 +33,9 @@ pub enum Phase {
     AwaitingHello,
     Registering,
     /// `auto` when the ready deadline passed without a `ready` frame.
-    Ready { auto: bool },
+    Ready {
+        auto: bool,
+    },
     /// Gone for good, with the reason.
     Disconnected(String),
 }
@@ -52,16 +54,32 @@ pub type Reply = Result<ExtFrame, String>;
 /// A registration buffered during loading, committed in load order.
 #[derive(Debug, Clone)]
 pub enum Registration {
-    Command { name: String, description: String },
-    Tool { name: String, description: String, schema: serde_json::Value, deferred: bool, interactive: bool },
+    Command {
+        name: String,
+        description: String,
+    },
+    Tool {
+        name: String,
+        description: String,
+        schema: serde_json::Value,
+        deferred: bool,
+        interactive: bool,
+    },
 }
 
 /// Lifecycle notices to whoever is waiting on extensions (loader, shutdown).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Control {
-    Hello { ext: u64, result: Result<(), String> },
-    Ready { ext: u64 },
-    Exited { ext: u64 },
+    Hello {
+        ext: u64,
+        result: Result<(), String>,
+    },
+    Ready {
+        ext: u64,
+    },
+    Exited {
+        ext: u64,
+    },
 }
 
 const QUEUED: u8 = 0;
@@ -90,12 +108,19 @@ pub enum Withdrawal {
 impl Ticket {
     fn new() -> Arc<Ticket> {
         let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-        Arc::new(Ticket { state: AtomicU8::new(QUEUED), done_tx, done_rx })
+        Arc::new(Ticket {
+            state: AtomicU8::new(QUEUED),
+            done_tx,
+            done_rx,
+        })
     }
 
     /// Withdraws the frame or waits up to `grace` for a begun write.
     pub fn withdraw(&self, grace: std::time::Duration) -> Withdrawal {
-        match self.state.compare_exchange(QUEUED, WITHDRAWN, Ordering::SeqCst, Ordering::SeqCst) {
+        match self
+            .state
+            .compare_exchange(QUEUED, WITHDRAWN, Ordering::SeqCst, Ordering::SeqCst)
+        {
             Ok(_) => Withdrawal::Withdrawn,
             Err(WRITTEN) => Withdrawal::Delivered,
             Err(WITHDRAWN) => Withdrawal::Withdrawn,
@@ -156,7 +181,11 @@ pub struct Identity {
 impl Identity {
     /// The diagnostic block every load error carries.
     pub fn describe(&self) -> String {
-        let language = if self.language.is_empty() { "(not declared)" } else { &self.language };
+        let language = if self.language.is_empty() {
+            "(not declared)"
+        } else {
+            &self.language
+        };
         format!(
             "extension {}\n  directory: {}\n  executable: {}\n  language: {}\n  log: {}",
             self.name,
@@ -235,7 +264,12 @@ impl Ext {
     ) -> io::Result<Arc<Ext>> {
         let (queue, queue_rx) = crossbeam_channel::bounded(QUEUE_FRAMES);
         let (stop_writer, stop_token) = cancel::pair();
-        let process::Spawned { child, stdin, stdout, pidfd } = spawned;
+        let process::Spawned {
+            child,
+            stdin,
+            stdout,
+            pidfd,
+        } = spawned;
         let ext = Arc::new(Ext {
             pid: child.id(),
             ident,
@@ -291,7 +325,11 @@ impl Ext {
                 })
         };
         match r {
-            Ok(r) => ext.threads.lock().unwrap_or_else(|p| p.into_inner()).extend([w, r]),
+            Ok(r) => ext
+                .threads
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend([w, r]),
             Err(e) => {
                 threads.fetch_sub(1, Ordering::SeqCst);
                 ext.stop_writer.cancel();
@@ -324,19 +362,41 @@ impl Ext {
     }
 
     /// Queues a frame. Overflowing the bound disconnects the extension.
-    pub fn send(&self, frame: &HostFrame, dispatch: &dyn Dispatch, me: &Arc<Ext>) -> Result<(), SendError> {
+    pub fn send(
+        &self,
+        frame: &HostFrame,
+        dispatch: &dyn Dispatch,
+        me: &Arc<Ext>,
+    ) -> Result<(), SendError> {
         self.send_bytes(zut_ext::wire::encode_line(frame), None, false, dispatch, me)
     }
 
     /// Queues `shutdown`; stdin is closed once it is written.
     pub fn send_shutdown(&self, dispatch: &dyn Dispatch, me: &Arc<Ext>) -> Result<(), SendError> {
-        self.send_bytes(zut_ext::wire::encode_line(&HostFrame::Shutdown), None, true, dispatch, me)
+        self.send_bytes(
+            zut_ext::wire::encode_line(&HostFrame::Shutdown),
+            None,
+            true,
+            dispatch,
+            me,
+        )
     }
 
     /// Queues a frame with a ticket for later withdrawal.
-    pub fn send_tracked(&self, frame: &HostFrame, dispatch: &dyn Dispatch, me: &Arc<Ext>) -> Result<Arc<Ticket>, SendError> {
+    pub fn send_tracked(
+        &self,
+        frame: &HostFrame,
+        dispatch: &dyn Dispatch,
+        me: &Arc<Ext>,
+    ) -> Result<Arc<Ticket>, SendError> {
         let ticket = Ticket::new();
-        self.send_bytes(zut_ext::wire::encode_line(frame), Some(ticket.clone()), false, dispatch, me)?;
+        self.send_bytes(
+            zut_ext::wire::encode_line(frame),
+            Some(ticket.clone()),
+            false,
+            dispatch,
+            me,
+        )?;
         Ok(ticket)
     }
 
@@ -359,10 +419,16 @@ impl Ext {
         let result = if over_bytes {
             Err(TrySendError::Full(()))
         } else {
-            self.queue.try_send(Outgoing { bytes, ticket, close_after }).map_err(|e| match e {
-                TrySendError::Full(_) => TrySendError::Full(()),
-                TrySendError::Disconnected(_) => TrySendError::Disconnected(()),
-            })
+            self.queue
+                .try_send(Outgoing {
+                    bytes,
+                    ticket,
+                    close_after,
+                })
+                .map_err(|e| match e {
+                    TrySendError::Full(_) => TrySendError::Full(()),
+                    TrySendError::Disconnected(_) => TrySendError::Disconnected(()),
+                })
         };
         match result {
             Ok(()) => Ok(()),
@@ -399,7 +465,9 @@ impl Ext {
 
     /// Delivers a reply frame to its pending call; false if nobody waits.
     pub fn resolve(&self, id: &str, kind: CallKind, frame: ExtFrame) -> bool {
-        let Ok(id) = id.parse::<u64>() else { return false };
+        let Ok(id) = id.parse::<u64>() else {
+            return false;
+        };
         let mut pending = lock(&self.pending);
         match pending.get(&id) {
             Some((k, _)) if *k == kind => {}
@@ -460,15 +528,25 @@ impl Ext {
 
     // ----- writer -----
 
-    fn write_loop(self: &Arc<Self>, mut stdin: ChildStdin, queue: Receiver<Outgoing>, stop: CancelToken, dispatch: &dyn Dispatch) {
+    fn write_loop(
+        self: &Arc<Self>,
+        mut stdin: ChildStdin,
+        queue: Receiver<Outgoing>,
+        stop: CancelToken,
+        dispatch: &dyn Dispatch,
+    ) {
         loop {
             let out = crossbeam_channel::select! {
                 recv(queue) -> m => match m { Ok(m) => m, Err(_) => return },
                 recv(stop.receiver()) -> _ => return,
             };
-            self.queued_bytes.fetch_sub(out.bytes.len(), Ordering::SeqCst);
+            self.queued_bytes
+                .fetch_sub(out.bytes.len(), Ordering::SeqCst);
             if let Some(t) = &out.ticket {
-                if t.state.compare_exchange(QUEUED, WRITING, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+                if t.state
+                    .compare_exchange(QUEUED, WRITING, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_err()
+                {
                     continue; // withdrawn while queued
                 }
             }
@@ -505,7 +583,11 @@ impl Ext {
                     // watching it and honour the closing deadline instead.
                     let closing = *lock(&self.closing);
                     let until = closing.map_or(deadline, |c| c.min(deadline));
-                    let wake = if closing.is_some() { None } else { Some(&self.wake) };
+                    let wake = if closing.is_some() {
+                        None
+                    } else {
+                        Some(&self.wake)
+                    };
                     match process::wait_ready(stdin.as_raw_fd(), libc::POLLOUT, wake, None, Some(until)) {
                         Ok(r) if r.io || r.woken => {}
                         Ok(_) if Instant::now() < until => {}
@@ -530,7 +612,12 @@ impl Ext {
 
     // ----- reader -----
 
-    fn read_loop(self: &Arc<Self>, mut stdout: ChildStdout, pidfd: Option<OwnedFd>, dispatch: &dyn Dispatch) {
+    fn read_loop(
+        self: &Arc<Self>,
+        mut stdout: ChildStdout,
+        pidfd: Option<OwnedFd>,
+        dispatch: &dyn Dispatch,
+    ) {
         let fd = stdout.as_raw_fd();
         let pidfd = pidfd.as_ref().map(|f| f.as_raw_fd());
         let mut lines = LineBuffer::default();
@@ -540,17 +627,30 @@ impl Ext {
                 break;
             }
             let closing = *lock(&self.closing);
-            let drain = exited_at.map(|t| t + self.deadlines.exit_drain.min(std::time::Duration::from_millis(200)));
+            let drain = exited_at.map(|t| {
+                t + self
+                    .deadlines
+                    .exit_drain
+                    .min(std::time::Duration::from_millis(200))
+            });
             let deadline = [closing, drain].into_iter().flatten().min();
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
-            let wake = if closing.is_some() { None } else { Some(&self.wake) };
+            let wake = if closing.is_some() {
+                None
+            } else {
+                Some(&self.wake)
+            };
             let watch_exit = if exited_at.is_some() { None } else { pidfd };
             let ready = match process::wait_ready(fd, libc::POLLIN, wake, watch_exit, deadline) {
                 Ok(r) => r,
                 Err(e) => {
-                    self.disconnect(&format!("disconnected: polling its stdout failed: {e}"), dispatch, self);
+                    self.disconnect(
+                        &format!("disconnected: polling its stdout failed: {e}"),
+                        dispatch,
+                        self,
+                    );
                     break;
                 }
             };
@@ -562,7 +662,11 @@ impl Ext {
                     Ok(true) => {}
                     Ok(false) => break, // EOF
                     Err(e) => {
-                        self.disconnect(&format!("disconnected: reading its stdout failed: {e}"), dispatch, self);
+                        self.disconnect(
+                            &format!("disconnected: reading its stdout failed: {e}"),
+                            dispatch,
+                            self,
+                        );
                         break;
                     }
                 }
@@ -587,7 +691,8 @@ impl Ext {
         match zut_ext::wire::decode_ext_frame(line) {
             Ok(frame) => dispatch.frame(self, frame),
             Err(e) => {
-                let mut preview = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
+                let mut preview =
+                    String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
                 preview.retain(|c| !c.is_control());
                 dispatch.malformed(self, e, preview);
             }
@@ -607,8 +712,12 @@ impl Ext {
         let mut status = self.wait_exit(pidfd, first_wait);
         if self.connected() {
             let reason = match (&status, self.phase()) {
-                (Some(s), Phase::AwaitingHello) => format!("exited before hello: {}", process::describe_exit(*s)),
-                (None, Phase::AwaitingHello) => "closed its stdout before hello without exiting".to_string(),
+                (Some(s), Phase::AwaitingHello) => {
+                    format!("exited before hello: {}", process::describe_exit(*s))
+                }
+                (None, Phase::AwaitingHello) => {
+                    "closed its stdout before hello without exiting".to_string()
+                }
                 (Some(s), _) => format!("exited: {}", process::describe_exit(*s)),
                 (None, _) => "closed its stdout".to_string(),
             };
@@ -626,7 +735,10 @@ impl Ext {
             process::kill_group(self.pid, libc::SIGKILL);
         }
         if let Some(s) = status {
-            process::log_line(&self.ident.log, &format!("{} ended: {}", self.ident.name, process::describe_exit(s)));
+            process::log_line(
+                &self.ident.log,
+                &format!("{} ended: {}", self.ident.name, process::describe_exit(s)),
+            );
         }
         *lock(&self.exit) = status;
         self.stop_writer.cancel();
@@ -634,7 +746,11 @@ impl Ext {
     }
 
     /// Waits for the child to exit until `deadline`; reaps it if it did.
-    fn wait_exit(&self, pidfd: Option<std::os::fd::RawFd>, deadline: Instant) -> Option<ExitStatus> {
+    fn wait_exit(
+        &self,
+        pidfd: Option<std::os::fd::RawFd>,
+        deadline: Instant,
+    ) -> Option<ExitStatus> {
         loop {
             if let Some(s) = process::try_reap(&mut lock(&self.child)) {
                 return Some(s);
@@ -647,7 +763,9 @@ impl Ext {
                     let _ = process::wait_ready(p, libc::POLLIN, None, None, Some(deadline));
                 }
                 // Without a pidfd there is nothing to wait on: check often.
-                None => std::thread::sleep(process::until(deadline).min(std::time::Duration::from_millis(10))),
+                None => std::thread::sleep(
+                    process::until(deadline).min(std::time::Duration::from_millis(10)),
+                ),
             }
         }
     }
@@ -679,7 +797,11 @@ impl LineBuffer {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     self.buf.truncate(len);
-                    return if e.kind() == io::ErrorKind::WouldBlock { Ok(true) } else { Err(e) };
+                    return if e.kind() == io::ErrorKind::WouldBlock {
+                        Ok(true)
+                    } else {
+                        Err(e)
+                    };
                 }
             }
         }

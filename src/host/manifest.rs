@@ -249,7 +249,10 @@ pub fn lexically_inside(rel: &Path) -> Option<PathBuf> {
 /// Looks `name` up on `search` (default: `PATH`); the error names the
 /// directories searched.
 pub fn find_on_path(name: &str, search: Option<&std::ffi::OsStr>) -> Result<PathBuf, String> {
-    let path = search.map(ToOwned::to_owned).or_else(|| std::env::var_os("PATH")).unwrap_or_default();
+    let path = search
+        .map(ToOwned::to_owned)
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
     for dir in std::env::split_paths(&path) {
         let candidate = dir.join(name);
         if is_executable(&candidate) {
@@ -363,7 +366,11 @@ mod tests {
     #[test]
     fn path_lookup_names_the_path() {
         assert!(find_on_path("sh", None).is_ok());
-        let e = find_on_path("zut-no-such-launcher", Some("/nonexistent-a:/nonexistent-b".as_ref())).unwrap_err();
+        let e = find_on_path(
+            "zut-no-such-launcher",
+            Some("/nonexistent-a:/nonexistent-b".as_ref()),
+        )
+        .unwrap_err();
         assert!(e.contains("/nonexistent-a:/nonexistent-b"), "{e}");
         assert!(e.contains("PATH"), "{e}");
     }

@@ -36,8 +36,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use zut_ext::wire::{
-    ContentBlock, DecodeError, ExtFrame, HostFrame, Panel, SessionInfo, INTERCEPTABLE_EVENTS, KNOWN_EVENTS,
-    PROTOCOL_VERSION,
+    ContentBlock, DecodeError, ExtFrame, HostFrame, Panel, SessionInfo, INTERCEPTABLE_EVENTS,
+    KNOWN_EVENTS, PROTOCOL_VERSION,
 };
 
 /// The zut version reported in `hello_ack`.
@@ -117,6 +117,8 @@ pub struct Shared {
     sink: Arc<dyn EventSink>,
     registry: Mutex<Registry>,
     exts: Mutex<Vec<Arc<Ext>>>,
+    /// Every instance ever started, connected or not: all are joined at shutdown.
+    started: Mutex<Vec<Arc<Ext>>>,
     next_id: AtomicU64,
     control_tx: Sender<Control>,
     control_rx: Receiver<Control>,
@@ -133,13 +135,19 @@ impl Host {
     /// Starts every loadable entry in parallel, waits for their handshakes
     /// (bounded by the hello and ready deadlines), commits registrations in
     /// load order and reports `ext_loaded` / `ext_error` / `ext_warning`.
-    pub fn start(config: HostConfig, sink: Arc<dyn EventSink>, entries: Vec<Entry>, cancel: &CancelToken) -> Host {
+    pub fn start(
+        config: HostConfig,
+        sink: Arc<dyn EventSink>,
+        entries: Vec<Entry>,
+        cancel: &CancelToken,
+    ) -> Host {
         let (control_tx, control_rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             config,
             sink,
             registry: Mutex::new(Registry::default()),
             exts: Mutex::new(Vec::new()),
+            started: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
             control_tx,
             control_rx,
@@ -209,15 +217,32 @@ impl Host {
     }
 
     /// Runs extension command `name` with `args` and waits for its response.
-    pub fn invoke_command(&self, name: &str, args: &str, cancel: &CancelToken) -> Result<CommandReply, String> {
-        let entry = self.command(name).ok_or_else(|| format!("unknown command /{name}"))?;
-        let ext = self.shared.ext(entry.ext).ok_or_else(|| format!("extension {} is not running", entry.extension))?;
+    pub fn invoke_command(
+        &self,
+        name: &str,
+        args: &str,
+        cancel: &CancelToken,
+    ) -> Result<CommandReply, String> {
+        let entry = self
+            .command(name)
+            .ok_or_else(|| format!("unknown command /{name}"))?;
+        let ext = self
+            .shared
+            .ext(entry.ext)
+            .ok_or_else(|| format!("extension {} is not running", entry.extension))?;
         if let Phase::Disconnected(reason) = ext.phase() {
-            return Err(format!("extension {} is not running ({reason})", entry.extension));
+            return Err(format!(
+                "extension {} is not running ({reason})",
+                entry.extension
+            ));
         }
         let id = self.shared.next_id();
         let rx = ext.expect(id, CallKind::Command);
-        let frame = HostFrame::CommandInvoked { id: id.to_string(), name: entry.name.clone(), args: args.trim().to_string() };
+        let frame = HostFrame::CommandInvoked {
+            id: id.to_string(),
+            name: entry.name.clone(),
+            args: args.trim().to_string(),
+        };
         if let Err(e) = ext.send(&frame, &*self.shared, &ext) {
             ext.forget(id);
             return Err(format!("extension {}: {e}", entry.extension));
@@ -226,9 +251,24 @@ impl Host {
         let reply = wait_reply(&rx, Some(timeout), cancel);
         ext.forget(id);
         match reply {
-            Wait::Reply(Ok(ExtFrame::CommandResponse { action, prompt, insert, display, open_panel, error, .. })) => {
-                Ok(CommandReply { extension: entry.extension, name: entry.name, action, prompt, insert, display, open_panel, error })
-            }
+            Wait::Reply(Ok(ExtFrame::CommandResponse {
+                action,
+                prompt,
+                insert,
+                display,
+                open_panel,
+                error,
+                ..
+            })) => Ok(CommandReply {
+                extension: entry.extension,
+                name: entry.name,
+                action,
+                prompt,
+                insert,
+                display,
+                open_panel,
+                error,
+            }),
             Wait::Reply(Ok(_)) => Err("unexpected reply".into()),
             Wait::Reply(Err(reason)) => Err(reason),
             Wait::Cancelled => Err("aborted".into()),
@@ -247,7 +287,10 @@ impl Host {
     pub fn call_tool(&self, name: &str, args: &Value, cancel: &CancelToken) -> Option<ToolReply> {
         let entry = self.tool(name)?;
         let fail = |reason: String| ToolReply {
-            content: vec![ContentBlock::text(format!("extension {}/{} failed: {reason}", entry.extension, entry.name))],
+            content: vec![ContentBlock::text(format!(
+                "extension {}/{} failed: {reason}",
+                entry.extension, entry.name
+            ))],
             is_error: true,
             extension: entry.extension.clone(),
             activate_tools: Vec::new(),
@@ -258,11 +301,21 @@ impl Host {
                 "it is an interactive tool and needs a person at the interactive terminal; this mode cannot run it".into(),
             ));
         }
-        let Some(ext) = self.shared.ext(entry.ext) else { return Some(fail("the extension is not running".into())) };
+        let Some(ext) = self.shared.ext(entry.ext) else {
+            return Some(fail("the extension is not running".into()));
+        };
         let id = self.shared.next_id();
         let rx = ext.expect(id, CallKind::Tool);
-        let args = if args.is_null() { Value::Object(Default::default()) } else { args.clone() };
-        let frame = HostFrame::ToolCall { id: id.to_string(), name: entry.name.clone(), args };
+        let args = if args.is_null() {
+            Value::Object(Default::default())
+        } else {
+            args.clone()
+        };
+        let frame = HostFrame::ToolCall {
+            id: id.to_string(),
+            name: entry.name.clone(),
+            args,
+        };
         let ticket = match ext.send_tracked(&frame, &*self.shared, &ext) {
             Ok(t) => t,
             Err(e) => {
@@ -274,7 +327,13 @@ impl Host {
         let reply = wait_reply(&rx, timeout, cancel);
         ext.forget(id);
         let reason = match reply {
-            Wait::Reply(Ok(ExtFrame::ToolResult { content, is_error, activate_tools, details, .. })) => {
+            Wait::Reply(Ok(ExtFrame::ToolResult {
+                content,
+                is_error,
+                activate_tools,
+                details,
+                ..
+            })) => {
                 return Some(ToolReply {
                     content: normalise_content(content, &entry.extension),
                     is_error,
@@ -304,7 +363,8 @@ impl Host {
         if self.shared.stopped.swap(true, Ordering::SeqCst) {
             return;
         }
-        let exts: Vec<Arc<Ext>> = lock(&self.shared.exts).drain(..).collect();
+        lock(&self.shared.exts).clear();
+        let exts: Vec<Arc<Ext>> = lock(&self.shared.started).clone();
         let deadline = Instant::now() + self.shared.config.deadlines.shutdown_grace;
         for ext in &exts {
             // Closing first: an extension that exits right after the
@@ -314,16 +374,17 @@ impl Host {
                 let _ = ext.send_shutdown(&*self.shared, ext);
             }
         }
+        // Disconnected ones were already being stopped by their reader;
+        // joining every instance is what guarantees no thread outlives us.
         for ext in &exts {
             ext.join();
         }
-        // Handshake failures were stopped by their reader already; joining
-        // them is what guarantees no thread outlives the host.
-        for l in &self.loaded {
-            if let Outcome::Started(ext) = &l.outcome {
-                ext.join();
-            }
-        }
+    }
+
+    /// Every extension process this host started, in start order, whatever
+    /// became of it (for checks that nothing outlives the host).
+    pub fn started(&self) -> Vec<Arc<Ext>> {
+        lock(&self.shared.started).clone()
     }
 }
 
@@ -358,7 +419,9 @@ fn normalise_content(content: Vec<ContentBlock>, extension: &str) -> Vec<Content
         .into_iter()
         .filter(|b| !matches!(b, ContentBlock::Text { text } if text.is_empty()))
         .map(|b| match b {
-            ContentBlock::Unknown => ContentBlock::text(format!("[unsupported content block from extension {extension}]")),
+            ContentBlock::Unknown => ContentBlock::text(format!(
+                "[unsupported content block from extension {extension}]"
+            )),
             b => b,
         })
         .collect();
@@ -382,7 +445,12 @@ impl Shared {
     }
 
     /// Resolves the executable, opens the log and starts the process.
-    fn spawn(self: &Arc<Self>, order: usize, entry: &Entry, m: &Manifest) -> Result<Arc<Ext>, String> {
+    fn spawn(
+        self: &Arc<Self>,
+        order: usize,
+        entry: &Entry,
+        m: &Manifest,
+    ) -> Result<Arc<Ext>, String> {
         let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
         let ident = Identity {
             id: self.next_id(),
@@ -390,7 +458,11 @@ impl Shared {
             name: m.name.clone(),
             dir: m.dir.clone(),
             source: entry.source,
-            exec: m.exec.as_ref().map(|e| e.configured().to_string()).unwrap_or_default(),
+            exec: m
+                .exec
+                .as_ref()
+                .map(|e| e.configured().to_string())
+                .unwrap_or_default(),
             language: m.language.clone(),
             log: log.clone(),
         };
@@ -398,25 +470,41 @@ impl Shared {
         let program = match &m.exec {
             Some(Exec::Relative { path, .. }) => {
                 if !path.is_file() {
-                    return Err(fail(format!("executable {} does not exist", path.display())));
+                    return Err(fail(format!(
+                        "executable {} does not exist",
+                        path.display()
+                    )));
                 }
                 if !manifest::is_executable(path) {
-                    return Err(fail(format!("executable {} is not executable (chmod +x it)", path.display())));
+                    return Err(fail(format!(
+                        "executable {} is not executable (chmod +x it)",
+                        path.display()
+                    )));
                 }
                 path.clone()
             }
             Some(Exec::Launcher { configured }) => {
-                manifest::find_on_path(configured, self.config.search_path.as_deref()).map_err(fail)?
+                manifest::find_on_path(configured, self.config.search_path.as_deref())
+                    .map_err(fail)?
             }
             None => return Err(fail("no exec".into())),
         };
-        let stderr = process::open_log(&log, &m.name, &m.version).map_err(|e| fail(format!("cannot open log: {e}")))?;
-        let spawned = process::spawn(&program, &m.args, &m.dir, stderr).map_err(|e| fail(format!("spawn: {e}")))?;
+        let stderr = process::open_log(&log, &m.name, &m.version)
+            .map_err(|e| fail(format!("cannot open log: {e}")))?;
+        let spawned = process::spawn(&program, &m.args, &m.dir, stderr)
+            .map_err(|e| fail(format!("spawn: {e}")))?;
         let dispatch: Arc<dyn Dispatch> = self.clone();
         let describe = ident.describe();
-        let ext = Ext::start(ident, spawned, self.config.deadlines, dispatch, self.threads.clone())
-            .map_err(|e| format!("failed to start: cannot start threads: {e}\n{describe}"))?;
+        let ext = Ext::start(
+            ident,
+            spawned,
+            self.config.deadlines,
+            dispatch,
+            self.threads.clone(),
+        )
+        .map_err(|e| format!("failed to start: cannot start threads: {e}\n{describe}"))?;
         lock(&self.exts).push(ext.clone());
+        lock(&self.started).push(ext.clone());
         Ok(ext)
     }
 
@@ -458,8 +546,11 @@ impl Shared {
                 default(process::until(next)) => {}
             }
             let now = Instant::now();
-            let expired: Vec<(u64, bool)> =
-                waiting.iter().filter(|(_, (t, _))| *t <= now).map(|(id, (_, hello))| (*id, *hello)).collect();
+            let expired: Vec<(u64, bool)> = waiting
+                .iter()
+                .filter(|(_, (t, _))| *t <= now)
+                .map(|(id, (_, hello))| (*id, *hello))
+                .collect();
             for (id, awaiting_hello) in expired {
                 waiting.remove(&id);
                 let Some(ext) = self.ext(id) else { continue };
@@ -467,7 +558,10 @@ impl Shared {
                     let why = format!("sent no hello within {} ms", d.hello.as_millis());
                     ext.disconnect(&why, self, &ext);
                 } else if ext.set_phase(Phase::Ready { auto: true }) {
-                    let msg = format!("sent no ready frame within {} ms; auto-readied", d.ready.as_millis());
+                    let msg = format!(
+                        "sent no ready frame within {} ms; auto-readied",
+                        d.ready.as_millis()
+                    );
                     process::log_line(&ext.ident.log, &msg);
                     lock(&ext.warnings).push(msg);
                 }
@@ -478,7 +572,9 @@ impl Shared {
     /// Commits buffered registrations in load order, then reports.
     fn commit_and_report(&self, loaded: &mut [Loaded]) {
         for l in loaded.iter() {
-            let Outcome::Started(ext) = &l.outcome else { continue };
+            let Outcome::Started(ext) = &l.outcome else {
+                continue;
+            };
             let staged = lock(&ext.staged).take().unwrap_or_default();
             if ext.connected() {
                 for reg in staged {
@@ -488,22 +584,32 @@ impl Shared {
         }
         for l in loaded.iter_mut() {
             match &l.outcome {
-                Outcome::Failed(message) => {
-                    self.emit(Event::ExtError { extension: l.entry.name(), message: message.clone() })
-                }
+                Outcome::Failed(message) => self.emit(Event::ExtError {
+                    extension: l.entry.name(),
+                    message: message.clone(),
+                }),
                 Outcome::Skipped if l.entry.source == discovery::Source::Flag => {
                     if let Status::Disabled(_) = l.entry.status {
-                        let message = "not loaded: it is disabled in its extension.json (\"enabled\": false)".to_string();
-                        self.emit(Event::ExtWarning { extension: l.entry.name(), message });
+                        let message =
+                            "not loaded: it is disabled in its extension.json (\"enabled\": false)"
+                                .to_string();
+                        self.emit(Event::ExtWarning {
+                            extension: l.entry.name(),
+                            message,
+                        });
                     }
                 }
                 Outcome::Started(ext) => {
                     let ext = ext.clone();
                     match ext.phase() {
                         Phase::Disconnected(reason) => {
-                            let message = format!("failed to load: {reason}\n{}", ext.ident.describe());
+                            let message =
+                                format!("failed to load: {reason}\n{}", ext.ident.describe());
                             l.outcome = Outcome::Failed(message.clone());
-                            self.emit(Event::ExtError { extension: ext.ident.name.clone(), message });
+                            self.emit(Event::ExtError {
+                                extension: ext.ident.name.clone(),
+                                message,
+                            });
                         }
                         _ => self.report_loaded(&ext),
                     }
@@ -518,8 +624,14 @@ impl Shared {
         let (commands, tools) = {
             let reg = lock(&self.registry);
             (
-                reg.commands().filter(|c| c.ext == ext.ident.id).map(|c| c.name.clone()).collect(),
-                reg.tools().filter(|t| t.ext == ext.ident.id).map(|t| t.name.clone()).collect(),
+                reg.commands()
+                    .filter(|c| c.ext == ext.ident.id)
+                    .map(|c| c.name.clone())
+                    .collect(),
+                reg.tools()
+                    .filter(|t| t.ext == ext.ident.id)
+                    .map(|t| t.name.clone())
+                    .collect(),
             )
         };
         self.emit(Event::ExtLoaded {
@@ -530,7 +642,10 @@ impl Shared {
             source: ext.ident.source.as_str().to_string(),
         });
         for w in lock(&ext.warnings).clone() {
-            self.emit(Event::ExtWarning { extension: ext.ident.name.clone(), message: w });
+            self.emit(Event::ExtWarning {
+                extension: ext.ident.name.clone(),
+                message: w,
+            });
         }
     }
 
@@ -541,19 +656,40 @@ impl Shared {
         let result = {
             let mut r = lock(&self.registry);
             match reg {
-                Registration::Command { name: cmd, description } => {
-                    r.add_command(CommandEntry { name: cmd, description, ext: id, extension: name.clone() })
-                }
-                Registration::Tool { name: tool, description, schema, deferred, interactive } => {
-                    r.add_tool(ToolEntry { name: tool, description, schema, deferred, interactive, ext: id, extension: name.clone() })
-                }
+                Registration::Command {
+                    name: cmd,
+                    description,
+                } => r.add_command(CommandEntry {
+                    name: cmd,
+                    description,
+                    ext: id,
+                    extension: name.clone(),
+                }),
+                Registration::Tool {
+                    name: tool,
+                    description,
+                    schema,
+                    deferred,
+                    interactive,
+                } => r.add_tool(ToolEntry {
+                    name: tool,
+                    description,
+                    schema,
+                    deferred,
+                    interactive,
+                    ext: id,
+                    extension: name.clone(),
+                }),
             }
         };
         if let Err(reason) = result {
             process::log_line(&ext.ident.log, &reason);
             lock(&ext.warnings).push(reason.clone());
             if live {
-                self.emit(Event::ExtWarning { extension: name, message: reason });
+                self.emit(Event::ExtWarning {
+                    extension: name,
+                    message: reason,
+                });
             }
         }
     }
@@ -590,16 +726,29 @@ impl Shared {
         }
     }
 
-    fn on_hello(&self, ext: &Arc<Ext>, protocol_version: u32, name: String, version: String, caps: Vec<String>) {
+    fn on_hello(
+        &self,
+        ext: &Arc<Ext>,
+        protocol_version: u32,
+        name: String,
+        version: String,
+        caps: Vec<String>,
+    ) {
         let fail = |why: String| ext.disconnect(&why, self, ext);
         if protocol_version != PROTOCOL_VERSION {
             return fail(format!("unsupported protocol version {protocol_version} in hello (zut speaks {PROTOCOL_VERSION})"));
         }
         if name != ext.ident.name {
-            return fail(format!("hello names the extension {name:?} but its extension.json says {:?}", ext.ident.name));
+            return fail(format!(
+                "hello names the extension {name:?} but its extension.json says {:?}",
+                ext.ident.name
+            ));
         }
         *lock(&ext.version) = version;
-        ext.tool_cancel.store(caps.iter().any(|c| c == zut_ext::wire::CAP_TOOL_CANCEL), Ordering::SeqCst);
+        ext.tool_cancel.store(
+            caps.iter().any(|c| c == zut_ext::wire::CAP_TOOL_CANCEL),
+            Ordering::SeqCst,
+        );
         let ack = HostFrame::HelloAck {
             protocol_version: PROTOCOL_VERSION,
             zut_version: ZUT_VERSION.to_string(),
@@ -611,14 +760,20 @@ impl Shared {
             session: lock(&self.session).clone(),
         };
         if ext.send(&ack, self, ext).is_ok() && ext.set_phase(Phase::Registering) {
-            let _ = self.control_tx.send(Control::Hello { ext: ext.ident.id, result: Ok(()) });
+            let _ = self.control_tx.send(Control::Hello {
+                ext: ext.ident.id,
+                result: Ok(()),
+            });
         }
     }
 
     fn on_subscribe(&self, ext: &Arc<Ext>, events: Vec<String>, intercept: Vec<String>) {
         for e in events {
             if !KNOWN_EVENTS.contains(&e.as_str()) {
-                process::log_line(&ext.ident.log, &format!("subscribe: unknown event {e:?} (kept, never sent)"));
+                process::log_line(
+                    &ext.ident.log,
+                    &format!("subscribe: unknown event {e:?} (kept, never sent)"),
+                );
             }
             lock(&ext.events).insert(e);
         }
@@ -626,7 +781,10 @@ impl Shared {
             if INTERCEPTABLE_EVENTS.contains(&e.as_str()) {
                 lock(&ext.intercepts).insert(e);
             } else {
-                process::log_line(&ext.ident.log, &format!("subscribe: event {e:?} cannot be intercepted (ignored)"));
+                process::log_line(
+                    &ext.ident.log,
+                    &format!("subscribe: event {e:?} cannot be intercepted (ignored)"),
+                );
             }
         }
     }
@@ -642,7 +800,10 @@ impl Shared {
             lock(&ext.warnings).push(message.clone());
             // While loading, warnings are reported with ext_loaded, in order.
             if lock(&ext.staged).is_none() {
-                self.emit(Event::ExtWarning { extension: ext.ident.name.clone(), message });
+                self.emit(Event::ExtWarning {
+                    extension: ext.ident.name.clone(),
+                    message,
+                });
             }
         }
     }
@@ -668,82 +829,154 @@ impl Dispatch for Shared {
             ExtFrame::RegisterCommand { name, description } => {
                 self.register(ext, Registration::Command { name, description })
             }
-            ExtFrame::RegisterTool { name, description, schema, deferred, interactive } => self.register(
+            ExtFrame::RegisterTool {
+                name,
+                description,
+                schema,
+                deferred,
+                interactive,
+            } => self.register(
                 ext,
-                Registration::Tool { name, description, schema: schema.unwrap_or(Value::Null), deferred, interactive },
+                Registration::Tool {
+                    name,
+                    description,
+                    schema: schema.unwrap_or(Value::Null),
+                    deferred,
+                    interactive,
+                },
             ),
             ExtFrame::Ready => {
-                if ext.phase() == Phase::Registering && ext.set_phase(Phase::Ready { auto: false }) {
+                if ext.phase() == Phase::Registering && ext.set_phase(Phase::Ready { auto: false })
+                {
                     let _ = self.control_tx.send(Control::Ready { ext: ext.ident.id });
                 }
             }
             ExtFrame::Subscribe { events, intercept } => self.on_subscribe(ext, events, intercept),
             f @ ExtFrame::ToolResult { .. } => {
-                let ExtFrame::ToolResult { id, .. } = &f else { return };
+                let ExtFrame::ToolResult { id, .. } = &f else {
+                    return;
+                };
                 let id = id.clone();
                 if !ext.resolve(&id, CallKind::Tool, f) {
-                    log::debug!("{}: tool_result for unknown or abandoned id {id} ignored", ext.ident.name);
+                    log::debug!(
+                        "{}: tool_result for unknown or abandoned id {id} ignored",
+                        ext.ident.name
+                    );
                 }
             }
             f @ ExtFrame::CommandResponse { .. } => {
-                let ExtFrame::CommandResponse { id, .. } = &f else { return };
+                let ExtFrame::CommandResponse { id, .. } = &f else {
+                    return;
+                };
                 let id = id.clone();
                 if !ext.resolve(&id, CallKind::Command, f) {
-                    log::debug!("{}: command_response for unknown id {id} ignored", ext.ident.name);
+                    log::debug!(
+                        "{}: command_response for unknown id {id} ignored",
+                        ext.ident.name
+                    );
                 }
             }
             f @ ExtFrame::EventInterceptResponse { .. } => {
-                let ExtFrame::EventInterceptResponse { id, .. } = &f else { return };
+                let ExtFrame::EventInterceptResponse { id, .. } = &f else {
+                    return;
+                };
                 let id = id.clone();
                 if !ext.resolve(&id, CallKind::Intercept, f) {
-                    log::debug!("{}: event_intercept_response for unknown id {id} ignored", ext.ident.name);
+                    log::debug!(
+                        "{}: event_intercept_response for unknown id {id} ignored",
+                        ext.ident.name
+                    );
                 }
             }
             ExtFrame::Notify { level, message } => {
                 if !message.trim().is_empty() {
-                    self.emit(Event::ExtNotify { extension: name(), level: normalise_level(&level), message })
+                    self.emit(Event::ExtNotify {
+                        extension: name(),
+                        level: normalise_level(&level),
+                        message,
+                    })
                 }
             }
-            ExtFrame::Status { key, level, text } => {
-                self.emit(Event::ExtStatus { extension: name(), key, level: normalise_level(&level), text })
-            }
-            ExtFrame::Widget { id, title, lines, .. } => self.emit(Event::ExtWidget {
+            ExtFrame::Status { key, level, text } => self.emit(Event::ExtStatus {
+                extension: name(),
+                key,
+                level: normalise_level(&level),
+                text,
+            }),
+            ExtFrame::Widget {
+                id, title, lines, ..
+            } => self.emit(Event::ExtWidget {
                 extension: name(),
                 id,
                 position: "above_input".into(),
                 title,
                 lines,
             }),
-            ExtFrame::WidgetClear { id } => self.emit(Event::ExtWidgetClear { extension: name(), id }),
-            ExtFrame::Alert { kind, reason } => self.emit(Event::ExtAlert { extension: name(), kind, reason }),
+            ExtFrame::WidgetClear { id } => self.emit(Event::ExtWidgetClear {
+                extension: name(),
+                id,
+            }),
+            ExtFrame::Alert { kind, reason } => self.emit(Event::ExtAlert {
+                extension: name(),
+                kind,
+                reason,
+            }),
             ExtFrame::ClearNotes => self.emit(Event::ExtClearNotes { extension: name() }),
             ExtFrame::Submit { text } => {
                 let text = text.trim();
                 if !text.is_empty() {
-                    self.emit(Event::ExtSubmit { extension: name(), text: text.to_string() })
+                    self.emit(Event::ExtSubmit {
+                        extension: name(),
+                        text: text.to_string(),
+                    })
                 }
             }
             ExtFrame::SubmitSlash { text } => {
                 let text = text.trim();
                 if text.starts_with('/') {
-                    self.emit(Event::ExtSubmitSlash { extension: name(), text: text.to_string() })
+                    self.emit(Event::ExtSubmitSlash {
+                        extension: name(),
+                        text: text.to_string(),
+                    })
                 } else {
-                    process::log_line(&ext.ident.log, "submit_slash refused: text does not start with '/'");
+                    process::log_line(
+                        &ext.ident.log,
+                        "submit_slash refused: text does not start with '/'",
+                    );
                 }
             }
-            ExtFrame::OpenPanel { panel } => self.emit(Event::ExtOpenPanel { extension: name(), panel }),
-            ExtFrame::PanelRender { panel_id, title, lines, footer } => self.emit(Event::ExtPanelRender {
+            ExtFrame::OpenPanel { panel } => self.emit(Event::ExtOpenPanel {
                 extension: name(),
-                panel: Panel { id: panel_id, title, lines, footer },
+                panel,
             }),
-            ExtFrame::PanelClose { panel_id } => self.emit(Event::ExtPanelClose { extension: name(), panel_id }),
+            ExtFrame::PanelRender {
+                panel_id,
+                title,
+                lines,
+                footer,
+            } => self.emit(Event::ExtPanelRender {
+                extension: name(),
+                panel: Panel {
+                    id: panel_id,
+                    title,
+                    lines,
+                    footer,
+                },
+            }),
+            ExtFrame::PanelClose { panel_id } => self.emit(Event::ExtPanelClose {
+                extension: name(),
+                panel_id,
+            }),
             ExtFrame::ShutdownAck => ext.shutdown_acked.store(true, Ordering::SeqCst),
             ExtFrame::Unknown => process::log_line(&ext.ident.log, "frame of unknown type ignored"),
         }
     }
 
     fn malformed(&self, ext: &Arc<Ext>, error: DecodeError, preview: String) {
-        process::log_line(&ext.ident.log, &format!("stdout line skipped ({error}): {preview}"));
+        process::log_line(
+            &ext.ident.log,
+            &format!("stdout line skipped ({error}): {preview}"),
+        );
         match error {
             DecodeError::BadFrame { frame_type, error } if ext.phase() == Phase::AwaitingHello => ext.disconnect(
                 &format!("protocol violation: sent a malformed {frame_type} frame before hello: {error}"),
@@ -772,10 +1005,18 @@ impl Dispatch for Shared {
         lock(&self.registry).remove_extension(ext.ident.id);
         let loading = lock(&ext.staged).is_some();
         if loading {
-            let _ = self.control_tx.send(Control::Hello { ext: ext.ident.id, result: Err(reason.to_string()) });
+            let _ = self.control_tx.send(Control::Hello {
+                ext: ext.ident.id,
+                result: Err(reason.to_string()),
+            });
         } else if !ext.closing() {
-            self.emit(Event::ExtError { extension: ext.ident.name.clone(), message: reason.to_string() });
-            self.emit(Event::ExtChromeClear { extension: ext.ident.name.clone() });
+            self.emit(Event::ExtError {
+                extension: ext.ident.name.clone(),
+                message: reason.to_string(),
+            });
+            self.emit(Event::ExtChromeClear {
+                extension: ext.ident.name.clone(),
+            });
         }
     }
 
@@ -826,14 +1067,19 @@ impl Host {
     /// Whether any extension subscribed to `event` (cheap; lets the agent
     /// skip building payloads nobody reads).
     pub fn subscribed(&self, event: &str) -> bool {
-        lock(&self.shared.exts).iter().any(|e| lock(&e.events).contains(event))
+        lock(&self.shared.exts)
+            .iter()
+            .any(|e| lock(&e.events).contains(event))
     }
 
     /// Sends a one-way lifecycle event to its subscribers, in load order.
     /// Each extension's frames stay ordered (one queue per extension).
     pub fn emit_event(&self, payload: &zut_ext::wire::EventPayload) {
-        let targets: Vec<Arc<Ext>> =
-            lock(&self.shared.exts).iter().filter(|e| lock(&e.events).contains(&payload.event)).cloned().collect();
+        let targets: Vec<Arc<Ext>> = lock(&self.shared.exts)
+            .iter()
+            .filter(|e| lock(&e.events).contains(&payload.event))
+            .cloned()
+            .collect();
         if targets.is_empty() {
             return;
         }
@@ -853,8 +1099,11 @@ impl Host {
         mut each: impl FnMut(&Arc<Ext>, ExtFrame) -> bool,
     ) {
         let event = payload().event;
-        let chain: Vec<Arc<Ext>> =
-            lock(&self.shared.exts).iter().filter(|e| lock(&e.intercepts).contains(&event)).cloned().collect();
+        let chain: Vec<Arc<Ext>> = lock(&self.shared.exts)
+            .iter()
+            .filter(|e| lock(&e.intercepts).contains(&event))
+            .cloned()
+            .collect();
         let timeout = self.shared.config.deadlines.intercept;
         for ext in chain {
             if cancel.is_cancelled() {
@@ -862,7 +1111,10 @@ impl Host {
             }
             let id = self.shared.next_id();
             let rx = ext.expect(id, CallKind::Intercept);
-            let frame = HostFrame::EventIntercept { id: id.to_string(), payload: payload() };
+            let frame = HostFrame::EventIntercept {
+                id: id.to_string(),
+                payload: payload(),
+            };
             if ext.send(&frame, &*self.shared, &ext).is_err() {
                 ext.forget(id);
                 continue;
@@ -877,7 +1129,10 @@ impl Host {
                 }
                 Wait::TimedOut => process::log_line(
                     &ext.ident.log,
-                    &format!("intercept {event} timed out after {} ms; allowing", timeout.as_millis()),
+                    &format!(
+                        "intercept {event} timed out after {} ms; allowing",
+                        timeout.as_millis()
+                    ),
                 ),
                 Wait::Reply(Err(_)) | Wait::Cancelled => {}
             }
@@ -886,8 +1141,17 @@ impl Host {
 
     /// Runs the `tool_call` interceptors: the first block wins; each
     /// rewrite must be a JSON object and feeds the next interceptor.
-    pub fn intercept_tool_call(&self, tool_id: &str, tool_name: &str, args: Value, cancel: &CancelToken) -> ToolCallVerdict {
-        let mut verdict = ToolCallVerdict { blocked: None, args };
+    pub fn intercept_tool_call(
+        &self,
+        tool_id: &str,
+        tool_name: &str,
+        args: Value,
+        cancel: &CancelToken,
+    ) -> ToolCallVerdict {
+        let mut verdict = ToolCallVerdict {
+            blocked: None,
+            args,
+        };
         let current = std::cell::RefCell::new(verdict.args.clone());
         let mut blocked = None;
         self.intercept_chain(
@@ -930,12 +1194,27 @@ impl Host {
         let mut blocked = None;
         let mut parts: Vec<String> = Vec::new();
         self.intercept_chain(
-            || zut_ext::wire::EventPayload { step: u64::from(step), ..zut_ext::wire::EventPayload::named("turn_start") },
+            || zut_ext::wire::EventPayload {
+                step: u64::from(step),
+                ..zut_ext::wire::EventPayload::named("turn_start")
+            },
             cancel,
             |ext, frame| {
-                let ExtFrame::EventInterceptResponse { block, reason, context, .. } = frame else { return true };
+                let ExtFrame::EventInterceptResponse {
+                    block,
+                    reason,
+                    context,
+                    ..
+                } = frame
+                else {
+                    return true;
+                };
                 if block {
-                    let reason = if reason.trim().is_empty() { "turn blocked by extension guard".into() } else { reason };
+                    let reason = if reason.trim().is_empty() {
+                        "turn blocked by extension guard".into()
+                    } else {
+                        reason
+                    };
                     blocked = Some((ext.ident.name.clone(), reason));
                     return false;
                 }
@@ -946,15 +1225,25 @@ impl Host {
             },
         );
         if blocked.is_some() {
-            return TurnStartVerdict { blocked, context: None };
+            return TurnStartVerdict {
+                blocked,
+                context: None,
+            };
         }
         let context = (!parts.is_empty()).then(|| bound_context(parts.join("\n\n")));
-        TurnStartVerdict { blocked: None, context }
+        TurnStartVerdict {
+            blocked: None,
+            context,
+        }
     }
 
     /// Runs the `assistant_message` interceptors: the first block wins;
     /// non-empty replacements chain.
-    pub fn intercept_assistant_message(&self, text: &str, cancel: &CancelToken) -> AssistantVerdict {
+    pub fn intercept_assistant_message(
+        &self,
+        text: &str,
+        cancel: &CancelToken,
+    ) -> AssistantVerdict {
         let current = std::cell::RefCell::new(text.to_string());
         let mut blocked = None;
         if !text.is_empty() {
@@ -965,7 +1254,15 @@ impl Host {
                 },
                 cancel,
                 |ext, frame| {
-                    let ExtFrame::EventInterceptResponse { block, reason, replace_text, .. } = frame else { return true };
+                    let ExtFrame::EventInterceptResponse {
+                        block,
+                        reason,
+                        replace_text,
+                        ..
+                    } = frame
+                    else {
+                        return true;
+                    };
                     if block {
                         blocked = Some((ext.ident.name.clone(), reason));
                         return false;
@@ -977,7 +1274,10 @@ impl Host {
                 },
             );
         }
-        AssistantVerdict { blocked, text: current.into_inner() }
+        AssistantVerdict {
+            blocked,
+            text: current.into_inner(),
+        }
     }
 }
 
@@ -1020,7 +1320,15 @@ mod tests {
     #[test]
     fn content_is_normalised() {
         let out = normalise_content(vec![ContentBlock::text(""), ContentBlock::Unknown], "x");
-        assert_eq!(out, vec![ContentBlock::text("[unsupported content block from extension x]")]);
-        assert_eq!(normalise_content(vec![], "x"), vec![ContentBlock::text("(extension returned no content)")]);
+        assert_eq!(
+            out,
+            vec![ContentBlock::text(
+                "[unsupported content block from extension x]"
+            )]
+        );
+        assert_eq!(
+            normalise_content(vec![], "x"),
+            vec![ContentBlock::text("(extension returned no content)")]
+        );
     }
 }

@@ -31,7 +31,11 @@ pub fn open_log(path: &Path, name: &str, version: &str) -> io::Result<File> {
         std::fs::create_dir_all(dir)?;
     }
     let mut f = OpenOptions::new().create(true).append(true).open(path)?;
-    writeln!(f, "\n[zut] starting {name}/{version} (pid {})", std::process::id())?;
+    writeln!(
+        f,
+        "\n[zut] starting {name}/{version} (pid {})",
+        std::process::id()
+    )?;
     Ok(f)
 }
 
@@ -60,7 +64,12 @@ pub fn spawn(program: &Path, args: &[String], dir: &Path, stderr: File) -> io::R
     set_nonblocking(stdin.as_raw_fd())?;
     set_nonblocking(stdout.as_raw_fd())?;
     let pidfd = pidfd_open(child.id());
-    Ok(Spawned { child, stdin, stdout, pidfd })
+    Ok(Spawned {
+        child,
+        stdin,
+        stdout,
+        pidfd,
+    })
 }
 
 #[cfg(target_os = "linux")]
@@ -148,7 +157,12 @@ impl Wake {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: both descriptors were just created and are owned only here.
-        Ok(unsafe { Wake { read: OwnedFd::from_raw_fd(fds[0]), write: OwnedFd::from_raw_fd(fds[1]) } })
+        Ok(unsafe {
+            Wake {
+                read: OwnedFd::from_raw_fd(fds[0]),
+                write: OwnedFd::from_raw_fd(fds[1]),
+            }
+        })
     }
 
     /// Wakes every current and future `poll` on this pipe.
@@ -184,16 +198,29 @@ pub fn wait_ready(
 ) -> io::Result<Ready> {
     // A negative fd is ignored by poll: that is how absent ones are left out.
     let mut fds = [
-        libc::pollfd { fd, events, revents: 0 },
-        libc::pollfd { fd: wake.map_or(-1, Wake::fd), events: libc::POLLIN, revents: 0 },
-        libc::pollfd { fd: pidfd.unwrap_or(-1), events: libc::POLLIN, revents: 0 },
+        libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: wake.map_or(-1, Wake::fd),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: pidfd.unwrap_or(-1),
+            events: libc::POLLIN,
+            revents: 0,
+        },
     ];
     loop {
         let timeout = match deadline {
             None => -1,
             Some(d) => {
                 let left = d.saturating_duration_since(Instant::now());
-                left.as_millis().min(i32::MAX as u128) as i32 + i32::from(left.subsec_nanos() % 1_000_000 != 0)
+                left.as_millis().min(i32::MAX as u128) as i32
+                    + i32::from(left.subsec_nanos() % 1_000_000 != 0)
             }
         };
         // SAFETY: `fds` is a valid array of pollfd for the duration of the call.

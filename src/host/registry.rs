@@ -65,15 +65,32 @@ impl Registry {
     pub fn add_command(&mut self, entry: CommandEntry) -> Result<(), String> {
         let key = entry.name.to_lowercase();
         if entry.name.trim().is_empty() || entry.name.contains(char::is_whitespace) {
-            return Err(format!("command {:?} refused: names cannot be empty or contain spaces", entry.name));
+            return Err(format!(
+                "command {:?} refused: names cannot be empty or contain spaces",
+                entry.name
+            ));
         }
         if BUILTIN_COMMANDS.contains(&key.as_str()) {
-            return Err(format!("command /{} refused: it is a built-in zut command", entry.name));
+            return Err(format!(
+                "command /{} refused: it is a built-in zut command",
+                entry.name
+            ));
         }
         if let Some(existing) = self.commands.get(&key) {
-            let whom = if existing.ext == entry.ext { "this extension".to_string() } else { format!("extension {}", existing.extension) };
-            let case = if existing.name != entry.name { format!(" (as /{}; names match case-insensitively)", existing.name) } else { String::new() };
-            return Err(format!("command /{} refused: already registered by {whom}{case}", entry.name));
+            let whom = if existing.ext == entry.ext {
+                "this extension".to_string()
+            } else {
+                format!("extension {}", existing.extension)
+            };
+            let case = if existing.name != entry.name {
+                format!(" (as /{}; names match case-insensitively)", existing.name)
+            } else {
+                String::new()
+            };
+            return Err(format!(
+                "command /{} refused: already registered by {whom}{case}",
+                entry.name
+            ));
         }
         self.command_order.push(key.clone());
         self.commands.insert(key, entry);
@@ -83,9 +100,15 @@ impl Registry {
     /// Adds a tool, or says why it was refused.
     pub fn add_tool(&mut self, mut entry: ToolEntry) -> Result<(), String> {
         let name = entry.name.as_str();
-        let valid = !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let valid = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if !valid {
-            return Err(format!("tool {name:?} refused: names must be 1-64 characters of A-Z a-z 0-9 _ -"));
+            return Err(format!(
+                "tool {name:?} refused: names must be 1-64 characters of A-Z a-z 0-9 _ -"
+            ));
         }
         if RESERVED_TOOL_NAMES.contains(&name) {
             return Err(format!("tool {name} refused: the name is reserved by zut"));
@@ -96,7 +119,11 @@ impl Registry {
             _ => return Err(format!("tool {name} refused: schema must be a JSON object")),
         }
         if let Some(existing) = self.tools.get(name) {
-            let whom = if existing.ext == entry.ext { "this extension".to_string() } else { format!("extension {}", existing.extension) };
+            let whom = if existing.ext == entry.ext {
+                "this extension".to_string()
+            } else {
+                format!("extension {}", existing.extension)
+            };
             return Err(format!("tool {name} refused: already registered by {whom}"));
         }
         self.tool_order.push(entry.name.clone());
@@ -116,7 +143,9 @@ impl Registry {
 
     /// Active commands in registration order.
     pub fn commands(&self) -> impl Iterator<Item = &CommandEntry> {
-        self.command_order.iter().filter_map(|k| self.commands.get(k))
+        self.command_order
+            .iter()
+            .filter_map(|k| self.commands.get(k))
     }
 
     /// Active tools in registration order.
@@ -139,7 +168,12 @@ mod tests {
     use super::*;
 
     fn cmd(name: &str, ext: u64) -> CommandEntry {
-        CommandEntry { name: name.into(), description: String::new(), ext, extension: format!("e{ext}") }
+        CommandEntry {
+            name: name.into(),
+            description: String::new(),
+            ext,
+            extension: format!("e{ext}"),
+        }
     }
 
     fn tool(name: &str, ext: u64) -> ToolEntry {
@@ -160,9 +194,15 @@ mod tests {
         r.add_command(cmd("Ping", 1)).unwrap();
         let e = r.add_command(cmd("PING", 2)).unwrap_err();
         assert!(e.contains("extension e1") && e.contains("/Ping"), "{e}");
-        assert!(r.add_command(cmd("ping", 1)).unwrap_err().contains("this extension"));
+        assert!(r
+            .add_command(cmd("ping", 1))
+            .unwrap_err()
+            .contains("this extension"));
         assert_eq!(r.command("pInG").unwrap().name, "Ping");
-        assert!(r.add_command(cmd("Reload-Ext", 1)).unwrap_err().contains("built-in"));
+        assert!(r
+            .add_command(cmd("Reload-Ext", 1))
+            .unwrap_err()
+            .contains("built-in"));
         r.remove_extension(1);
         assert!(r.command("ping").is_none());
         r.add_command(cmd("ping", 2)).unwrap();
@@ -172,7 +212,10 @@ mod tests {
     fn tools_reserved_and_duplicates() {
         let mut r = Registry::default();
         for name in ["read", "grep", "python", "web_search", "plan", "skill"] {
-            assert!(r.add_tool(tool(name, 1)).unwrap_err().contains("reserved"), "{name}");
+            assert!(
+                r.add_tool(tool(name, 1)).unwrap_err().contains("reserved"),
+                "{name}"
+            );
         }
         assert!(r.add_tool(tool("bad name", 1)).is_err());
         r.add_tool(tool("weather", 1)).unwrap();
@@ -181,6 +224,9 @@ mod tests {
         let mut t = tool("x", 1);
         t.schema = Value::from(3);
         assert!(r.add_tool(t).is_err());
-        assert_eq!(r.tools().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["weather"]);
+        assert_eq!(
+            r.tools().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            ["weather"]
+        );
     }
 }

@@ -53,10 +53,20 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
     let code = match run.prompt.as_deref().map(str::trim) {
         None | Some("") => EXIT_OK,
         Some(p) => {
-            let ctx = Ctx { mode: run.mode, host: &host, sink: &sink, cancel };
+            let ctx = Ctx {
+                mode: run.mode,
+                host: &host,
+                sink: &sink,
+                cancel,
+            };
             let make_agent = || -> Result<Agent<'_>, String> {
                 let provider = crate::provider::create(&run.provider).map_err(|e| e.to_string())?;
-                let opts = agent::Options { cwd: cwd.clone(), max_steps: run.max_steps, yolo: run.yolo, confirmer: None };
+                let opts = agent::Options {
+                    cwd: cwd.clone(),
+                    max_steps: run.max_steps,
+                    yolo: run.yolo,
+                    confirmer: None,
+                };
                 Ok(Agent::new(provider, &host, sink.clone(), opts, &zut_home))
             };
             let code = match p.strip_prefix('/') {
@@ -91,7 +101,11 @@ impl Ctx<'_> {
         EXIT_FAILURE
     }
 
-    fn prompt<'h>(&self, text: &str, make_agent: impl FnOnce() -> Result<Agent<'h>, String>) -> i32 {
+    fn prompt<'h>(
+        &self,
+        text: &str,
+        make_agent: impl FnOnce() -> Result<Agent<'h>, String>,
+    ) -> i32 {
         let mut agent = match make_agent() {
             Ok(a) => a,
             Err(e) => return self.fail(e),
@@ -113,7 +127,9 @@ impl Ctx<'_> {
             }
             Outcome::MaxSteps { text } => {
                 print_text(&text);
-                self.fail("stopped: the --max-steps limit was reached before the model finished".into())
+                self.fail(
+                    "stopped: the --max-steps limit was reached before the model finished".into(),
+                )
             }
             Outcome::Blocked { reason } => self.fail(format!("turn blocked: {reason}")),
             Outcome::Failed { error } => self.fail(error),
@@ -122,10 +138,16 @@ impl Ctx<'_> {
     }
 
     /// `/name args`: an extension command, honoured as far as this mode can.
-    fn command<'h>(&self, line: &str, make_agent: impl FnOnce() -> Result<Agent<'h>, String>) -> i32 {
+    fn command<'h>(
+        &self,
+        line: &str,
+        make_agent: impl FnOnce() -> Result<Agent<'h>, String>,
+    ) -> i32 {
         let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         if host::registry::BUILTIN_COMMANDS.contains(&name.to_lowercase().as_str()) {
-            return self.fail(format!("/{name} is a command of the interactive terminal; it cannot run here"));
+            return self.fail(format!(
+                "/{name} is a command of the interactive terminal; it cannot run here"
+            ));
         }
         if self.host.command(name).is_none() {
             return self.fail(format!("unknown command /{name}"));
@@ -134,16 +156,28 @@ impl Ctx<'_> {
             Ok(r) => r,
             Err(e) => return self.fail(format!("/{name}: {e}")),
         };
-        let action = if reply.action.is_empty() { "noop".to_string() } else { reply.action.clone() };
+        let action = if reply.action.is_empty() {
+            "noop".to_string()
+        } else {
+            reply.action.clone()
+        };
         let text = match action.as_str() {
             "prompt" => reply.prompt.clone(),
             "insert" => reply.insert.clone(),
             "display" => reply.display.clone(),
-            "open_panel" => reply.open_panel.as_ref().map(|p| p.title.clone()).unwrap_or_default(),
+            "open_panel" => reply
+                .open_panel
+                .as_ref()
+                .map(|p| p.title.clone())
+                .unwrap_or_default(),
             _ => String::new(),
         };
         if self.mode == Mode::Json {
-            self.sink.emit(Event::CommandResult { name: reply.name.clone(), action: action.clone(), text: text.clone() });
+            self.sink.emit(Event::CommandResult {
+                name: reply.name.clone(),
+                action: action.clone(),
+                text: text.clone(),
+            });
         }
         if !reply.error.trim().is_empty() {
             return self.fail(format!("/{}: {}", reply.name, reply.error.trim()));

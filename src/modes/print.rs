@@ -12,12 +12,24 @@ pub struct PrintSink;
 impl EventSink for PrintSink {
     fn emit(&self, event: Event) {
         let line = match event {
-            Event::ExtNotify { extension, level, message } => {
-                let tag = if level == "info" { String::new() } else { format!("{level}: ") };
+            Event::ExtNotify {
+                extension,
+                level,
+                message,
+            } => {
+                let tag = if level == "info" {
+                    String::new()
+                } else {
+                    format!("{level}: ")
+                };
                 format!("[{extension}] {tag}{message}")
             }
-            Event::ExtError { extension, message } => format!("zut: extension {extension}: {message}"),
-            Event::ExtWarning { extension, message } => format!("zut: warning: extension {extension}: {message}"),
+            Event::ExtError { extension, message } => {
+                format!("zut: extension {extension}: {message}")
+            }
+            Event::ExtWarning { extension, message } => {
+                format!("zut: warning: extension {extension}: {message}")
+            }
             Event::ExtDisplay { extension, text } => format!("[{extension}] {text}"),
             _ => return,
         };

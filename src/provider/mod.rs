@@ -255,6 +255,12 @@ pub fn create(settings: &Settings) -> Result<Box<dyn Provider>, ProviderError> {
         "anthropic" => Ok(Box::new(anthropic::Anthropic::new(settings)?)),
         "openai" => Ok(Box::new(openai::OpenAi::new(settings)?)),
         "script" => Ok(Box::new(script::Script::new(settings)?)),
+        "" => Err(ProviderError::Config(
+            "no model provider configured: run with --provider anthropic (key in ANTHROPIC_API_KEY), \
+             --provider openai (key in OPENAI_API_KEY; --base-url for Ollama or another compatible server), \
+             or --provider script --script FILE; zut remembers the last provider in $ZUT_HOME/config.json"
+                .into(),
+        )),
         other => Err(ProviderError::Config(format!(
             "unknown provider {other:?}: use anthropic, openai or script"
         ))),

@@ -23,7 +23,10 @@ pub fn search_path() -> String {
     static PATH: OnceLock<String> = OnceLock::new();
     PATH.get_or_init(|| {
         let out = std::process::Command::new("python3")
-            .args(["-c", "import sys, os; print(os.path.dirname(os.path.realpath(sys.executable)))"])
+            .args([
+                "-c",
+                "import sys, os; print(os.path.dirname(os.path.realpath(sys.executable)))",
+            ])
             .output()
             .expect("python3 is needed by the fixture extensions");
         let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
@@ -73,7 +76,8 @@ impl Sandbox {
             std::fs::copy(entry.path(), dst.join(entry.file_name())).unwrap();
         }
         let manifest_path = dst.join("extension.json");
-        let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+        let mut m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
         if let Some(args) = m.get_mut("args").and_then(|a| a.as_array_mut()) {
             for a in args.iter_mut() {
                 if a == "../fx.py" {
@@ -123,7 +127,12 @@ impl Sandbox {
     /// Starts a host on `dirs` with `config`.
     pub fn start_with(&self, config: HostConfig, dirs: &[PathBuf]) -> (Host, Arc<Collect>) {
         let sink = Arc::new(Collect::default());
-        let host = Host::start(config, sink.clone(), self.entries(dirs), &CancelToken::never());
+        let host = Host::start(
+            config,
+            sink.clone(),
+            self.entries(dirs),
+            &CancelToken::never(),
+        );
         (host, sink)
     }
 
@@ -135,13 +144,7 @@ impl Sandbox {
 
 /// The pids of every process the host started.
 pub fn pids(host: &Host) -> Vec<u32> {
-    host.loaded()
-        .iter()
-        .filter_map(|l| match &l.outcome {
-            zut::host::Outcome::Started(e) => Some(e.pid),
-            _ => None,
-        })
-        .collect()
+    host.started().iter().map(|e| e.pid).collect()
 }
 
 /// Whether a process with this pid exists (a zombie counts as existing).
@@ -187,7 +190,9 @@ pub fn warnings_of(events: &[Event], ext: &str) -> Vec<String> {
 
 /// Whether `ext` was reported loaded.
 pub fn loaded(events: &[Event], ext: &str) -> bool {
-    events.iter().any(|e| matches!(e, Event::ExtLoaded { extension, .. } if extension == ext))
+    events
+        .iter()
+        .any(|e| matches!(e, Event::ExtLoaded { extension, .. } if extension == ext))
 }
 
 /// Waits until `f` holds or `timeout` passes (for effects of other processes).
