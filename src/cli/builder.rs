@@ -59,8 +59,8 @@ pub(crate) fn preflight(b: Builder, m: &Manifest, src: &Path) -> Outcome<(PathBu
         }
         Some(Exec::Launcher { configured }) => {
             return Err(format!(
-                "{flag} needs an extension-relative \"exec\" such as \"./{}\", but {} runs the launcher \"{configured}\" from PATH; install it without {flag}",
-                m.name, m.name
+                "{flag} needs an extension-relative \"exec\" such as \"./{}\", but \"{configured}\" is a launcher from PATH, so there is nothing to build; install it without {flag}",
+                m.name
             )
             .into())
         }

@@ -246,11 +246,11 @@ fn overview() -> String {
 
 fn unknown(sub: &str, io: &mut Io<'_>) -> i32 {
     let names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
-    let hint = suggest::did_you_mean(&suggest::suggestions(sub, names));
-    let _ = writeln!(
-        io.err,
-        "zut ext: unknown subcommand \"{sub}\"{hint}; run \"zut ext help\" for the list"
-    );
+    let mut hint = suggest::did_you_mean(&suggest::suggestions(sub, names));
+    if hint.is_empty() {
+        hint = "; run \"zut ext help\" for the list".into();
+    }
+    let _ = writeln!(io.err, "zut ext: unknown subcommand \"{sub}\"{hint}");
     2
 }
 
@@ -439,17 +439,18 @@ fn not_found(name: &str, scope: Option<Source>, entries: &[Entry]) -> String {
             names.push(dir.to_string_lossy().into_owned());
         }
     }
-    let hint = suggest::did_you_mean(&suggest::suggestions(
+    let mut hint = suggest::did_you_mean(&suggest::suggestions(
         name,
         names.iter().map(String::as_str),
     ));
+    if hint.is_empty() {
+        hint = "; run \"zut ext list\" to see what is installed".into();
+    }
     let which = match scope {
         Some(s) => format!("{} ", s.as_str()),
         None => String::new(),
     };
-    format!(
-        "no installed {which}extension named \"{name}\"{hint}; run \"zut ext list\" to see what is installed"
-    )
+    format!("no installed {which}extension named \"{name}\"{hint}")
 }
 
 fn other_note(other: &Option<Target>, verb: &str, flag: &str, io: &mut Io<'_>) {

@@ -166,6 +166,9 @@ fn stage_local(
     match fs::metadata(src) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => return Err(format!("not a directory: {}", src.display()).into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("not a directory: {} (it does not exist)", src.display()).into())
+        }
         Err(e) => return Err(format!("not a directory: {} ({e})", src.display()).into()),
     }
     let m = manifest::load(src).map_err(|e| e.to_string())?;

@@ -48,7 +48,7 @@ pub fn suggestions<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>
         .collect()
 }
 
-/// ` did you mean "a" or "b"?` or the empty string.
+/// `; did you mean "a" or "b"?` or the empty string.
 pub fn did_you_mean(suggestions: &[String]) -> String {
     match suggestions {
         [] => String::new(),
