@@ -215,12 +215,20 @@ fn install_dot_from_inside_the_source_and_launcher_warning() {
     let mut env = Env::new();
     let src = env.source(
         "nodey",
-        r#"{"name":"nodey","exec":"zut-test-no-such-launcher","args":["index.js"]}"#,
+        r#"{"name":"nodey","exec":"zut-test-no-such-launcher","args":["index.js"],"skills":["skills","../up"]}"#,
     );
     env.ctx.cwd = src.clone();
     let r = env.run(&["install", "."]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.err.contains("warning: launcher"), "{r:?}");
+    assert!(
+        r.err.contains("skills directory \"skills\" does not exist"),
+        "{r:?}"
+    );
+    assert!(
+        r.err.contains("skills directory \"../up\" points outside"),
+        "{r:?}"
+    );
     assert!(r.err.contains("installed nodey to"), "{r:?}");
     assert_eq!(env.installed(), ["nodey"]);
 }

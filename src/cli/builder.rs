@@ -59,7 +59,7 @@ pub(crate) fn preflight(b: Builder, m: &Manifest, src: &Path) -> Outcome<(PathBu
         }
         Some(Exec::Launcher { configured }) => {
             return Err(format!(
-                "{flag} needs an extension-relative \"exec\" such as \"./{}\", but \"{configured}\" is a launcher from PATH, so there is nothing to build; install it without {flag}",
+                "{flag} needs an extension-relative \"exec\" such as \"./{}\", but {configured:?} is a launcher from PATH, so there is nothing to build; install it without {flag}",
                 m.name
             )
             .into())

@@ -55,7 +55,7 @@ const COMMANDS: &[Command] = &[
         name: "list",
         alias: Some("ls"),
         usage: "zut ext list [--json]",
-        summary: "list extensions and whether zut will load them",
+        summary: "list extensions and whether zut will load them (alias: ls)",
         help: "\
 Lists every extension zut finds, in load order: --ext paths, then project
 (<cwd>/.zut/extensions), then global ($ZUT_HOME/extensions). Each row shows
@@ -183,6 +183,7 @@ Runs the same discovery and startup as zut and reports what happened:
 manifest errors, disabled and shadowed extensions, load errors, ready or
 auto-ready, registered commands and tools, conflicts, warnings and log
 paths. Exit status 0 when everything is healthy, 1 otherwise.
+(Not yet available in this build: it needs the extension host runtime.)
 
 options:
   --json      print the report as JSON

@@ -128,7 +128,7 @@ pub(crate) fn install(req: &Request, ctx: &CliContext, io: &mut Io<'_>) -> Outco
     let version = if m.version.is_empty() {
         String::new()
     } else {
-        format!(" {}", m.version)
+        format!(" {}", super::term::clean_cell(&m.version))
     };
     let _ = writeln!(
         io.err,
@@ -272,7 +272,7 @@ fn validate_staged(
     match &m.exec {
         Some(Exec::Launcher { configured }) if manifest::find_on_path(configured).is_err() => {
             warnings.push(format!(
-                "launcher \"{configured}\" is not on PATH; {} will not start until it is installed",
+                "launcher {configured:?} is not on PATH; {} will not start until it is installed",
                 m.name
             ));
         }
@@ -282,10 +282,10 @@ fn validate_staged(
     for skills in &m.skills {
         match manifest::lexically_inside(Path::new(skills)) {
             None => warnings.push(format!(
-                "skills directory \"{skills}\" points outside the extension; zut will ignore it"
+                "skills directory {skills:?} points outside the extension; zut will ignore it"
             )),
             Some(rel) if !staging.join(&rel).is_dir() => warnings.push(format!(
-                "skills directory \"{skills}\" does not exist in {label}; its skills will be missing"
+                "skills directory {skills:?} does not exist in {label}; its skills will be missing"
             )),
             Some(_) => {}
         }
@@ -316,14 +316,14 @@ fn check_executable(configured: &str, path: &Path, origin: &Origin) -> Outcome {
                 }
             };
             return Err(format!(
-                "extension executable \"{configured}\" is missing from {label}; {hint}"
+                "extension executable {configured:?} is missing from {label}; {hint}"
             )
             .into());
         }
     };
     if !meta.is_file() {
         return Err(format!(
-            "extension executable \"{configured}\" in {label} is not a regular file; point \"exec\" at the program"
+            "extension executable {configured:?} in {label} is not a regular file; point \"exec\" at the program"
         )
         .into());
     }
@@ -335,11 +335,12 @@ fn check_executable(configured: &str, path: &Path, origin: &Origin) -> Outcome {
                     .display()
             ),
             Origin::Git(_) => format!(
-                "mark it executable in the repository (git update-index --chmod=+x {configured}) and install again"
+                "mark it executable in the repository (git update-index --chmod=+x {}) and install again",
+                super::term::clean_cell(configured)
             ),
         };
         return Err(format!(
-            "extension executable \"{configured}\" in {label} is not executable; {hint}"
+            "extension executable {configured:?} in {label} is not executable; {hint}"
         )
         .into());
     }

@@ -215,3 +215,92 @@ fn tilde(dir: &str, home: Option<&Path>) -> String {
         _ => clean_cell(dir),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::discovery::Source;
+    use crate::host::manifest::Manifest;
+    use std::path::PathBuf;
+
+    fn manifest(name: &str, description: &str, theme: bool) -> Manifest {
+        Manifest {
+            dir: PathBuf::from(format!("/h/ext/{name}")),
+            name: name.into(),
+            version: "1.2.3".into(),
+            exec: None,
+            args: vec![],
+            language: "go".into(),
+            description: description.into(),
+            skills: vec![],
+            enabled: true,
+            themes: if theme {
+                vec![PathBuf::from("/t")]
+            } else {
+                vec![]
+            },
+        }
+    }
+
+    fn entries() -> Vec<Entry> {
+        let m = manifest("dark", "a \x1b[31mdark\x1b[0m\ntheme", true);
+        vec![
+            Entry {
+                dir: PathBuf::from("/p/.zut/extensions/dark"),
+                source: Source::Project,
+                status: Status::Load(m.clone()),
+            },
+            Entry {
+                dir: PathBuf::from("/h/ext/dark"),
+                source: Source::Global,
+                status: Status::Shadowed {
+                    manifest: Some(m),
+                    by: PathBuf::from("/p/.zut/extensions/dark"),
+                },
+            },
+        ]
+    }
+
+    #[test]
+    fn rows_carry_state_and_shadowing() {
+        let rows = rows(&entries());
+        assert_eq!(rows[0].state, State::Enabled);
+        assert!(rows[0].theme_only);
+        assert_eq!(rows[1].state, State::Shadowed);
+        assert_eq!(
+            rows[1].shadowed_by.as_deref(),
+            Some("/p/.zut/extensions/dark")
+        );
+        assert_eq!(rows[1].shadowed_by_source, Some("project"));
+        let json: serde_json::Value = serde_json::from_str(&render_json(&rows)).unwrap();
+        assert_eq!(json[1]["state"], "shadowed");
+        assert_eq!(json[0]["shadowed_by"], serde_json::Value::Null);
+        assert_eq!(json[0]["enabled"], true);
+    }
+
+    #[test]
+    fn table_is_aligned_clean_and_optionally_coloured() {
+        let rows = rows(&entries());
+        let plain = render_table(&rows, false, Some(Path::new("/h")));
+        let lines: Vec<&str> = plain.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[1].contains("enabled (theme)"), "{plain}");
+        assert!(lines[1].contains("a dark theme"), "sanitised: {plain}");
+        assert!(lines[2].contains("shadowed by project (theme)"), "{plain}");
+        assert!(lines[2].ends_with("~/ext/dark"), "{plain}");
+        let col = lines[0].find("SOURCE").unwrap();
+        assert!(lines.iter().all(|l| !l[col..].starts_with(' ')), "{plain}");
+        assert!(!plain.contains('\x1b'));
+        let colored = render_table(&rows, true, None);
+        assert!(
+            colored.contains("\x1b[32menabled (theme)\x1b[0m"),
+            "{colored}"
+        );
+    }
+
+    #[test]
+    fn long_descriptions_are_cut() {
+        assert_eq!(shorten("abcdef", 4), "abc…");
+        assert_eq!(shorten("abc", 4), "abc");
+    }
+}
