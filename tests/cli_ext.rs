@@ -498,6 +498,15 @@ fn build_preflight_errors() {
     let r = env.run(&["install", "--build=cargo", s(&theme)]);
     assert_eq!(r.code, 1);
     assert!(r.err.contains("theme-only"), "{r:?}");
+    if !have("go") {
+        let src = env.source("gone", r#"{"name":"gone","exec":"./gone"}"#);
+        let r = env.run(&["install", "--build=go", s(&src)]);
+        assert_eq!(r.code, 1);
+        assert!(
+            r.err.contains("go is not installed or not on PATH"),
+            "{r:?}"
+        );
+    }
     let r = env.run(&["install", "--build=make", s(&theme)]);
     assert_eq!(r.code, 2);
     assert!(r.err.contains("unsupported builder"), "{r:?}");

@@ -1,6 +1,6 @@
 //! `zut ext list [--json]`: what discovery found, for people and scripts.
 //!
-//! Rows come straight from [`discovery::discover`], in load order, so the
+//! Rows come straight from [`crate::host::discovery::discover`], in load order, so the
 //! list shows exactly what zut would start and why the rest is not started
 //! (disabled, shadowed, invalid). The table is aligned, one row per
 //! directory, with descriptions stripped of control sequences and
