@@ -1,0 +1,277 @@
+//! Copying an extension's source tree into the install staging directory,
+//! and the symlink policy shared with git clones.
+//!
+//! Invariants:
+//! - nothing outside the source tree is ever read: a symlink that resolves
+//!   outside it is refused (the error names the link and its target);
+//! - in-tree symlinks to files are copied as regular files; in-tree symlinks
+//!   to directories are recreated as relative links (no cycles, no
+//!   duplication), so the installed copy is self-contained;
+//! - `.git` is never copied; paths the source's root `.gitignore` excludes
+//!   are skipped, except the *required* paths (the manifest, the in-tree
+//!   executable, declared skills directories) and the directories leading
+//!   to them;
+//! - file mode bits are preserved; directories keep theirs plus owner
+//!   `rwx`, so the installed copy can always be removed again;
+//! - the walk checks cancellation between entries.
+
+use super::ignore::Ignore;
+use super::{Failure, Outcome};
+use crate::cancel::CancelToken;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+
+/// What to copy and what to leave out.
+pub(crate) struct Plan<'a> {
+    /// The root `.gitignore`.
+    pub ignore: &'a Ignore,
+    /// Paths relative to the source root that are copied even if ignored.
+    pub required: Vec<PathBuf>,
+    /// A directory never to enter (the staging directory, should it lie
+    /// inside the source).
+    pub skip: Option<PathBuf>,
+}
+
+/// Per-walk state.
+struct Walk<'a> {
+    root: PathBuf,
+    plan: &'a Plan<'a>,
+    cancel: &'a CancelToken,
+    warnings: &'a mut Vec<String>,
+}
+
+/// Copies the tree at `src` into the existing directory `dst`; non-fatal
+/// oddities (dangling links, sockets) are appended to `warnings`.
+pub(crate) fn copy_tree(
+    src: &Path,
+    dst: &Path,
+    plan: &Plan<'_>,
+    cancel: &CancelToken,
+    warnings: &mut Vec<String>,
+) -> Outcome {
+    let root = fs::canonicalize(src)
+        .map_err(|e| format!("cannot read source directory {}: {e}", src.display()))?;
+    let mut walk = Walk {
+        root: root.clone(),
+        plan,
+        cancel,
+        warnings,
+    };
+    walk.dir(&root, dst, Path::new(""), false)?;
+    let mode = fs::metadata(&root)
+        .map(|m| m.permissions().mode())
+        .unwrap_or(0o755);
+    set_mode(dst, mode | 0o700)
+}
+
+impl Walk<'_> {
+    /// Copies the children of `src` (an in-tree directory, canonical) into
+    /// `dst`. Under an ignored directory only required paths are copied.
+    fn dir(&mut self, src: &Path, dst: &Path, rel: &Path, under_ignored: bool) -> Outcome {
+        for name in sorted_children(src)? {
+            if self.cancel.is_cancelled() {
+                return Err(Failure::Interrupted);
+            }
+            if name == ".git" {
+                continue;
+            }
+            let path = src.join(&name);
+            if self.plan.skip.as_deref() == Some(path.as_path()) {
+                continue;
+            }
+            let child_rel = rel.join(&name);
+            let meta = fs::symlink_metadata(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let required = self.plan.required.iter().any(|r| child_rel.starts_with(r));
+            let leads_to_required = self.plan.required.iter().any(|r| r.starts_with(&child_rel));
+            let ignored = under_ignored
+                || self
+                    .plan
+                    .ignore
+                    .is_ignored(&slash_path(&child_rel), meta.is_dir());
+            if ignored && !required && !leads_to_required {
+                continue;
+            }
+            let target = dst.join(&name);
+            let still_ignored = ignored && !required;
+            if meta.file_type().is_symlink() {
+                self.symlink(&path, &target, &child_rel)?;
+            } else if meta.is_dir() {
+                fs::create_dir(&target)
+                    .map_err(|e| format!("cannot create {}: {e}", target.display()))?;
+                self.dir(&path, &target, &child_rel, still_ignored)?;
+                set_mode(&target, meta.permissions().mode() | 0o700)?;
+            } else if meta.is_file() {
+                copy_file(&path, &target)?;
+            } else {
+                self.warnings.push(format!(
+                    "skipped {} (not a regular file, directory or symlink)",
+                    path.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies the symlink policy to the link at `link`.
+    fn symlink(&mut self, link: &Path, target: &Path, rel: &Path) -> Outcome {
+        let shown = fs::read_link(link)
+            .map(|t| t.display().to_string())
+            .unwrap_or_default();
+        let resolved = match fs::canonicalize(link) {
+            Ok(r) => r,
+            Err(_) => {
+                escape_check(link, rel, &shown)?;
+                self.warnings.push(format!(
+                    "skipped dangling symlink {} -> {shown}",
+                    link.display()
+                ));
+                return Ok(());
+            }
+        };
+        if !resolved.starts_with(&self.root) {
+            return Err(outside(link, &resolved).into());
+        }
+        if self
+            .plan
+            .skip
+            .as_deref()
+            .is_some_and(|s| resolved.starts_with(s))
+        {
+            return Ok(());
+        }
+        if resolved.is_dir() {
+            let inside = resolved.strip_prefix(&self.root).unwrap_or(Path::new(""));
+            let relative = relative_link(rel, inside);
+            std::os::unix::fs::symlink(&relative, target)
+                .map_err(|e| format!("cannot create link {}: {e}", target.display()).into())
+        } else if resolved.is_file() {
+            copy_file(&resolved, target)
+        } else {
+            self.warnings.push(format!(
+                "skipped {} (links to something that is not a file or directory)",
+                link.display()
+            ));
+            Ok(())
+        }
+    }
+}
+
+/// Refuses any symlink under `root` (except inside `.git`) that resolves
+/// outside it; used on git clones, which are not copied file by file.
+pub(crate) fn check_symlinks(root: &Path, label: &str) -> Outcome {
+    let canon = fs::canonicalize(root).map_err(|e| format!("cannot read {label}: {e}"))?;
+    let mut stack = vec![canon.clone()];
+    while let Some(dir) = stack.pop() {
+        for name in sorted_children(&dir)? {
+            if name == ".git" {
+                continue;
+            }
+            let path = dir.join(&name);
+            let meta = fs::symlink_metadata(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            if meta.file_type().is_symlink() {
+                let rel = path.strip_prefix(&canon).unwrap_or(&path);
+                match fs::canonicalize(&path) {
+                    Ok(r) if !r.starts_with(&canon) => {
+                        return Err(outside(&Path::new(label).join(rel), &r).into())
+                    }
+                    Ok(_) => {}
+                    Err(_) => {
+                        let shown = fs::read_link(&path)
+                            .map(|t| t.display().to_string())
+                            .unwrap_or_default();
+                        escape_check(&Path::new(label).join(rel), rel, &shown)?;
+                    }
+                }
+            } else if meta.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A dangling link is harmless unless its text already points outside.
+fn escape_check(link: &Path, rel: &Path, shown: &str) -> Outcome {
+    let text = Path::new(shown);
+    let joined = rel.parent().unwrap_or(Path::new("")).join(text);
+    if text.is_absolute() || crate::host::manifest::lexically_inside(&joined).is_none() {
+        return Err(outside(link, text).into());
+    }
+    Ok(())
+}
+
+fn outside(link: &Path, target: &Path) -> String {
+    format!(
+        "symlink {} points outside the extension directory (to {}); replace it with a copy of what it points to, or remove it",
+        link.display(),
+        target.display()
+    )
+}
+
+/// The link text that reaches `target` (relative to the root) from a link
+/// at `link` (relative to the root).
+fn relative_link(link: &Path, target: &Path) -> PathBuf {
+    let depth = link.parent().map_or(0, |p| p.components().count());
+    let mut out: PathBuf = std::iter::repeat(Component::ParentDir)
+        .take(depth)
+        .collect();
+    out.push(target);
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+fn sorted_children(dir: &Path) -> Outcome<Vec<std::ffi::OsString>> {
+    let rd = fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let mut names = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        names.push(entry.file_name());
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Copies content and mode bits.
+fn copy_file(from: &Path, to: &Path) -> Outcome {
+    fs::copy(from, to)
+        .map(|_| ())
+        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()).into())
+}
+
+pub(crate) fn set_mode(path: &Path, mode: u32) -> Outcome {
+    fs::set_permissions(path, fs::Permissions::from_mode(mode & 0o7777))
+        .map_err(|e| format!("cannot set permissions on {}: {e}", path.display()).into())
+}
+
+fn slash_path(rel: &Path) -> String {
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_links() {
+        assert_eq!(
+            relative_link(Path::new("a/b/link"), Path::new("c/d")),
+            PathBuf::from("../../c/d")
+        );
+        assert_eq!(
+            relative_link(Path::new("link"), Path::new("c")),
+            PathBuf::from("c")
+        );
+        assert_eq!(
+            relative_link(Path::new("link"), Path::new("")),
+            PathBuf::from(".")
+        );
+    }
+}

@@ -1,0 +1,438 @@
+//! `zut ext install [--force] [--build=go|cargo] <path|git-url>`.
+//!
+//! The extension is assembled in a hidden staging directory
+//! (`.zut-extension-install-*`, skipped by discovery) inside
+//! `$ZUT_HOME/extensions`, validated there, and only then renamed to
+//! `$ZUT_HOME/extensions/<manifest name>` in one atomic step.
+//!
+//! Invariants:
+//! - on any failure or interruption nothing is left behind: no
+//!   destination, no staging or scratch directory (they are [`TempDir`]s,
+//!   removed when dropped), and with `--force` the previous copy is back;
+//! - nothing is built unless `--build` asks for it, and only from a local
+//!   path;
+//! - git runs with hooks off, submodules off, no prompts and only the
+//!   https/ssh/git/file transports, with `--` before the URL;
+//! - what is installed has a valid manifest whose name passes
+//!   [`manifest::check_name`], and an in-tree executable that exists, is a
+//!   regular file and is executable.
+
+use super::builder::{self, Builder, Job};
+use super::copy::{self, Plan};
+use super::ignore::Ignore;
+use super::process::{self, Output};
+use super::{CliContext, Failure, Io, Outcome};
+use crate::host::discovery;
+use crate::host::manifest::{self, Exec, Manifest, ManifestError, MANIFEST_FILE};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use tempfile::TempDir;
+
+/// Prefix of the staging directories (hidden, so discovery skips them).
+pub const STAGING_PREFIX: &str = ".zut-extension-install-";
+/// Prefix of the directory a replaced copy waits in during `--force`.
+const ASIDE_PREFIX: &str = ".zut-extension-old-";
+
+/// A parsed `install` invocation.
+#[derive(Debug, Clone)]
+pub(crate) struct Request {
+    pub source: String,
+    pub force: bool,
+    pub build: Option<Builder>,
+}
+
+/// Where the extension comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// A local directory (absolute).
+    Local(PathBuf),
+    /// A URL (or scp-like address) handed to `git clone`.
+    Git(String),
+}
+
+impl Origin {
+    fn label(&self) -> String {
+        match self {
+            Origin::Local(p) => p.display().to_string(),
+            Origin::Git(u) => u.clone(),
+        }
+    }
+}
+
+/// Decides whether `source` is a git URL or a local path.
+///
+/// Git: `https://`, `ssh://`, `git://`, `file://`, `user@host:path`, or a
+/// name ending in `.git` that is not itself an extension directory.
+/// `http://` is refused rather than fetched unencrypted.
+pub(crate) fn classify(source: &str, cwd: &Path) -> Result<Origin, String> {
+    let lower = source.to_ascii_lowercase();
+    if lower.starts_with("http://") {
+        return Err(format!(
+            "refusing to fetch {source} over unencrypted http; use an https:// URL"
+        ));
+    }
+    let is_url = ["https://", "ssh://", "git://", "file://"]
+        .iter()
+        .any(|p| lower.starts_with(p));
+    if is_url || is_scp_like(source) {
+        return Ok(Origin::Git(source.to_string()));
+    }
+    let path = discovery::absolute(cwd, Path::new(source));
+    if source.ends_with(".git") && !path.join(MANIFEST_FILE).is_file() {
+        return Ok(Origin::Git(source.to_string()));
+    }
+    Ok(Origin::Local(path))
+}
+
+/// `git@host:path`: a user before the first `:` and no `/` before it.
+fn is_scp_like(s: &str) -> bool {
+    s.split_once(':')
+        .is_some_and(|(before, _)| before.contains('@') && !before.contains('/'))
+}
+
+/// Runs an install; prints `installed <name> <version> to <dir>`.
+pub(crate) fn install(req: &Request, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
+    let origin = classify(&req.source, &ctx.cwd)?;
+    if let (Origin::Git(url), Some(b)) = (&origin, req.build) {
+        return Err(Failure::Usage(format!(
+            "--build={} works only with a local path; clone {url} first, then install the directory with --build={}",
+            b.tool(),
+            b.tool()
+        )));
+    }
+    let root = crate::paths::global_extensions(&ctx.zut_home);
+    fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+    let staging = tempfile::Builder::new()
+        .prefix(STAGING_PREFIX)
+        .tempdir_in(&root)
+        .map_err(|e| {
+            format!(
+                "cannot create a staging directory in {}: {e}",
+                root.display()
+            )
+        })?;
+    let mut warnings = Vec::new();
+    let staged = stage(&origin, req, &root, staging.path(), io, &mut warnings);
+    for w in &warnings {
+        let _ = writeln!(io.err, "zut ext install: warning: {w}");
+    }
+    let m = staged?;
+    if io.cancel.is_cancelled() {
+        return Err(Failure::Interrupted);
+    }
+    let dest = root.join(&m.name);
+    if let Some(w) = commit(staging, &dest, req.force, &root, &m.name)? {
+        let _ = writeln!(io.err, "zut ext install: warning: {w}");
+    }
+    let version = if m.version.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", super::term::clean_cell(&m.version))
+    };
+    let _ = writeln!(
+        io.err,
+        "installed {}{version} to {}",
+        m.name,
+        dest.display()
+    );
+    Ok(())
+}
+
+/// Fills `staging` from the origin and validates the result.
+fn stage(
+    origin: &Origin,
+    req: &Request,
+    root: &Path,
+    staging: &Path,
+    io: &mut Io<'_>,
+    warnings: &mut Vec<String>,
+) -> Outcome<Manifest> {
+    match origin {
+        Origin::Local(src) => stage_local(src, req, root, staging, io, warnings)?,
+        Origin::Git(url) => stage_git(url, staging, io)?,
+    }
+    validate_staged(staging, origin, warnings)
+}
+
+fn stage_local(
+    src: &Path,
+    req: &Request,
+    root: &Path,
+    staging: &Path,
+    io: &mut Io<'_>,
+    warnings: &mut Vec<String>,
+) -> Outcome {
+    match fs::metadata(src) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(format!("not a directory: {}", src.display()).into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("not a directory: {} (it does not exist)", src.display()).into())
+        }
+        Err(e) => return Err(format!("not a directory: {} ({e})", src.display()).into()),
+    }
+    let m = manifest::load(src).map_err(|e| e.to_string())?;
+    if !req.force && root.join(&m.name).symlink_metadata().is_ok() {
+        return Err(exists(&root.join(&m.name), &m.name).into());
+    }
+    let build = match req.build {
+        Some(b) => Some((b, builder::preflight(b, &m, src)?)),
+        None => None,
+    };
+    let ignore = Ignore::load(src).unwrap_or_else(|e| {
+        warnings.push(format!("{e}; copying without it"));
+        Ignore::default()
+    });
+    let plan = Plan {
+        ignore: &ignore,
+        required: required_paths(&m, src),
+        skip: fs::canonicalize(staging).ok(),
+    };
+    copy::copy_tree(src, staging, &plan, &io.cancel, warnings)?;
+    if let Some((builder, (tool, rel))) = build {
+        let job = Job {
+            builder,
+            tool,
+            src,
+            name: &m.name,
+            out: staging.join(rel),
+            scratch_root: root,
+        };
+        builder::build(&job, io)?;
+    }
+    Ok(())
+}
+
+/// Paths (relative to `src`) copied even if `.gitignore` excludes them:
+/// the manifest, the executable (and the in-tree file a link to it
+/// resolves to), declared skills directories and theme files.
+fn required_paths(m: &Manifest, src: &Path) -> Vec<PathBuf> {
+    let mut out = vec![PathBuf::from(MANIFEST_FILE)];
+    if let Some(Exec::Relative { configured, path }) = &m.exec {
+        out.extend(manifest::lexically_inside(Path::new(configured)));
+        let real_root = fs::canonicalize(src).ok();
+        if let (Some(real_root), Ok(real)) = (real_root, fs::canonicalize(path)) {
+            out.extend(real.strip_prefix(&real_root).ok().map(Path::to_path_buf));
+        }
+    }
+    out.extend(
+        m.skills
+            .iter()
+            .filter_map(|s| manifest::lexically_inside(Path::new(s))),
+    );
+    out.extend(
+        m.themes
+            .iter()
+            .filter_map(|t| t.strip_prefix(src).ok().map(Path::to_path_buf)),
+    );
+    out.retain(|p| !p.as_os_str().is_empty());
+    out
+}
+
+fn stage_git(url: &str, staging: &Path, io: &mut Io<'_>) -> Outcome {
+    let git = manifest::find_on_path("git").map_err(|_| {
+        "git is not installed or not on PATH; install git, or clone the repository yourself and install the directory".to_string()
+    })?;
+    let mut cmd = Command::new(git);
+    cmd.args(["clone", "--depth", "1", "--no-recurse-submodules"]);
+    for config in [
+        "core.hooksPath=/dev/null",
+        "protocol.allow=never",
+        "protocol.https.allow=always",
+        "protocol.ssh.allow=always",
+        "protocol.git.allow=always",
+        "protocol.file.allow=always",
+    ] {
+        cmd.args(["-c", config]);
+    }
+    cmd.arg("--")
+        .arg(url)
+        .arg(staging)
+        .env("GIT_TERMINAL_PROMPT", "0");
+    let done = process::run(&mut cmd, "git", Output::PassToStderr, &io.cancel)?;
+    if !done.status.success() {
+        return Err(format!(
+            "git clone of {url} failed ({}); see git's message above; nothing was installed",
+            done.status
+        )
+        .into());
+    }
+    copy::check_symlinks(staging, url)?;
+    copy::set_mode(staging, 0o755)
+}
+
+/// Validates the staged copy; launcher and skills problems are warnings.
+fn validate_staged(
+    staging: &Path,
+    origin: &Origin,
+    warnings: &mut Vec<String>,
+) -> Outcome<Manifest> {
+    let label = origin.label();
+    let m = manifest::load(staging).map_err(|e| relabel(e, &label))?;
+    match &m.exec {
+        Some(Exec::Launcher { configured }) if manifest::find_on_path(configured).is_err() => {
+            warnings.push(format!(
+                "launcher {configured:?} is not on PATH; {} will not start until it is installed",
+                m.name
+            ));
+        }
+        Some(Exec::Relative { configured, path }) => check_executable(configured, path, origin)?,
+        None | Some(Exec::Launcher { .. }) => {}
+    }
+    for skills in &m.skills {
+        match manifest::lexically_inside(Path::new(skills)) {
+            None => warnings.push(format!(
+                "skills directory {skills:?} points outside the extension; zut will ignore it"
+            )),
+            Some(rel) if !staging.join(&rel).is_dir() => warnings.push(format!(
+                "skills directory {skills:?} does not exist in {label}; its skills will be missing"
+            )),
+            Some(_) => {}
+        }
+    }
+    Ok(m)
+}
+
+/// Shows a manifest error against the source rather than the staging dir.
+fn relabel(e: ManifestError, label: &str) -> String {
+    ManifestError {
+        dir: PathBuf::from(label),
+        ..e
+    }
+    .to_string()
+}
+
+fn check_executable(configured: &str, path: &Path, origin: &Origin) -> Outcome {
+    let label = origin.label();
+    let meta = match fs::metadata(path) {
+        Ok(m) => m,
+        Err(_) => {
+            let hint = match origin {
+                Origin::Local(_) => {
+                    "build it before installing, or let install build it with --build=go or --build=cargo"
+                }
+                Origin::Git(_) => {
+                    "install builds only local paths: clone the repository, build it, then install the directory"
+                }
+            };
+            return Err(format!(
+                "extension executable {configured:?} is missing from {label}; {hint}"
+            )
+            .into());
+        }
+    };
+    if !meta.is_file() {
+        return Err(format!(
+            "extension executable {configured:?} in {label} is not a regular file; point \"exec\" at the program"
+        )
+        .into());
+    }
+    if !manifest::is_executable(path) {
+        let hint = match origin {
+            Origin::Local(src) => format!(
+                "run chmod +x {} and install again",
+                src.join(manifest::lexically_inside(Path::new(configured)).unwrap_or_default())
+                    .display()
+            ),
+            Origin::Git(_) => format!(
+                "mark it executable in the repository (git update-index --chmod=+x {}) and install again",
+                super::term::clean_cell(configured)
+            ),
+        };
+        return Err(format!(
+            "extension executable {configured:?} in {label} is not executable; {hint}"
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn exists(dest: &Path, name: &str) -> String {
+    format!(
+        "{} already exists; install again with --force to replace it, or remove it first with zut ext remove {name}",
+        dest.display()
+    )
+}
+
+/// Moves the staged copy to `dest`. With `force` an existing copy is moved
+/// aside first, restored if the move fails, deleted once it succeeded.
+/// Returns a warning if the old copy could not be deleted.
+fn commit(
+    staging: TempDir,
+    dest: &Path,
+    force: bool,
+    root: &Path,
+    name: &str,
+) -> Outcome<Option<String>> {
+    if dest.symlink_metadata().is_err() {
+        fs::rename(staging.path(), dest)
+            .map_err(|e| format!("cannot move the staged copy to {}: {e}", dest.display()))?;
+        let _ = staging.keep();
+        return Ok(None);
+    }
+    if !force {
+        return Err(exists(dest, name).into());
+    }
+    let aside = tempfile::Builder::new()
+        .prefix(ASIDE_PREFIX)
+        .tempdir_in(root)
+        .map_err(|e| format!("cannot create a directory in {}: {e}", root.display()))?;
+    let old = aside.path().join(name);
+    fs::rename(dest, &old)
+        .map_err(|e| format!("cannot move {} aside to replace it: {e}", dest.display()))?;
+    if let Err(e) = fs::rename(staging.path(), dest) {
+        return Err(match fs::rename(&old, dest) {
+            Ok(()) => format!(
+                "cannot move the staged copy to {}: {e}; the previous copy is unchanged",
+                dest.display()
+            ),
+            Err(e2) => {
+                let kept = aside.keep();
+                format!(
+                    "cannot move the staged copy to {}: {e}; restoring the previous copy failed too ({e2}): it is at {}",
+                    dest.display(),
+                    kept.join(name).display()
+                )
+            }
+        }
+        .into());
+    }
+    let _ = staging.keep();
+    let path = aside.path().to_path_buf();
+    Ok(aside.close().err().map(|e| {
+        format!(
+            "the previous copy could not be deleted completely ({e}); remove {} by hand",
+            path.display()
+        )
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_sources() {
+        let cwd = Path::new("/w");
+        for git in [
+            "https://example.com/x",
+            "ssh://h/x",
+            "git://h/x",
+            "file:///tmp/x",
+            "git@github.com:me/x",
+            "me/x.git",
+        ] {
+            assert_eq!(classify(git, cwd), Ok(Origin::Git(git.into())), "{git}");
+        }
+        assert_eq!(
+            classify("./ext", cwd),
+            Ok(Origin::Local(PathBuf::from("/w/ext")))
+        );
+        assert_eq!(classify(".", cwd), Ok(Origin::Local(PathBuf::from("/w"))));
+        assert_eq!(
+            classify("a:b/c", cwd),
+            Ok(Origin::Local(PathBuf::from("/w/a:b/c")))
+        );
+        assert!(classify("http://x/y", cwd).unwrap_err().contains("https"));
+    }
+}
