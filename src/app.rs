@@ -78,8 +78,8 @@ pub fn main() -> i32 {
     let args: Vec<String> = std::env::args().collect();
     let zut_home = crate::paths::zut_home();
     init_logging(&zut_home);
-    if args.get(1).map(String::as_str) == Some("ext") {
-        return run_ext(&args[2..], zut_home);
+    if let Some(code) = try_ext(&args[1..], &zut_home) {
+        return code;
     }
     let strs: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
     let cli = match Cli::from_args(&["zut"], &strs) {
@@ -249,15 +249,37 @@ fn default_model(provider: &str) -> &'static str {
     }
 }
 
-fn run_ext(args: &[String], zut_home: PathBuf) -> i32 {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let ctx = crate::cli::CliContext {
-        cwd,
-        zut_home,
+/// `zut [--ext PATH]… [--no-extensions] [--cwd DIR] ext …`: runs the
+/// management command and returns its status; `None` when the arguments
+/// are not an `ext` invocation.
+fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
+    let mut ctx = crate::cli::CliContext {
+        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        zut_home: zut_home.to_path_buf(),
         ext_paths: Vec::new(),
         no_extensions: false,
     };
-    crate::cli::run_ext(args, &ctx)
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "ext" => return Some(crate::cli::run_ext(&args[i + 1..], &ctx)),
+            "--no-extensions" => ctx.no_extensions = true,
+            "-e" | "--ext" if i + 1 < args.len() => {
+                i += 1;
+                ctx.ext_paths.push(discovery::absolute(
+                    &ctx.cwd,
+                    std::path::Path::new(&args[i]),
+                ));
+            }
+            "--cwd" if i + 1 < args.len() => {
+                i += 1;
+                ctx.cwd = discovery::absolute(&ctx.cwd, std::path::Path::new(&args[i]));
+            }
+            _ => return None,
+        }
+        i += 1;
+    }
+    None
 }
 
 /// `$ZUT_HOME/logs/zut.log`, level from `ZUT_LOG` (default info). Logging

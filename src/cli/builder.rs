@@ -74,7 +74,7 @@ pub(crate) fn preflight(b: Builder, m: &Manifest, src: &Path) -> Outcome<(PathBu
         )
         .into());
     }
-    let tool = manifest::find_on_path(b.tool()).map_err(|_| {
+    let tool = manifest::find_on_path(b.tool(), None).map_err(|_| {
         format!(
             "{} is not installed or not on PATH; install it, or build the extension yourself and install without {flag}",
             b.tool()

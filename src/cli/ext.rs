@@ -176,14 +176,15 @@ options:
     Command {
         name: "doctor",
         alias: None,
-        usage: "zut ext doctor [--json]",
+        usage: "zut ext doctor [--json] [NAME...]",
         summary: "diagnose loading, registration and conflicts",
         help: "\
 Runs the same discovery and startup as zut and reports what happened:
 manifest errors, disabled and shadowed extensions, load errors, ready or
 auto-ready, registered commands and tools, conflicts, warnings and log
-paths. Exit status 0 when everything is healthy, 1 otherwise.
-(Not yet available in this build: it needs the extension host runtime.)
+paths. With NAMEs, everything still starts (conflicts depend on it) but
+only those are reported. Exit status 0 when everything is healthy (no
+error, warning or conflict), 1 otherwise.
 
 options:
   --json      print the report as JSON
@@ -341,12 +342,8 @@ fn run_logs(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
     logs::logs(name, p.has("--follow"), &ctx.zut_home, io)
 }
 
-// PLACEHOLDER(doctor): `zut ext doctor` needs the host runtime (spawn,
-// handshake, registry) to report load errors and registrations; it will be
-// built on that runtime. Until then it says so and fails.
-fn run_doctor(p: &Parsed, _ctx: &CliContext, _io: &mut Io<'_>) -> Outcome {
-    no_positionals(p)?;
-    Err(Failure::Error("not yet available".into()))
+fn run_doctor(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
+    super::doctor::run(&p.positionals, p.has("--json"), ctx, io)
 }
 
 /// An installed extension directory that a name refers to.

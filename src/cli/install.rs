@@ -230,7 +230,7 @@ fn required_paths(m: &Manifest, src: &Path) -> Vec<PathBuf> {
 }
 
 fn stage_git(url: &str, staging: &Path, io: &mut Io<'_>) -> Outcome {
-    let git = manifest::find_on_path("git").map_err(|_| {
+    let git = manifest::find_on_path("git", None).map_err(|_| {
         "git is not installed or not on PATH; install git, or clone the repository yourself and install the directory".to_string()
     })?;
     let mut cmd = Command::new(git);
@@ -270,7 +270,9 @@ fn validate_staged(
     let label = origin.label();
     let m = manifest::load(staging).map_err(|e| relabel(e, &label))?;
     match &m.exec {
-        Some(Exec::Launcher { configured }) if manifest::find_on_path(configured).is_err() => {
+        Some(Exec::Launcher { configured })
+            if manifest::find_on_path(configured, None).is_err() =>
+        {
             warnings.push(format!(
                 "launcher {configured:?} is not on PATH; {} will not start until it is installed",
                 m.name

@@ -16,6 +16,7 @@
 mod args;
 mod builder;
 mod copy;
+pub mod doctor;
 pub mod edit;
 mod ext;
 mod ignore;

@@ -219,8 +219,10 @@ pub struct Ext {
     pub staged: Mutex<Option<Vec<Registration>>>,
     pub events: Mutex<HashSet<String>>,
     pub intercepts: Mutex<HashSet<String>>,
-    /// Refused registrations and other warnings, for doctor.
+    /// Warnings (stray output, auto-ready…), for doctor.
     pub warnings: Mutex<Vec<String>>,
+    /// Refused registrations (conflicts, reserved names), for doctor.
+    pub conflicts: Mutex<Vec<String>>,
     pub noise: Mutex<Noise>,
     pub shutdown_acked: AtomicBool,
 }
@@ -290,6 +292,7 @@ impl Ext {
             events: Mutex::new(HashSet::new()),
             intercepts: Mutex::new(HashSet::new()),
             warnings: Mutex::new(Vec::new()),
+            conflicts: Mutex::new(Vec::new()),
             noise: Mutex::new(Noise::default()),
             shutdown_acked: AtomicBool::new(false),
         });

@@ -211,6 +211,11 @@ impl Host {
         self.shared.threads.load(Ordering::SeqCst)
     }
 
+    /// The settings this host runs with.
+    pub fn config(&self) -> &HostConfig {
+        &self.shared.config
+    }
+
     /// The deadlines in force.
     pub fn deadlines(&self) -> Deadlines {
         self.shared.config.deadlines
@@ -641,7 +646,12 @@ impl Shared {
             tools,
             source: ext.ident.source.as_str().to_string(),
         });
-        for w in lock(&ext.warnings).clone() {
+        let warnings: Vec<String> = lock(&ext.warnings)
+            .iter()
+            .chain(lock(&ext.conflicts).iter())
+            .cloned()
+            .collect();
+        for w in warnings {
             self.emit(Event::ExtWarning {
                 extension: ext.ident.name.clone(),
                 message: w,
@@ -684,7 +694,7 @@ impl Shared {
         };
         if let Err(reason) = result {
             process::log_line(&ext.ident.log, &reason);
-            lock(&ext.warnings).push(reason.clone());
+            lock(&ext.conflicts).push(reason.clone());
             if live {
                 self.emit(Event::ExtWarning {
                     extension: name,

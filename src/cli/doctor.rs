@@ -1,0 +1,276 @@
+//! `zut ext doctor`: the same discovery and startup as zut itself, reported
+//! instead of failed soft.
+//!
+//! Every extension is started exactly as a run would start it (so load
+//! order, conflicts and deadlines are the real ones), then each discovered
+//! directory gets a report: its status, its manifest facts, the full load
+//! error (line breaks kept), ready or auto-ready, what it registered, what
+//! was refused and why, warnings, and its log. Healthy means no errors, no
+//! warnings and no conflicts; disabled and shadowed copies are choices, not
+//! problems.
+
+use super::suggest;
+use super::{CliContext, Failure, Io, Outcome};
+use crate::events::Collect;
+use crate::host::deadlines::Deadlines;
+use crate::host::discovery::{self, Status};
+use crate::host::ext::Phase;
+use crate::host::{Host, HostConfig, Loaded, Outcome as LoadOutcome};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One discovered directory, as doctor sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub name: String,
+    /// `ok`, `warning`, `error`, `disabled`, `shadowed`, `theme-only`.
+    pub status: &'static str,
+    pub source: &'static str,
+    pub directory: String,
+    pub version: String,
+    pub executable: String,
+    pub language: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+    /// `ready`, `auto-ready`, or absent when not running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready: Option<&'static str>,
+    pub commands: Vec<String>,
+    pub tools: Vec<String>,
+    pub conflicts: Vec<String>,
+    pub warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadowed_by: Option<String>,
+}
+
+impl Report {
+    fn healthy(&self) -> bool {
+        !matches!(self.status, "error" | "warning")
+    }
+}
+
+/// Runs doctor for `names` (all when empty).
+pub(crate) fn run(names: &[String], json: bool, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
+    let entries = discovery::discover(&discovery::Options {
+        cwd: ctx.cwd.clone(),
+        zut_home: ctx.zut_home.clone(),
+        ext_paths: ctx.ext_paths.clone(),
+        no_extensions: ctx.no_extensions,
+    });
+    if entries.is_empty() {
+        let _ = writeln!(
+            io.err,
+            "no extensions installed\nhint: install one with \"zut ext install <path|git-url>\""
+        );
+        return Ok(());
+    }
+    for n in names {
+        if !entries
+            .iter()
+            .any(|e| &e.name() == n || e.dir.file_name().is_some_and(|d| d == n.as_str()))
+        {
+            let known: Vec<String> = entries.iter().map(|e| e.name()).collect();
+            return Err(Failure::Error(format!(
+                "no extension named {n:?}{}",
+                suggest::did_you_mean(&suggest::suggestions(n, known.iter().map(String::as_str)))
+            )));
+        }
+    }
+    let mut deadlines = Deadlines::from_env();
+    deadlines.shutdown_grace = deadlines.shutdown_grace.min(Duration::from_millis(500));
+    let saved = crate::config::load(&ctx.zut_home).unwrap_or_default();
+    let config = HostConfig {
+        zut_home: ctx.zut_home.clone(),
+        cwd: ctx.cwd.clone(),
+        provider: saved.provider.unwrap_or_default(),
+        model: saved.model.unwrap_or_default(),
+        deadlines,
+        interactive: false,
+        search_path: None,
+    };
+    let _ = writeln!(io.err, "starting extensions…");
+    let host = Host::start(config, Arc::new(Collect::default()), entries, &io.cancel);
+    let reports: Vec<Report> = host
+        .loaded()
+        .iter()
+        .map(|l| report(&host, l))
+        .filter(|r| {
+            names.is_empty()
+                || names
+                    .iter()
+                    .any(|n| n == &r.name || r.directory.ends_with(&format!("/{n}")))
+        })
+        .collect();
+    host.shutdown();
+    if io.cancel.is_cancelled() {
+        return Err(Failure::Interrupted);
+    }
+    let text = if json {
+        render_json(&reports)
+    } else {
+        render_text(&reports)
+    };
+    io.out
+        .write_all(text.as_bytes())
+        .map_err(|_| Failure::StdoutClosed)?;
+    if reports.iter().all(Report::healthy) {
+        Ok(())
+    } else {
+        Err(Failure::Error(format!(
+            "{} of {} extensions need attention",
+            reports.iter().filter(|r| !r.healthy()).count(),
+            reports.len()
+        )))
+    }
+}
+
+fn report(host: &Host, l: &Loaded) -> Report {
+    let m = l.entry.manifest();
+    let mut r = Report {
+        name: l.entry.name(),
+        status: "ok",
+        source: l.entry.source.as_str(),
+        directory: l.entry.dir.display().to_string(),
+        version: m.map(|m| m.version.clone()).unwrap_or_default(),
+        executable: m
+            .and_then(|m| m.exec.as_ref())
+            .map(|e| e.configured().to_string())
+            .unwrap_or_default(),
+        language: m.map(|m| m.language.clone()).unwrap_or_default(),
+        log: None,
+        ready: None,
+        commands: Vec::new(),
+        tools: Vec::new(),
+        conflicts: Vec::new(),
+        warnings: Vec::new(),
+        error: None,
+        shadowed_by: None,
+    };
+    match (&l.entry.status, &l.outcome) {
+        (Status::Disabled(_), _) => r.status = "disabled",
+        (Status::Shadowed { by, .. }, _) => {
+            r.status = "shadowed";
+            r.shadowed_by = Some(by.display().to_string());
+        }
+        (_, LoadOutcome::ThemeOnly) => r.status = "theme-only",
+        (_, LoadOutcome::Failed(message)) => {
+            r.status = "error";
+            r.error = Some(message.clone());
+            if let Some(m) = m {
+                r.log = Some(
+                    crate::paths::ext_log(&host_home(host), &m.name)
+                        .display()
+                        .to_string(),
+                );
+            }
+        }
+        (_, LoadOutcome::Started(ext)) => {
+            r.log = Some(ext.ident.log.display().to_string());
+            r.warnings = ext.warnings.lock().map(|w| w.clone()).unwrap_or_default();
+            r.conflicts = ext.conflicts.lock().map(|w| w.clone()).unwrap_or_default();
+            r.commands = host
+                .commands()
+                .into_iter()
+                .filter(|c| c.ext == ext.ident.id)
+                .map(|c| format!("/{}", c.name))
+                .collect();
+            r.tools = host
+                .tools()
+                .into_iter()
+                .filter(|t| t.ext == ext.ident.id)
+                .map(|t| match (t.deferred, t.interactive) {
+                    (true, _) => format!("{} (deferred)", t.name),
+                    (_, true) => format!("{} (interactive)", t.name),
+                    _ => t.name,
+                })
+                .collect();
+            match ext.phase() {
+                Phase::Ready { auto } => r.ready = Some(if auto { "auto-ready" } else { "ready" }),
+                Phase::Disconnected(reason) => {
+                    r.status = "error";
+                    r.error = Some(reason);
+                }
+                _ => {}
+            }
+            if r.status == "ok" && !(r.warnings.is_empty() && r.conflicts.is_empty()) {
+                r.status = "warning";
+            }
+        }
+        (_, LoadOutcome::Skipped) => {}
+    }
+    r
+}
+
+fn host_home(host: &Host) -> std::path::PathBuf {
+    host.config().zut_home.clone()
+}
+
+/// The human report; multi-line messages keep their line breaks, indented.
+pub fn render_text(reports: &[Report]) -> String {
+    let mut s = String::from("zut extension doctor\n");
+    for r in reports {
+        s.push_str(&format!("\n{} [{}] {}\n", r.name, r.source, r.status));
+        let mut field = |k: &str, v: &str| {
+            if !v.is_empty() {
+                s.push_str(&format!("  {k}: {}\n", indent(v)));
+            }
+        };
+        field("directory", &r.directory);
+        field("version", &r.version);
+        field("executable", &r.executable);
+        field("language", &r.language);
+        field("log", r.log.as_deref().unwrap_or(""));
+        field("ready", r.ready.unwrap_or(""));
+        field("shadowed by", r.shadowed_by.as_deref().unwrap_or(""));
+        field("error", r.error.as_deref().unwrap_or(""));
+        if r.status == "disabled" {
+            field(
+                "note",
+                "disabled in extension.json; enable it with: zut ext enable NAME",
+            );
+        }
+        if !r.commands.is_empty() {
+            field("commands", &r.commands.join(" "));
+        }
+        if !r.tools.is_empty() {
+            field("tools", &r.tools.join(" "));
+        }
+        for c in &r.conflicts {
+            field("conflict", c);
+        }
+        for w in &r.warnings {
+            field("warning", w);
+        }
+    }
+    let count = |st: &str| reports.iter().filter(|r| r.status == st).count();
+    s.push_str(&format!(
+        "\n{} extensions: {} ok, {} with warnings, {} failed, {} disabled, {} shadowed, {} theme-only\n",
+        reports.len(),
+        count("ok"),
+        count("warning"),
+        count("error"),
+        count("disabled"),
+        count("shadowed"),
+        count("theme-only")
+    ));
+    s
+}
+
+fn indent(v: &str) -> String {
+    v.trim_end().replace('\n', "\n    ")
+}
+
+/// `{"healthy": bool, "extensions": [...]}`.
+pub fn render_json(reports: &[Report]) -> String {
+    let doc = serde_json::json!({
+        "healthy": reports.iter().all(Report::healthy),
+        "extensions": reports,
+    });
+    format!(
+        "{}\n",
+        serde_json::to_string_pretty(&doc).unwrap_or_default()
+    )
+}

@@ -1,0 +1,159 @@
+//! `zut ext doctor` against real fixture extensions: one report per
+//! discovered directory, the right status for each failure kind, line
+//! breaks kept, JSON for scripts, exit status 1 unless all is healthy.
+
+mod support;
+
+use support::*;
+use zut::cancel::CancelToken;
+use zut::cli::{run_ext_io, CliContext, Io};
+
+fn doctor(ctx: &CliContext, args: &[&str]) -> (i32, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let mut io = Io {
+        out: &mut out,
+        err: &mut err,
+        out_is_tty: false,
+        color: false,
+        cancel: CancelToken::never(),
+    };
+    let mut argv = vec!["doctor".to_string()];
+    argv.extend(args.iter().map(|s| s.to_string()));
+    let code = run_ext_io(&argv, ctx, &mut io);
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+fn ctx(sb: &Sandbox, ext_paths: Vec<std::path::PathBuf>) -> CliContext {
+    CliContext {
+        cwd: sb.cwd(),
+        zut_home: sb.home(),
+        ext_paths,
+        no_extensions: false,
+    }
+}
+
+#[test]
+fn doctor_reports_every_kind_of_problem() {
+    let sb = Sandbox::new();
+    let flags = vec![
+        sb.fixture("fx-normal", &[]),
+        sb.fixture("fx-conflicts", &[]),
+        sb.fixture("fx-exit-3", &[]),
+        sb.fixture("fx-wrong-protocol", &[]),
+        sb.fixture("fx-garbage", &[]),
+    ];
+    // A project copy shadows a global one; a disabled and a broken one.
+    let project = sb.cwd().join(".zut/extensions");
+    let global = sb.home().join("extensions");
+    for (root, name, json) in [
+        (
+            &project,
+            "dup",
+            r#"{"name":"dup","exec":"sh","args":["-c","exit 0"]}"#,
+        ),
+        (&global, "dup", r#"{"name":"dup","exec":"sh"}"#),
+        (
+            &global,
+            "off",
+            r#"{"name":"off","exec":"sh","enabled":false}"#,
+        ),
+        (
+            &global,
+            "broken",
+            r#"{"name":"broken","exec":"../../outside"}"#,
+        ),
+    ] {
+        std::fs::create_dir_all(root.join(name)).unwrap();
+        std::fs::write(root.join(name).join("extension.json"), json).unwrap();
+    }
+    let (code, out, err) = doctor(&ctx(&sb, flags), &["--json"]);
+    assert_eq!(code, 1, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["healthy"], false);
+    let by_name = |n: &str, source: &str| {
+        doc["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == n && e["source"] == source)
+            .unwrap_or_else(|| panic!("{n} missing from {out}"))
+            .clone()
+    };
+    let normal = by_name("fx-normal", "flag");
+    assert_eq!(normal["status"], "ok");
+    assert_eq!(normal["ready"], "ready");
+    assert!(normal["commands"]
+        .as_array()
+        .unwrap()
+        .contains(&"/Ping".into()));
+    assert!(normal["tools"]
+        .as_array()
+        .unwrap()
+        .contains(&"fx_hidden (deferred)".into()));
+    assert!(normal["log"]
+        .as_str()
+        .unwrap()
+        .ends_with("logs/ext-fx-normal.log"));
+    let conflicts = by_name("fx-conflicts", "flag");
+    assert_eq!(conflicts["status"], "warning");
+    let c = conflicts["conflicts"].to_string();
+    assert!(
+        c.contains("/echo refused: already registered by extension fx-normal")
+            && c.contains("reserved"),
+        "{c}"
+    );
+    let exit3 = by_name("fx-exit-3", "flag");
+    assert_eq!(exit3["status"], "error");
+    let e = exit3["error"].as_str().unwrap();
+    assert!(
+        e.contains("exit status 3")
+            && e.contains("\n  directory: ")
+            && e.contains("language: python"),
+        "{e}"
+    );
+    assert!(by_name("fx-wrong-protocol", "flag")["error"]
+        .as_str()
+        .unwrap()
+        .contains("protocol version 1"));
+    assert_eq!(by_name("fx-garbage", "flag")["status"], "warning");
+    assert_eq!(
+        by_name("dup", "project")["status"],
+        "error",
+        "sh -c 'exit 0' never says hello"
+    );
+    let shadowed = by_name("dup", "global");
+    assert_eq!(shadowed["status"], "shadowed");
+    assert!(shadowed["shadowed_by"]
+        .as_str()
+        .unwrap()
+        .ends_with(".zut/extensions/dup"));
+    assert_eq!(by_name("off", "global")["status"], "disabled");
+    assert!(by_name("broken", "global")["error"]
+        .as_str()
+        .unwrap()
+        .contains("\"exec\""));
+}
+
+#[test]
+fn doctor_text_keeps_line_breaks_and_filters_by_name() {
+    let sb = Sandbox::new();
+    let flags = vec![sb.fixture("fx-normal", &[]), sb.fixture("fx-exit-3", &[])];
+    let (code, out, _) = doctor(&ctx(&sb, flags.clone()), &["fx-exit-3"]);
+    assert_eq!(code, 1);
+    assert!(out.starts_with("zut extension doctor\n"), "{out}");
+    assert!(out.contains("fx-exit-3 [flag] error"), "{out}");
+    assert!(
+        out.contains("exit status 3\n    extension fx-exit-3\n      directory: "),
+        "{out}"
+    );
+    assert!(!out.contains("fx-normal [flag]"), "filtered: {out}");
+    let (code, out, _) = doctor(&ctx(&sb, flags.clone()), &["fx-normal"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, _, err) = doctor(&ctx(&sb, flags), &["fx-nromal"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("did you mean \"fx-normal\""), "{err}");
+}
