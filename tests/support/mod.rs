@@ -66,7 +66,8 @@ impl Sandbox {
         self.fixture_as(name, name, extra)
     }
 
-    /// Like [`Sandbox::fixture`], installed under directory `dir_name`.
+    /// Like [`Sandbox::fixture`], installed and named `dir_name` (the
+    /// manifest and the hello frame both carry the new name).
     pub fn fixture_as(&self, name: &str, dir_name: &str, extra: &[String]) -> PathBuf {
         let src = fixtures().join(name);
         let dst = self.dir.path().join("exts").join(dir_name);
@@ -85,6 +86,12 @@ impl Sandbox {
                 }
             }
             args.extend(extra.iter().map(|s| serde_json::Value::from(s.as_str())));
+            if dir_name != name {
+                args.push(format!("name={dir_name}").into());
+            }
+        }
+        if dir_name != name {
+            m["name"] = dir_name.into();
         }
         std::fs::write(&manifest_path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
         dst

@@ -1,0 +1,512 @@
+//! Extension tools and the transport rules under `tool_call`, against real
+//! fixture processes: results with text and images, errors, deadlines,
+//! interactive refusal, `tool_cancel` only for those who asked, late
+//! results, queue overflow, write timeouts, withdrawal and torn frames,
+//! out-of-order answers, crashes mid-call, deferred activation and
+//! concurrent calls in one model turn.
+
+mod support;
+
+use serde_json::{json, Value};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+use support::*;
+use zut::cancel::{self, CancelToken};
+use zut::events::Event;
+use zut::host::ext::Phase;
+use zut_ext::wire::{ContentBlock, EventPayload};
+
+fn never() -> CancelToken {
+    CancelToken::never()
+}
+
+fn text(r: &zut::host::ToolReply) -> String {
+    zut::agent::content_text(&r.content)
+}
+
+#[test]
+fn a_tool_returns_text_and_image_with_attribution() {
+    let sb = Sandbox::new();
+    let (host, _) = sb.start(&[sb.fixture("fx-normal", &[])]);
+    let r = host
+        .call_tool("fx_normal_echo", &json!({"text": "hi"}), &never())
+        .unwrap();
+    assert!(!r.is_error);
+    assert_eq!(r.extension, "fx-normal");
+    assert_eq!(r.content[0], ContentBlock::text(r#"echo {"text": "hi"}"#));
+    assert!(
+        matches!(&r.content[1], ContentBlock::Image { mime_type, data } if mime_type == "image/png" && !data.is_empty())
+    );
+    let r = host.call_tool("fx_fail", &json!({}), &never()).unwrap();
+    assert!(r.is_error);
+    assert_eq!(text(&r), "nope");
+    assert!(host
+        .call_tool("no_such_tool", &json!({}), &never())
+        .is_none());
+    shutdown_clean(host);
+}
+
+#[test]
+fn a_timeout_is_a_tool_error_and_cancel_goes_only_to_those_who_asked() {
+    let sb = Sandbox::new();
+    let with = sb.path("with-cap");
+    let without = sb.path("without-cap");
+    let a = sb.fixture(
+        "fx-normal",
+        &[opt("marker", &with), "caps=tools,tool_cancel".into()],
+    );
+    let b = sb.fixture_as("fx-normal", "fx-plain", &[opt("marker", &without)]);
+    let mut config = sb.config();
+    config.deadlines.tool = Duration::from_millis(200);
+    // fx-plain's tools clash with fx-normal's except the prefixed ones.
+    let (host, _) = sb.start_with(config, &[a, b]);
+    let r = host.call_tool("fx_hang", &json!({}), &never()).unwrap();
+    assert!(r.is_error);
+    assert_eq!(
+        text(&r),
+        "extension fx-normal/fx_hang failed: timeout waiting for fx-normal/fx_hang after 200 ms"
+    );
+    assert!(eventually(Duration::from_secs(3), || {
+        std::fs::read_to_string(&with)
+            .unwrap_or_default()
+            .contains("tool_cancel:")
+    }));
+    // Normal completion never sends tool_cancel.
+    let before = std::fs::read_to_string(&with)
+        .unwrap()
+        .matches("tool_cancel")
+        .count();
+    host.call_tool("fx_normal_echo", &json!({}), &never())
+        .unwrap();
+    // fx-plain lacks the capability: its timed-out call gets no tool_cancel.
+    let r = host
+        .call_tool(
+            "fx_plain_wait",
+            &json!({"path": sb.path("never").display().to_string()}),
+            &never(),
+        )
+        .unwrap();
+    assert!(r.is_error && text(&r).contains("timeout"), "{}", text(&r));
+    host.call_tool("fx_plain_echo", &json!({}), &never())
+        .unwrap(); // a round trip after the timeout
+    assert!(!std::fs::read_to_string(&without)
+        .unwrap()
+        .contains("tool_cancel"));
+    assert_eq!(
+        std::fs::read_to_string(&with)
+            .unwrap()
+            .matches("tool_cancel")
+            .count(),
+        before
+    );
+    shutdown_clean(host);
+}
+
+#[test]
+fn a_late_result_is_ignored() {
+    let sb = Sandbox::new();
+    let mut config = sb.config();
+    config.deadlines.tool = Duration::from_millis(100);
+    let (host, sink) = sb.start_with(config, &[sb.fixture("fx-normal", &[])]);
+    let r = host.call_tool("fx_late", &json!({}), &never()).unwrap();
+    assert!(r.is_error && text(&r).contains("timeout"));
+    // The late answer arrives ~200 ms later; the next calls are unaffected.
+    let r = host
+        .call_tool("fx_slow", &json!({"ms": 400}), &never())
+        .unwrap();
+    assert!(r.is_error, "400 ms is past the deadline too");
+    let r = host
+        .call_tool("fx_normal_echo", &json!({"text": "after"}), &never())
+        .unwrap();
+    assert!(text(&r).contains("after"));
+    assert!(error_of(&sink.events(), "fx-normal").is_none());
+    shutdown_clean(host);
+}
+
+#[test]
+fn interactive_tools_are_refused_outside_the_terminal() {
+    let sb = Sandbox::new();
+    let (host, _) = sb.start(&[sb.fixture("fx-normal", &[])]);
+    let r = host.call_tool("fx_ask", &json!({}), &never()).unwrap();
+    assert!(r.is_error);
+    assert!(text(&r).contains("interactive tool"), "{}", text(&r));
+    shutdown_clean(host);
+}
+
+#[test]
+fn interactive_tools_wait_without_deadline_until_cancelled() {
+    let sb = Sandbox::new();
+    let mut config = sb.config();
+    config.interactive = true;
+    config.deadlines.tool = Duration::from_millis(50);
+    let (host, _) = sb.start_with(config, &[sb.fixture("fx-normal", &[])]);
+    let (canceller, token) = cancel::pair();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300)); // well past the tool deadline
+        canceller.cancel();
+    });
+    let r = host.call_tool("fx_ask", &json!({}), &token).unwrap();
+    t.join().unwrap();
+    assert!(r.is_error);
+    assert!(text(&r).ends_with("failed: aborted"), "{}", text(&r));
+    shutdown_clean(host);
+}
+
+#[test]
+fn out_of_order_answers_reach_their_callers() {
+    let sb = Sandbox::new();
+    let (host, _) = sb.start(&[sb.fixture("fx-normal", &[])]);
+    let host = Arc::new(host);
+    let slow = {
+        let host = host.clone();
+        std::thread::spawn(move || {
+            host.call_tool("fx_slow", &json!({"ms": 300}), &never())
+                .unwrap()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    let fast = host
+        .call_tool("fx_slow", &json!({"ms": 1}), &never())
+        .unwrap();
+    let slow = slow.join().unwrap();
+    // Each answer names its own correlation id, and the ids differ.
+    let (s, f) = (text(&slow), text(&fast));
+    assert!(
+        s.starts_with("slow ") && f.starts_with("slow ") && s != f,
+        "{s} / {f}"
+    );
+    shutdown_clean(Arc::try_unwrap(host).ok().unwrap());
+}
+
+#[test]
+fn a_crash_during_a_call_fails_it_at_once() {
+    let sb = Sandbox::new();
+    let (host, sink) = sb.start(&[sb.fixture("fx-normal", &[])]);
+    let r = host.call_tool("fx_crash", &json!({}), &never()).unwrap();
+    assert!(r.is_error);
+    assert!(text(&r).contains("exit status 9"), "{}", text(&r));
+    let events = sink.events();
+    assert!(error_of(&events, "fx-normal").is_some());
+    assert!(events.contains(&Event::ExtChromeClear {
+        extension: "fx-normal".into()
+    }));
+    let r = host.call_tool("fx_fail", &json!({}), &never());
+    assert!(r.is_none(), "the dead extension's tools are gone");
+    shutdown_clean(host);
+}
+
+#[test]
+fn a_full_queue_disconnects_instead_of_dropping_frames() {
+    let sb = Sandbox::new();
+    let mut config = sb.config();
+    config.deadlines.write = Duration::from_secs(30);
+    let (host, sink) = sb.start_with(config, &[sb.fixture("fx-no-read", &[])]);
+    // The extension never reads: the pipe fills, the writer blocks, the
+    // queue fills, and the next frame overflows it.
+    let big = EventPayload {
+        step: 1,
+        text: "x".repeat(4096),
+        ..EventPayload::named("turn_start")
+    };
+    for _ in 0..400 {
+        host.emit_event(&big);
+    }
+    let msg = error_of(&sink.events(), "fx-no-read").expect("disconnected");
+    assert!(
+        msg.contains("queue overflowed (256 frames / 16 MiB)"),
+        "{msg}"
+    );
+    shutdown_clean(host);
+}
+
+#[test]
+fn a_blocked_write_disconnects_after_the_write_deadline() {
+    let sb = Sandbox::new();
+    let mut config = sb.config();
+    config.deadlines.write = Duration::from_millis(200);
+    let (host, sink) = sb.start_with(config, &[sb.fixture("fx-no-read", &[])]);
+    let big = EventPayload {
+        step: 1,
+        text: "x".repeat(1 << 20),
+        ..EventPayload::named("turn_start")
+    };
+    host.emit_event(&big);
+    assert!(eventually(Duration::from_secs(5), || error_of(
+        &sink.events(),
+        "fx-no-read"
+    )
+    .is_some()));
+    let msg = error_of(&sink.events(), "fx-no-read").unwrap();
+    assert!(msg.contains("write blocked for 200 ms"), "{msg}");
+    shutdown_clean(host);
+}
+
+#[test]
+fn a_cancelled_call_still_queued_is_withdrawn_and_the_transport_stays_healthy() {
+    let sb = Sandbox::new();
+    let mut config = sb.config();
+    config.deadlines.write = Duration::from_secs(30);
+    let (host, _) = sb.start_with(config, &[sb.fixture("fx-no-read", &[])]);
+    // Block the writer on a frame larger than the pipe buffer.
+    host.emit_event(&EventPayload {
+        step: 1,
+        text: "x".repeat(1 << 20),
+        ..EventPayload::named("turn_start")
+    });
+    let (canceller, token) = cancel::pair();
+    canceller.cancel();
+    let r = host.call_tool("stuck_tool", &json!({}), &token).unwrap();
+    assert!(text(&r).ends_with("failed: aborted"), "{}", text(&r));
+    assert!(
+        host.extensions()[0].connected(),
+        "withdrawing a queued frame keeps the transport"
+    );
+    shutdown_clean(host);
+}
+
+#[test]
+fn a_cancelled_call_whose_write_began_tears_the_stream() {
+    let sb = Sandbox::new();
+    let mut config = sb.config();
+    config.deadlines.write = Duration::from_secs(30);
+    let (host, sink) = sb.start_with(config, &[sb.fixture("fx-no-read", &[])]);
+    let (canceller, token) = cancel::pair();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        canceller.cancel();
+    });
+    // Arguments far larger than the pipe: the write begins and blocks.
+    let r = host
+        .call_tool("stuck_tool", &json!({"blob": "y".repeat(1 << 20)}), &token)
+        .unwrap();
+    t.join().unwrap();
+    assert!(r.is_error);
+    let ext = &host.started()[0];
+    assert!(
+        matches!(ext.phase(), Phase::Disconnected(ref m) if m.contains("torn frame")),
+        "{:?}",
+        ext.phase()
+    );
+    assert!(error_of(&sink.events(), "fx-no-read")
+        .unwrap()
+        .contains("torn frame"));
+    shutdown_clean(host);
+}
+
+// ----- through the agent loop -----
+
+fn zut(sb: &Sandbox) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_zut"));
+    c.current_dir(sb.cwd())
+        .env("ZUT_HOME", sb.home())
+        .env("PATH", search_path())
+        .stdin(Stdio::null());
+    c
+}
+
+fn script(sb: &Sandbox, lines: &[Value]) -> String {
+    let path = sb.path("script.jsonl");
+    std::fs::write(
+        &path,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+fn json_lines(bytes: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn deferred_tools_are_advertised_after_activation() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-normal", &[]);
+    let log = sb.path("log.jsonl");
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [{"id": "l", "name": "fx_loader", "args": {}}]}),
+            json!({"tool_calls": [{"id": "h", "name": "fx_hidden", "args": {}}]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let out = zut(&sb)
+        .arg("-e")
+        .arg(&ext)
+        .args(["--provider", "script", "--script", &s, "--script-log"])
+        .arg(&log)
+        .args(["-p", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = json_lines(&std::fs::read(&log).unwrap());
+    let names = |i: usize| -> Vec<String> {
+        requests[i]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(names(0).contains(&"fx_loader".to_string()));
+    assert!(
+        !names(0).contains(&"fx_hidden".to_string()),
+        "deferred tools are not advertised at first"
+    );
+    assert!(
+        names(1).contains(&"fx_hidden".to_string()),
+        "activated from the next request on"
+    );
+    assert!(!names(1).contains(&"no_such_tool".to_string()));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "done\n",
+        "print mode: nothing but the answer"
+    );
+    let request = &requests[2]["messages"];
+    let result = request
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["content"][0]["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(result["content"][0]["content"][0]["text"], "hidden ran");
+}
+
+#[test]
+fn tool_calls_to_different_extensions_run_concurrently_in_model_order() {
+    let sb = Sandbox::new();
+    let a = sb.fixture_as("fx-normal", "fx-a", &[]);
+    let b = sb.fixture_as("fx-normal", "fx-b", &[]);
+    let flag = sb.path("flag").display().to_string();
+    // fx-a waits for a file that only fx-b's later call creates: run one
+    // after the other, the wait would fail.
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [
+                {"id": "w", "name": "fx_a_wait", "args": {"path": flag}},
+                {"id": "t", "name": "fx_b_touch", "args": {"path": flag}}
+            ]}),
+            json!({"text": "ok"}),
+        ],
+    );
+    let out = zut(&sb)
+        .args(["-e"])
+        .arg(&a)
+        .arg("-e")
+        .arg(&b)
+        .args([
+            "--provider",
+            "script",
+            "--script",
+            &s,
+            "--mode",
+            "json",
+            "go",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Vec<Value> = json_lines(&out.stdout)
+        .into_iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert_eq!(
+        (results[0]["id"].as_str(), results[1]["id"].as_str()),
+        (Some("w"), Some("t")),
+        "model order"
+    );
+    assert_eq!(results[0]["content"][0]["text"], "saw it");
+    assert_eq!(results[0]["extension"], "fx-a");
+    assert_eq!(results[1]["extension"], "fx-b");
+}
+
+#[test]
+fn interactive_tools_are_refused_in_print_mode() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-normal", &[]);
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [{"id": "q", "name": "fx_ask", "args": {}}]}),
+            json!({"text": "ok"}),
+        ],
+    );
+    let out = zut(&sb)
+        .arg("-e")
+        .arg(&ext)
+        .args([
+            "--provider",
+            "script",
+            "--script",
+            &s,
+            "--mode",
+            "json",
+            "go",
+        ])
+        .output()
+        .unwrap();
+    let r = json_lines(&out.stdout)
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(r["is_error"], true);
+    assert!(r["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("interactive"));
+}
+
+#[test]
+fn a_tool_timeout_from_the_environment_reaches_the_model() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-normal", &[]);
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [{"id": "h", "name": "fx_hang", "args": {}}]}),
+            json!({"text": "ok"}),
+        ],
+    );
+    let out = zut(&sb)
+        .env("ZUT_TOOL_TIMEOUT_MS", "150")
+        .arg("-e")
+        .arg(&ext)
+        .args([
+            "--provider",
+            "script",
+            "--script",
+            &s,
+            "--mode",
+            "json",
+            "go",
+        ])
+        .output()
+        .unwrap();
+    let r = json_lines(&out.stdout)
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(
+        r["content"][0]["text"],
+        "extension fx-normal/fx_hang failed: timeout waiting for fx-normal/fx_hang after 150 ms"
+    );
+}
