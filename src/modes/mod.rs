@@ -50,6 +50,8 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
     let zut_home = run.host.zut_home.clone();
     let cwd = run.host.cwd.clone();
     let host = Host::start(run.host, sink.clone(), entries, cancel);
+    // No sessions yet: session_start carries no session.
+    host.emit_event(&zut_ext::wire::EventPayload::named("session_start"));
     let code = match run.prompt.as_deref().map(str::trim) {
         None | Some("") => EXIT_OK,
         Some(p) => {

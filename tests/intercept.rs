@@ -1,0 +1,483 @@
+//! Lifecycle events, interception and tool confirmation end to end: real
+//! interceptor extensions, the real binary with the scripted provider, and
+//! `--script-log` to see exactly what the model was sent.
+
+mod support;
+
+use serde_json::{json, Value};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use support::*;
+use zut::agent::{Agent, ConfirmRequest, Confirmer, Decision, Options, Outcome};
+use zut::cancel::CancelToken;
+use zut::events::Event;
+
+fn zut(sb: &Sandbox) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_zut"));
+    c.current_dir(sb.cwd())
+        .env("ZUT_HOME", sb.home())
+        .env("PATH", search_path())
+        .stdin(Stdio::null());
+    c
+}
+
+fn script(sb: &Sandbox, lines: &[Value]) -> String {
+    let path = sb.path("script.jsonl");
+    std::fs::write(
+        &path,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+fn lines(bytes: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Runs a JSON-mode prompt with these extensions and script; returns the
+/// output and the requests the provider received.
+fn run(
+    sb: &Sandbox,
+    exts: &[std::path::PathBuf],
+    script_lines: &[Value],
+    extra: &[&str],
+) -> (Output, Vec<Value>) {
+    let s = script(sb, script_lines);
+    let log = sb.path("requests.jsonl");
+    let _ = std::fs::remove_file(&log);
+    let mut c = zut(sb);
+    for e in exts {
+        c.arg("-e").arg(e);
+    }
+    let out = c
+        .args(["--provider", "script", "--script", &s, "--script-log"])
+        .arg(&log)
+        .args(extra)
+        .output()
+        .unwrap();
+    let requests = std::fs::read(&log).map(|b| lines(&b)).unwrap_or_default();
+    (out, requests)
+}
+
+fn bash(id: &str, command: &str) -> Value {
+    json!({"tool_calls": [{"id": id, "name": "bash", "args": {"command": command, "timeout": 10}}]})
+}
+
+fn find(events: &[Value], t: &str) -> Vec<Value> {
+    events.iter().filter(|e| e["type"] == t).cloned().collect()
+}
+
+#[test]
+fn a_guard_blocks_dangerous_bash_and_the_model_sees_the_reason() {
+    let sb = Sandbox::new();
+    let victim = sb.cwd().join("precious");
+    std::fs::create_dir(&victim).unwrap();
+    let (out, requests) = run(
+        &sb,
+        &[sb.fixture("fx-guard", &[])],
+        &[
+            bash("c1", &format!("rm -rf {}", victim.display())),
+            bash("c2", "echo fine"),
+            json!({"text": "ok"}),
+        ],
+        &["--yolo", "--mode", "json", "clean up"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(victim.exists(), "the blocked command did not run");
+    let ev = lines(&out.stdout);
+    let blocked = find(&ev, "tool_blocked");
+    assert_eq!(blocked.len(), 1);
+    assert_eq!(
+        blocked[0]["reason"],
+        "refused: matches danger pattern \"rm -rf\""
+    );
+    let results = find(&ev, "tool_result");
+    assert_eq!(results[0]["is_error"], true);
+    assert_eq!(results[1]["content"][0]["text"], "fine\n");
+    // The model receives the reason as the tool error.
+    let msgs = requests[1]["messages"].as_array().unwrap();
+    let result = &msgs.last().unwrap()["content"][0];
+    assert_eq!(
+        (
+            result["is_error"].as_bool(),
+            result["content"][0]["text"].as_str()
+        ),
+        (
+            Some(true),
+            Some("refused: matches danger pattern \"rm -rf\"")
+        )
+    );
+}
+
+#[test]
+fn rewrites_chain_in_load_order() {
+    let sb = Sandbox::new();
+    let (a, b) = (
+        sb.fixture("fx-rewrite-a", &[]),
+        sb.fixture("fx-rewrite-b", &[]),
+    );
+    let (out, requests) = run(
+        &sb,
+        &[a.clone(), b.clone()],
+        &[bash("c1", "echo start"), json!({"text": "ok"})],
+        &["--yolo", "--mode", "json", "go"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let call = &find(&lines(&out.stdout), "tool_call")[0];
+    assert_eq!(
+        call["args"],
+        json!({"command": "echo start A B", "timeout": 10}),
+        "tool_call shows the args after rewrites"
+    );
+    let msgs = requests[1]["messages"].as_array().unwrap();
+    assert_eq!(
+        msgs[1]["content"][0]["args"]["command"], "echo start",
+        "the transcript keeps the model's call"
+    );
+    assert_eq!(msgs[2]["content"][0]["content"][0]["text"], "start A B\n");
+    // Reversed load order, reversed chain.
+    let (out, _) = run(
+        &sb,
+        &[b, a],
+        &[bash("c1", "echo start"), json!({"text": "ok"})],
+        &["--yolo", "--mode", "json", "go"],
+    );
+    assert_eq!(
+        find(&lines(&out.stdout), "tool_call")[0]["args"]["command"],
+        "echo start B A"
+    );
+}
+
+#[test]
+fn malformed_modified_args_keep_the_original() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-badargs", &[]);
+    let (out, _) = run(
+        &sb,
+        &[ext],
+        &[bash("c1", "echo same"), json!({"text": "ok"})],
+        &["--yolo", "--mode", "json", "go"],
+    );
+    let ev = lines(&out.stdout);
+    assert_eq!(find(&ev, "tool_call")[0]["args"]["command"], "echo same");
+    assert_eq!(find(&ev, "tool_result")[0]["content"][0]["text"], "same\n");
+    let log = std::fs::read_to_string(sb.home().join("logs/ext-fx-badargs.log")).unwrap();
+    assert!(
+        log.contains("modified_args for bash ignored: it must be a JSON object, got a string"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_rewrite_dropping_the_bash_timeout_is_a_tool_error() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-rewrite-a", &[]);
+    // The model's own call lacks the timeout; the rewrite keeps it missing.
+    let (out, _) = run(
+        &sb,
+        &[ext],
+        &[
+            json!({"tool_calls": [{"id": "c1", "name": "bash", "args": {"command": "echo x"}}]}),
+            json!({"text": "ok"}),
+        ],
+        &["--yolo", "--mode", "json", "go"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let r = &find(&lines(&out.stdout), "tool_result")[0];
+    assert_eq!(r["is_error"], true);
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("timeout"),
+        "{r}"
+    );
+}
+
+#[test]
+fn a_turn_gate_blocks_before_the_model_is_called() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-gate", &[]);
+    let (out, requests) = run(
+        &sb,
+        &[ext.clone()],
+        &[json!({"text": "never"})],
+        &["-p", "hi"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("turn blocked: closed for maintenance"),
+        "{err}"
+    );
+    assert!(requests.is_empty(), "the provider was never called");
+    let (out, _) = run(
+        &sb,
+        &[ext],
+        &[json!({"text": "never"})],
+        &["--mode", "json", "hi"],
+    );
+    let ev = lines(&out.stdout);
+    assert!(find(&ev, "turn_blocked")[0]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("closed for maintenance"));
+    let end = &find(&ev, "turn_end")[0];
+    assert_eq!(end["stop"], "error");
+}
+
+#[test]
+fn hidden_context_goes_to_one_request_only_and_is_never_persisted() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-context", &[]);
+    let (out, requests) = run(
+        &sb,
+        &[ext],
+        &[bash("c1", "echo a"), json!({"text": "ok"})],
+        &["--yolo", "-p", "go"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        requests[0]["hidden_context"],
+        json!(["[fx-context]\nCurrent phase: parse files (step 1)"])
+    );
+    assert_eq!(
+        requests[1]["hidden_context"],
+        json!(["[fx-context]\nCurrent phase: parse files (step 2)"])
+    );
+    let all = requests[1]["messages"].to_string();
+    assert!(
+        !all.contains("Current phase"),
+        "context never enters the transcript: {all}"
+    );
+}
+
+#[test]
+fn a_redactor_changes_what_the_user_sees_not_what_the_model_said() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-redact", &[]);
+    let (out, requests) = run(
+        &sb,
+        &[ext],
+        &[
+            json!({"text": "the key is SECRET", "tool_calls": [{"id": "c1", "name": "read", "args": {"path": "."}}]}),
+            json!({"text": "again SECRET"}),
+        ],
+        &["--yolo", "-p", "go"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "again [redacted]\n");
+    let msgs = requests[1]["messages"].as_array().unwrap();
+    assert_eq!(
+        msgs[1]["content"][0]["text"], "the key is SECRET",
+        "the model still sees what it said"
+    );
+}
+
+#[test]
+fn a_slow_interceptor_counts_as_allow_at_the_deadline() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-slow-icpt", &[]);
+    let s = script(&sb, &[bash("c1", "echo allowed"), json!({"text": "ok"})]);
+    let out = zut(&sb)
+        .env("ZUT_INTERCEPT_TIMEOUT_MS", "200")
+        .arg("-e")
+        .arg(&ext)
+        .args([
+            "--provider",
+            "script",
+            "--script",
+            &s,
+            "--yolo",
+            "--mode",
+            "json",
+            "go",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        find(&lines(&out.stdout), "tool_result")[0]["content"][0]["text"],
+        "allowed\n"
+    );
+    let log = std::fs::read_to_string(sb.home().join("logs/ext-fx-slow-icpt.log")).unwrap();
+    assert!(
+        log.contains("intercept tool_call timed out after 200 ms; allowing"),
+        "{log}"
+    );
+}
+
+#[test]
+fn an_interceptor_that_dies_counts_as_allow() {
+    let sb = Sandbox::new();
+    let (dies, guard) = (sb.fixture("fx-die-icpt", &[]), sb.fixture("fx-guard", &[]));
+    let (out, _) = run(
+        &sb,
+        &[dies, guard],
+        &[bash("c1", "echo survived"), json!({"text": "ok"})],
+        &["--yolo", "--mode", "json", "go"],
+    );
+    let ev = lines(&out.stdout);
+    assert_eq!(
+        find(&ev, "tool_result")[0]["content"][0]["text"],
+        "survived\n"
+    );
+    assert!(find(&ev, "ext_error")
+        .iter()
+        .any(|e| e["extension"] == "fx-die-icpt"));
+}
+
+#[test]
+fn events_reach_subscribers_in_order() {
+    let sb = Sandbox::new();
+    let marker = sb.path("marker");
+    let ext = sb.fixture("fx-events", &[opt("marker", &marker)]);
+    let (out, _) = run(
+        &sb,
+        &[ext],
+        &[bash("c1", "echo x"), json!({"text": "bye"})],
+        &["--yolo", "--mode", "json", "go"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let seen: Vec<String> = std::fs::read_to_string(&marker)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("event:"))
+        .map(|l| l.splitn(3, ':').nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "session_start",
+            "turn_start",
+            "turn_end",
+            "assistant_message",
+            "tool_call",
+            "turn_start",
+            "turn_end",
+            "assistant_message"
+        ],
+        "yolo mode asks nobody, so no tool_confirmation_requested"
+    );
+    let text = std::fs::read_to_string(&marker).unwrap();
+    assert!(text.contains(r#"event:tool_call:{"tool_args": {"command": "echo x", "timeout": 10}, "tool_id": "c1", "tool_name": "bash"}"#), "{text}");
+    assert!(
+        text.contains(r#"event:turn_end:{"stop": "end_turn"}"#),
+        "{text}"
+    );
+    let log = std::fs::read_to_string(sb.home().join("logs/ext-fx-events.log")).unwrap();
+    assert!(log.contains("unknown event \"no_such_event\""), "{log}");
+}
+
+/// A front end that answers confirmations from a list, and records them.
+struct Answers(Mutex<Vec<Decision>>, Mutex<Vec<ConfirmRequest>>);
+
+impl Confirmer for Answers {
+    fn confirm(&self, req: &ConfirmRequest, _cancel: &CancelToken) -> Decision {
+        self.1.lock().unwrap().push(req.clone());
+        self.0.lock().unwrap().remove(0)
+    }
+}
+
+#[test]
+fn confirmation_is_a_question_any_front_end_answers() {
+    let sb = Sandbox::new();
+    let marker = sb.path("marker");
+    let (host, sink) = sb.start(&[
+        sb.fixture("fx-events", &[opt("marker", &marker)]),
+        sb.fixture("fx-guard", &[]),
+    ]);
+    let s = script(
+        &sb,
+        &[
+            bash("c1", "touch denied"),
+            bash("c2", "touch allowed"),
+            bash("c3", "touch always"),
+            bash("c4", "touch remembered"),
+            bash("c5", "rm -rf /nonexistent-zut"),
+            json!({"text": "done"}),
+        ],
+    );
+    let provider = zut::provider::create(&zut::provider::Settings {
+        provider: "script".into(),
+        script: Some(s.into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let answers = Arc::new(Answers(
+        Mutex::new(vec![Decision::Deny, Decision::Allow, Decision::Always]),
+        Mutex::new(vec![]),
+    ));
+    let opts = Options {
+        cwd: sb.cwd(),
+        max_steps: 10,
+        yolo: false,
+        confirmer: Some(answers.clone()),
+    };
+    let mut agent = Agent::new(provider, &host, sink.clone(), opts, &sb.home());
+    let outcome = agent.prompt("go", &CancelToken::never());
+    assert_eq!(
+        outcome,
+        Outcome::Done {
+            text: Some("done".into())
+        }
+    );
+    assert!(!sb.cwd().join("denied").exists());
+    assert!(
+        sb.cwd().join("allowed").exists()
+            && sb.cwd().join("always").exists()
+            && sb.cwd().join("remembered").exists()
+    );
+    let asked: Vec<String> = answers
+        .1
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.tool_id.clone())
+        .collect();
+    assert_eq!(
+        asked,
+        ["c1", "c2", "c3"],
+        "remembered and blocked calls are not asked"
+    );
+    assert_eq!(answers.1.lock().unwrap()[0].preview, "touch denied");
+    let events = sink.events();
+    let denied = events.iter().find_map(|e| match e {
+        Event::ToolResult {
+            id,
+            content,
+            is_error: true,
+            ..
+        } if id == "c1" => Some(zut::agent::content_text(content)),
+        _ => None,
+    });
+    assert_eq!(denied.as_deref(), Some("the user declined to run bash"));
+    let requested: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e, Event::ConfirmationRequested { .. }))
+        .collect();
+    assert_eq!(requested.len(), 3);
+    drop(agent);
+    shutdown_clean(host);
+    // Subscribers heard exactly the three real questions.
+    let heard: Vec<String> = std::fs::read_to_string(&marker)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("event:tool_confirmation_requested"))
+        .map(String::from)
+        .collect();
+    assert_eq!(heard.len(), 3, "{heard:?}");
+    assert!(
+        heard[0].contains(r#""tool_preview": "touch denied""#),
+        "{heard:?}"
+    );
+}
