@@ -14,7 +14,9 @@ pub struct JsonSink {
 
 impl EventSink for JsonSink {
     fn emit(&self, event: Event) {
-        if self.broken.load(Ordering::Relaxed) {
+        // `submit` asks the interactive editor to queue a prompt; there is
+        // no editor here, so the spec has this mode ignore it.
+        if self.broken.load(Ordering::Relaxed) || matches!(event, Event::ExtSubmit { .. } | Event::ExtSubmitSlash { .. }) {
             return;
         }
         let mut line = match serde_json::to_vec(&event) {
