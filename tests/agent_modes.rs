@@ -458,7 +458,10 @@ fn json_mode_reports_command_results_and_notes() {
         (notify["level"].as_str(), notify["message"].as_str()),
         (Some("warn"), Some("careful"))
     );
-    assert!(!types.contains(&"ext_submit"), "submit is ignored outside the interactive terminal");
+    assert!(
+        !types.contains(&"ext_submit"),
+        "submit is ignored outside the interactive terminal"
+    );
 }
 
 #[test]

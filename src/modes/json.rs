@@ -16,7 +16,12 @@ impl EventSink for JsonSink {
     fn emit(&self, event: Event) {
         // `submit` asks the interactive editor to queue a prompt; there is
         // no editor here, so the spec has this mode ignore it.
-        if self.broken.load(Ordering::Relaxed) || matches!(event, Event::ExtSubmit { .. } | Event::ExtSubmitSlash { .. }) {
+        if self.broken.load(Ordering::Relaxed)
+            || matches!(
+                event,
+                Event::ExtSubmit { .. } | Event::ExtSubmitSlash { .. }
+            )
+        {
             return;
         }
         let mut line = match serde_json::to_vec(&event) {
