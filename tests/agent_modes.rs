@@ -6,33 +6,8 @@ mod support;
 
 use serde_json::{json, Value};
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use support::*;
-
-fn zut(sb: &Sandbox) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_zut"));
-    c.current_dir(sb.cwd())
-        .env("ZUT_HOME", sb.home())
-        .env("PATH", search_path())
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null());
-    c
-}
-
-fn script(sb: &Sandbox, lines: &[Value]) -> String {
-    let path = sb.path("script.jsonl");
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
-}
-
-fn events(out: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -87,7 +62,7 @@ fn a_multi_step_tool_loop_changes_the_project() {
         std::fs::read_to_string(sb.cwd().join("sub/new.txt")).unwrap(),
         "fresh"
     );
-    let ev = events(&out);
+    let ev = json_lines(&out.stdout);
     let types: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(types.first(), Some(&"user_message"));
     assert_eq!(types.last(), Some(&"done"));
@@ -152,7 +127,7 @@ fn max_steps_stops_the_loop_with_status_1() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let ev = events(&out);
+    let ev = json_lines(&out.stdout);
     assert_eq!(ev.iter().filter(|e| e["type"] == "turn_start").count(), 2);
     assert!(ev
         .iter()
@@ -190,7 +165,7 @@ fn provider_errors_and_an_exhausted_script_fail_clearly() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let ev = events(&out);
+    let ev = json_lines(&out.stdout);
     let end = ev.iter().rev().find(|e| e["type"] == "turn_end").unwrap();
     assert_eq!(
         (end["stop"].as_str(), end["error"].as_str()),
@@ -257,7 +232,7 @@ fn confirmed_tools_need_yolo_outside_the_interactive_terminal() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
-    let result = events(&out)
+    let result = json_lines(&out.stdout)
         .into_iter()
         .find(|e| e["type"] == "tool_result")
         .unwrap();
@@ -361,7 +336,7 @@ fn json_mode_without_a_prompt_loads_and_exits() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let ev = events(&out);
+    let ev = json_lines(&out.stdout);
     assert_eq!(ev[0]["type"], "ext_loaded");
     assert_eq!(ev[0]["extension"], "fx-normal");
     assert_eq!(ev[0]["source"], "flag");
@@ -431,7 +406,7 @@ fn json_mode_reports_command_results_and_notes() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let ev = events(&out);
+    let ev = json_lines(&out.stdout);
     let types: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
     for t in [
         "ext_notify",

@@ -8,7 +8,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use std::process::{Command, Stdio};
+
 use std::sync::Arc;
 use std::time::Duration;
 use support::*;
@@ -295,32 +295,6 @@ fn a_cancelled_call_whose_write_began_tears_the_stream() {
 }
 
 // ----- through the agent loop -----
-
-fn zut(sb: &Sandbox) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_zut"));
-    c.current_dir(sb.cwd())
-        .env("ZUT_HOME", sb.home())
-        .env("PATH", search_path())
-        .stdin(Stdio::null());
-    c
-}
-
-fn script(sb: &Sandbox, lines: &[Value]) -> String {
-    let path = sb.path("script.jsonl");
-    std::fs::write(
-        &path,
-        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-    )
-    .unwrap();
-    path.display().to_string()
-}
-
-fn json_lines(bytes: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(bytes)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 #[test]
 fn deferred_tools_are_advertised_after_activation() {

@@ -5,38 +5,12 @@
 mod support;
 
 use serde_json::{json, Value};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 use support::*;
 use zut::agent::{Agent, ConfirmRequest, Confirmer, Decision, Options, Outcome};
 use zut::cancel::CancelToken;
 use zut::events::Event;
-
-fn zut(sb: &Sandbox) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_zut"));
-    c.current_dir(sb.cwd())
-        .env("ZUT_HOME", sb.home())
-        .env("PATH", search_path())
-        .stdin(Stdio::null());
-    c
-}
-
-fn script(sb: &Sandbox, lines: &[Value]) -> String {
-    let path = sb.path("script.jsonl");
-    std::fs::write(
-        &path,
-        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-    )
-    .unwrap();
-    path.display().to_string()
-}
-
-fn lines(bytes: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(bytes)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 /// Runs a JSON-mode prompt with these extensions and script; returns the
 /// output and the requests the provider received.
@@ -59,7 +33,9 @@ fn run(
         .args(extra)
         .output()
         .unwrap();
-    let requests = std::fs::read(&log).map(|b| lines(&b)).unwrap_or_default();
+    let requests = std::fs::read(&log)
+        .map(|b| json_lines(&b))
+        .unwrap_or_default();
     (out, requests)
 }
 
@@ -93,7 +69,7 @@ fn a_guard_blocks_dangerous_bash_and_the_model_sees_the_reason() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(victim.exists(), "the blocked command did not run");
-    let ev = lines(&out.stdout);
+    let ev = json_lines(&out.stdout);
     let blocked = find(&ev, "tool_blocked");
     assert_eq!(blocked.len(), 1);
     assert_eq!(
@@ -132,7 +108,7 @@ fn rewrites_chain_in_load_order() {
         &["--yolo", "--mode", "json", "go"],
     );
     assert_eq!(out.status.code(), Some(0));
-    let call = &find(&lines(&out.stdout), "tool_call")[0];
+    let call = &find(&json_lines(&out.stdout), "tool_call")[0];
     assert_eq!(
         call["args"],
         json!({"command": "echo start A B", "timeout": 10}),
@@ -152,7 +128,7 @@ fn rewrites_chain_in_load_order() {
         &["--yolo", "--mode", "json", "go"],
     );
     assert_eq!(
-        find(&lines(&out.stdout), "tool_call")[0]["args"]["command"],
+        find(&json_lines(&out.stdout), "tool_call")[0]["args"]["command"],
         "echo start B A"
     );
 }
@@ -167,7 +143,7 @@ fn malformed_modified_args_keep_the_original() {
         &[bash("c1", "echo same"), json!({"text": "ok"})],
         &["--yolo", "--mode", "json", "go"],
     );
-    let ev = lines(&out.stdout);
+    let ev = json_lines(&out.stdout);
     assert_eq!(find(&ev, "tool_call")[0]["args"]["command"], "echo same");
     assert_eq!(find(&ev, "tool_result")[0]["content"][0]["text"], "same\n");
     let log = std::fs::read_to_string(sb.home().join("logs/ext-fx-badargs.log")).unwrap();
@@ -192,7 +168,7 @@ fn a_rewrite_dropping_the_bash_timeout_is_a_tool_error() {
         &["--yolo", "--mode", "json", "go"],
     );
     assert_eq!(out.status.code(), Some(0));
-    let r = &find(&lines(&out.stdout), "tool_result")[0];
+    let r = &find(&json_lines(&out.stdout), "tool_result")[0];
     assert_eq!(r["is_error"], true);
     assert!(
         r["content"][0]["text"]
@@ -227,7 +203,7 @@ fn a_turn_gate_blocks_before_the_model_is_called() {
         &[json!({"text": "never"})],
         &["--mode", "json", "hi"],
     );
-    let ev = lines(&out.stdout);
+    let ev = json_lines(&out.stdout);
     assert!(find(&ev, "turn_blocked")[0]["reason"]
         .as_str()
         .unwrap()
@@ -306,7 +282,7 @@ fn a_slow_interceptor_counts_as_allow_at_the_deadline() {
         .output()
         .unwrap();
     assert_eq!(
-        find(&lines(&out.stdout), "tool_result")[0]["content"][0]["text"],
+        find(&json_lines(&out.stdout), "tool_result")[0]["content"][0]["text"],
         "allowed\n"
     );
     let log = std::fs::read_to_string(sb.home().join("logs/ext-fx-slow-icpt.log")).unwrap();
@@ -326,7 +302,7 @@ fn an_interceptor_that_dies_counts_as_allow() {
         &[bash("c1", "echo survived"), json!({"text": "ok"})],
         &["--yolo", "--mode", "json", "go"],
     );
-    let ev = lines(&out.stdout);
+    let ev = json_lines(&out.stdout);
     assert_eq!(
         find(&ev, "tool_result")[0]["content"][0]["text"],
         "survived\n"

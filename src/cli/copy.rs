@@ -15,9 +15,9 @@
 //!   `rwx`, so the installed copy can always be removed again;
 //! - the walk checks cancellation between entries.
 
-use super::ignore::Ignore;
 use super::{Failure, Outcome};
 use crate::cancel::CancelToken;
+use crate::ignore::Ignore;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
@@ -85,11 +85,7 @@ impl Walk<'_> {
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             let required = self.plan.required.iter().any(|r| child_rel.starts_with(r));
             let leads_to_required = self.plan.required.iter().any(|r| r.starts_with(&child_rel));
-            let ignored = under_ignored
-                || self
-                    .plan
-                    .ignore
-                    .is_ignored(&slash_path(&child_rel), meta.is_dir());
+            let ignored = under_ignored || self.plan.ignore.is_ignored(&child_rel, meta.is_dir());
             if ignored && !required && !leads_to_required {
                 continue;
             }
@@ -246,13 +242,6 @@ fn copy_file(from: &Path, to: &Path) -> Outcome {
 pub(crate) fn set_mode(path: &Path, mode: u32) -> Outcome {
     fs::set_permissions(path, fs::Permissions::from_mode(mode & 0o7777))
         .map_err(|e| format!("cannot set permissions on {}: {e}", path.display()).into())
-}
-
-fn slash_path(rel: &Path) -> String {
-    rel.components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 #[cfg(test)]

@@ -19,11 +19,11 @@
 
 use super::builder::{self, Builder, Job};
 use super::copy::{self, Plan};
-use super::ignore::Ignore;
 use super::process::{self, Output};
 use super::{CliContext, Failure, Io, Outcome};
 use crate::host::discovery;
 use crate::host::manifest::{self, Exec, Manifest, ManifestError, MANIFEST_FILE};
+use crate::ignore::{Ignore, IgnoreFile};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -179,10 +179,7 @@ fn stage_local(
         Some(b) => Some((b, builder::preflight(b, &m, src)?)),
         None => None,
     };
-    let ignore = Ignore::load(src).unwrap_or_else(|e| {
-        warnings.push(format!("{e}; copying without it"));
-        Ignore::default()
-    });
+    let ignore = root_ignore(src, warnings);
     let plan = Plan {
         ignore: &ignore,
         required: required_paths(&m, src),
@@ -437,4 +434,20 @@ mod tests {
         );
         assert!(classify("http://x/y", cwd).unwrap_err().contains("https"));
     }
+}
+
+/// The source's root `.gitignore`, matched against paths relative to the
+/// source; an unreadable one is a warning, not a failure.
+fn root_ignore(src: &Path, warnings: &mut Vec<String>) -> Ignore {
+    let mut ignore = Ignore::new();
+    let path = src.join(".gitignore");
+    match fs::read(&path) {
+        Ok(bytes) => ignore.push(IgnoreFile::parse("", &String::from_utf8_lossy(&bytes))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => warnings.push(format!(
+            "cannot read {}: {e}; copying without it",
+            path.display()
+        )),
+    }
+    ignore
 }

@@ -19,7 +19,6 @@ mod copy;
 pub mod doctor;
 pub mod edit;
 mod ext;
-mod ignore;
 mod install;
 pub mod list;
 mod logs;

@@ -467,10 +467,7 @@ impl Ext {
     }
 
     /// Delivers a reply frame to its pending call; false if nobody waits.
-    pub fn resolve(&self, id: &str, kind: CallKind, frame: ExtFrame) -> bool {
-        let Ok(id) = id.parse::<u64>() else {
-            return false;
-        };
+    pub fn resolve(&self, id: u64, kind: CallKind, frame: ExtFrame) -> bool {
         let mut pending = lock(&self.pending);
         match pending.get(&id) {
             Some((k, _)) if *k == kind => {}

@@ -862,42 +862,9 @@ impl Dispatch for Shared {
                 }
             }
             ExtFrame::Subscribe { events, intercept } => self.on_subscribe(ext, events, intercept),
-            f @ ExtFrame::ToolResult { .. } => {
-                let ExtFrame::ToolResult { id, .. } = &f else {
-                    return;
-                };
-                let id = id.clone();
-                if !ext.resolve(&id, CallKind::Tool, f) {
-                    log::debug!(
-                        "{}: tool_result for unknown or abandoned id {id} ignored",
-                        ext.ident.name
-                    );
-                }
-            }
-            f @ ExtFrame::CommandResponse { .. } => {
-                let ExtFrame::CommandResponse { id, .. } = &f else {
-                    return;
-                };
-                let id = id.clone();
-                if !ext.resolve(&id, CallKind::Command, f) {
-                    log::debug!(
-                        "{}: command_response for unknown id {id} ignored",
-                        ext.ident.name
-                    );
-                }
-            }
-            f @ ExtFrame::EventInterceptResponse { .. } => {
-                let ExtFrame::EventInterceptResponse { id, .. } = &f else {
-                    return;
-                };
-                let id = id.clone();
-                if !ext.resolve(&id, CallKind::Intercept, f) {
-                    log::debug!(
-                        "{}: event_intercept_response for unknown id {id} ignored",
-                        ext.ident.name
-                    );
-                }
-            }
+            f @ (ExtFrame::ToolResult { .. }
+            | ExtFrame::CommandResponse { .. }
+            | ExtFrame::EventInterceptResponse { .. }) => route_reply(ext, f),
             ExtFrame::Notify { level, message } => {
                 if !message.trim().is_empty() {
                     self.emit(Event::ExtNotify {
@@ -1035,6 +1002,28 @@ impl Dispatch for Shared {
     }
 }
 
+/// Hands a reply frame to the call waiting for it; a reply nobody waits
+/// for (late, cancelled, duplicate, unknown) is ignored.
+fn route_reply(ext: &Arc<Ext>, frame: ExtFrame) {
+    let (kind, id) = match &frame {
+        ExtFrame::ToolResult { id, .. } => (CallKind::Tool, id),
+        ExtFrame::CommandResponse { id, .. } => (CallKind::Command, id),
+        ExtFrame::EventInterceptResponse { id, .. } => (CallKind::Intercept, id),
+        _ => return,
+    };
+    let parsed = id.parse::<u64>().ok();
+    let type_name = frame.type_name();
+    if let Some(waiting) = parsed {
+        if ext.resolve(waiting, kind, frame) {
+            return;
+        }
+    }
+    log::debug!(
+        "{}: {type_name} for an id nobody waits on ignored",
+        ext.ident.name
+    );
+}
+
 /// `info`, `success`, `warn`, `error`; anything else reads as `info`.
 fn normalise_level(level: &str) -> String {
     match level.trim().to_ascii_lowercase().as_str() {
@@ -1158,11 +1147,7 @@ impl Host {
         args: Value,
         cancel: &CancelToken,
     ) -> ToolCallVerdict {
-        let mut verdict = ToolCallVerdict {
-            blocked: None,
-            args,
-        };
-        let current = std::cell::RefCell::new(verdict.args.clone());
+        let current = std::cell::RefCell::new(args);
         let mut blocked = None;
         self.intercept_chain(
             || zut_ext::wire::EventPayload {
@@ -1193,9 +1178,10 @@ impl Host {
                 true
             },
         );
-        verdict.blocked = blocked;
-        verdict.args = current.into_inner();
-        verdict
+        ToolCallVerdict {
+            blocked,
+            args: current.into_inner(),
+        }
     }
 
     /// Runs the `turn_start` interceptors: the first block wins; contexts

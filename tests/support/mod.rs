@@ -220,3 +220,35 @@ pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
 pub fn opt(k: &str, v: impl AsRef<Path>) -> String {
     format!("{k}={}", v.as_ref().display())
 }
+
+/// The `zut` binary, run in the sandbox's project with its `ZUT_HOME`, the
+/// fast Python first on PATH, no API keys and no stdin.
+pub fn zut(sb: &Sandbox) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_zut"));
+    c.current_dir(sb.cwd())
+        .env("ZUT_HOME", sb.home())
+        .env("PATH", search_path())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(std::process::Stdio::null());
+    c
+}
+
+/// Writes a scripted-provider script (DESIGN §5); returns its path.
+pub fn script(sb: &Sandbox, lines: &[serde_json::Value]) -> String {
+    let path = sb.path("script.jsonl");
+    std::fs::write(
+        &path,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+/// Parses JSON lines (the event stream, a script log).
+pub fn json_lines(bytes: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
