@@ -19,7 +19,7 @@ fn normal_extension_handshakes_and_registers() {
     let sb = Sandbox::new();
     let ack = sb.path("ack.json");
     let dir = sb.fixture("fx-normal", &[opt("ackfile", &ack)]);
-    let (host, sink) = sb.start(&[dir.clone()]);
+    let (host, sink) = sb.start(std::slice::from_ref(&dir));
     let events = sink.events();
     match &events[0] {
         Event::ExtLoaded {
@@ -85,7 +85,7 @@ fn load_error(
     let dir = sb.fixture(fixture, extra);
     let mut config = sb.config();
     tweak(&mut config);
-    let (host, sink) = sb.start_with(config, &[dir.clone()]);
+    let (host, sink) = sb.start_with(config, std::slice::from_ref(&dir));
     let events = sink.events();
     let msg = error_of(&events, fixture)
         .unwrap_or_else(|| panic!("no ext_error for {fixture}: {events:?}"));
@@ -429,7 +429,7 @@ fn manifest_errors_are_reported_with_directory_and_field() {
         r#"{"name":"bad","exec":"../../escape"}"#,
     )
     .unwrap();
-    let (host, sink) = sb.start(&[bad.clone()]);
+    let (host, sink) = sb.start(std::slice::from_ref(&bad));
     let msg = error_of(&sink.events(), "bad").unwrap();
     assert!(
         msg.contains(&bad.display().to_string()) && msg.contains("\"exec\""),

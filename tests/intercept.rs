@@ -185,7 +185,7 @@ fn a_turn_gate_blocks_before_the_model_is_called() {
     let ext = sb.fixture("fx-gate", &[]);
     let (out, requests) = run(
         &sb,
-        &[ext.clone()],
+        std::slice::from_ref(&ext),
         &[json!({"text": "never"})],
         &["-p", "hi"],
     );
@@ -328,7 +328,7 @@ fn events_reach_subscribers_in_order() {
         .unwrap()
         .lines()
         .filter(|l| l.starts_with("event:"))
-        .map(|l| l.splitn(3, ':').nth(1).unwrap().to_string())
+        .map(|l| l.split(':').nth(1).unwrap().to_string())
         .collect();
     assert_eq!(
         seen,

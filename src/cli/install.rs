@@ -406,6 +406,22 @@ fn commit(
     }))
 }
 
+/// The source's root `.gitignore`, matched against paths relative to the
+/// source; an unreadable one is a warning, not a failure.
+fn root_ignore(src: &Path, warnings: &mut Vec<String>) -> Ignore {
+    let mut ignore = Ignore::new();
+    let path = src.join(".gitignore");
+    match fs::read(&path) {
+        Ok(bytes) => ignore.push(IgnoreFile::parse("", &String::from_utf8_lossy(&bytes))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => warnings.push(format!(
+            "cannot read {}: {e}; copying without it",
+            path.display()
+        )),
+    }
+    ignore
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,20 +450,4 @@ mod tests {
         );
         assert!(classify("http://x/y", cwd).unwrap_err().contains("https"));
     }
-}
-
-/// The source's root `.gitignore`, matched against paths relative to the
-/// source; an unreadable one is a warning, not a failure.
-fn root_ignore(src: &Path, warnings: &mut Vec<String>) -> Ignore {
-    let mut ignore = Ignore::new();
-    let path = src.join(".gitignore");
-    match fs::read(&path) {
-        Ok(bytes) => ignore.push(IgnoreFile::parse("", &String::from_utf8_lossy(&bytes))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => warnings.push(format!(
-            "cannot read {}: {e}; copying without it",
-            path.display()
-        )),
-    }
-    ignore
 }

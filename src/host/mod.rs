@@ -399,6 +399,9 @@ impl Drop for Host {
     }
 }
 
+/// How a wait for a reply ended. Short-lived and moved once, so the size
+/// of the frame it may carry does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Wait {
     Reply(Reply),
     Cancelled,

@@ -43,7 +43,7 @@ pub struct Run {
 /// Runs one prompt or slash command and shuts the extensions down.
 pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
     let sink: Arc<dyn EventSink> = match run.mode {
-        Mode::Print => Arc::new(print::PrintSink::default()),
+        Mode::Print => Arc::new(print::PrintSink),
         Mode::Json => Arc::new(json::JsonSink::default()),
     };
     let entries = host::discovery::discover(&run.discovery);

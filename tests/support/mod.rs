@@ -172,7 +172,7 @@ pub fn shutdown_clean(host: Host) {
 }
 
 /// Events of one type, by a predicate.
-pub fn find<'a>(events: &'a [Event], f: impl Fn(&Event) -> bool) -> Vec<&'a Event> {
+pub fn find(events: &[Event], f: impl Fn(&Event) -> bool) -> Vec<&Event> {
     events.iter().filter(|e| f(e)).collect()
 }
 
