@@ -157,3 +157,63 @@ fn doctor_text_keeps_line_breaks_and_filters_by_name() {
     assert_eq!(code, 1);
     assert!(err.contains("did you mean \"fx-normal\""), "{err}");
 }
+
+#[test]
+fn doctor_names_each_failure_kind_of_the_host_core_fixtures() {
+    let sb = Sandbox::new();
+    let kinds = [
+        ("fx-no-hello", "error", "sent no hello within 2000 ms"),
+        ("fx-exit-3", "error", "exited before hello: exit status 3"),
+        ("fx-killed", "error", "killed by signal 9"),
+        (
+            "fx-wrong-protocol",
+            "error",
+            "unsupported protocol version 1",
+        ),
+        ("fx-wrong-name", "error", "someone-else"),
+        (
+            "fx-frame-before-hello",
+            "error",
+            "notify frame before hello",
+        ),
+        ("fx-no-ready", "warning", "auto-readied"),
+        ("fx-banner", "warning", "not a JSON frame"),
+        ("fx-garbage", "warning", "not a JSON frame"),
+        ("fx-bad-utf8", "warning", "not valid UTF-8"),
+        ("fx-conflicts", "warning", "reserved"),
+        (
+            "fx-ignore-sigterm",
+            "warning",
+            "command /echo refused: already registered by extension fx-garbage",
+        ),
+        ("sh-hello", "ok", ""),
+    ];
+    let mut cmd = zut(&sb);
+    for (name, _, _) in kinds {
+        cmd.arg("-e").arg(sb.fixture(name, &[]));
+    }
+    let out = cmd
+        .env("ZUT_HELLO_TIMEOUT_MS", "2000")
+        .env("ZUT_READY_TIMEOUT_MS", "300")
+        .env("ZUT_KILL_GRACE_MS", "200")
+        .args(["ext", "doctor", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reports = doc["extensions"].as_array().unwrap();
+    assert_eq!(reports.len(), kinds.len());
+    for ((name, status, needle), r) in kinds.iter().zip(reports) {
+        assert_eq!(r["name"], *name, "load order kept");
+        assert_eq!(r["status"], *status, "{name}: {r}");
+        let all = format!("{}{}{}", r["error"], r["warnings"], r["conflicts"]);
+        assert!(all.contains(needle), "{name}: {needle:?} not in {all}");
+        assert!(
+            r["log"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("logs/ext-{name}.log")),
+            "{r}"
+        );
+    }
+}
