@@ -365,6 +365,26 @@ fn print_mode_slash_commands_honour_each_action() {
         ),
         (Some(0), "echo: hi there\n")
     );
+    let json = zut(&sb)
+        .arg("--ext")
+        .arg(&ext)
+        .args(["--mode", "json", "/echo x"])
+        .output()
+        .unwrap();
+    let ev = json_lines(&json.stdout);
+    let kinds: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["ext_loaded", "ext_display", "command_result", "done"]
+    );
+    assert_eq!(
+        (ev[1]["extension"].as_str(), ev[1]["text"].as_str()),
+        (Some("fx-normal"), Some("echo: x"))
+    );
+    assert_eq!(
+        ev[2],
+        serde_json::json!({"type": "command_result", "name": "echo", "action": "display", "text": "echo: x"})
+    );
     let out = run("/do-noop");
     assert_eq!((out.status.code(), out.stdout.len()), (Some(0), 0));
     let out = run("/fail");

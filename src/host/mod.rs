@@ -622,7 +622,18 @@ impl Shared {
                         _ => self.report_loaded(&ext),
                     }
                 }
-                Outcome::Skipped | Outcome::ThemeOnly => {}
+                Outcome::ThemeOnly => self.emit(Event::ExtLoaded {
+                    extension: l.entry.name(),
+                    version: l
+                        .entry
+                        .manifest()
+                        .map(|m| m.version.clone())
+                        .unwrap_or_default(),
+                    commands: Vec::new(),
+                    tools: Vec::new(),
+                    source: l.entry.source.as_str().to_string(),
+                }),
+                Outcome::Skipped => {}
             }
         }
         lock(&self.exts).retain(|e| e.connected());

@@ -175,6 +175,12 @@ impl Ctx<'_> {
             _ => String::new(),
         };
         if self.mode == Mode::Json {
+            if action == "display" && reply.error.trim().is_empty() {
+                self.sink.emit(Event::ExtDisplay {
+                    extension: reply.extension.clone(),
+                    text: text.clone(),
+                });
+            }
             self.sink.emit(Event::CommandResult {
                 name: reply.name.clone(),
                 action: action.clone(),
