@@ -437,3 +437,22 @@ fn manifest_errors_are_reported_with_directory_and_field() {
     );
     shutdown_clean(host);
 }
+
+#[test]
+fn a_flood_of_stray_lines_is_counted_not_logged() {
+    let sb = Sandbox::new();
+    let (host, sink) = sb.start(&[sb.fixture("fx-normal", &[])]);
+    let reply = host.invoke_command("flood", "20000", &never()).unwrap();
+    assert_eq!(reply.display, "flooded");
+    assert_eq!(warnings_of(&sink.events(), "fx-normal").len(), 1);
+    let noise = host.extensions()[0].noise.lock().unwrap().counts.clone();
+    assert_eq!(noise.get("not a frame"), Some(&20000));
+    let log = std::fs::read_to_string(sb.home().join("logs/ext-fx-normal.log")).unwrap();
+    assert_eq!(log.matches("stdout line skipped").count(), 20, "{log}");
+    assert!(log.contains("further not a frame lines are counted, not logged"));
+    assert_eq!(
+        host.invoke_command("Ping", "", &never()).unwrap().display,
+        "pong"
+    );
+    shutdown_clean(host);
+}

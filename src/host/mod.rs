@@ -813,25 +813,32 @@ impl Shared {
         }
     }
 
-    fn warn_once(&self, ext: &Arc<Ext>, kind: &'static str, message: String) {
-        let first = {
+    /// Counts one stray line of `kind`; the first of each kind becomes a
+    /// warning. Returns how many of that kind were seen.
+    fn count_noise(&self, ext: &Arc<Ext>, kind: &'static str, warning: String) -> u64 {
+        let seen = {
             let mut noise = lock(&ext.noise);
             let n = noise.counts.entry(kind).or_insert(0);
             *n += 1;
-            *n == 1
+            *n
         };
-        if first {
-            lock(&ext.warnings).push(message.clone());
+        if seen == 1 {
+            lock(&ext.warnings).push(warning.clone());
             // While loading, warnings are reported with ext_loaded, in order.
             if lock(&ext.staged).is_none() {
                 self.emit(Event::ExtWarning {
                     extension: ext.ident.name.clone(),
-                    message,
+                    message: warning,
                 });
             }
         }
+        seen
     }
 }
+
+/// Stray stdout lines of one kind written to the extension log before only
+/// counting the rest.
+const NOISE_LOGGED: u64 = 20;
 
 impl Dispatch for Shared {
     fn frame(&self, ext: &Arc<Ext>, frame: ExtFrame) {
@@ -964,31 +971,37 @@ impl Dispatch for Shared {
     }
 
     fn malformed(&self, ext: &Arc<Ext>, error: DecodeError, preview: String) {
-        process::log_line(
-            &ext.ident.log,
-            &format!("stdout line skipped ({error}): {preview}"),
-        );
-        match error {
-            DecodeError::BadFrame { frame_type, error } if ext.phase() == Phase::AwaitingHello => ext.disconnect(
-                &format!("protocol violation: sent a malformed {frame_type} frame before hello: {error}"),
-                self,
-                ext,
-            ),
-            DecodeError::BadFrame { frame_type, error } => self.warn_once(
-                ext,
-                "malformed frame",
-                format!("malformed {frame_type} frame skipped: {error}"),
-            ),
-            DecodeError::InvalidUtf8 => self.warn_once(
-                ext,
+        let (kind, warning) = match &error {
+            DecodeError::BadFrame { frame_type, error } if ext.phase() == Phase::AwaitingHello => {
+                let why = format!("protocol violation: sent a malformed {frame_type} frame before hello: {error}");
+                return ext.disconnect(&why, self, ext);
+            }
+            DecodeError::BadFrame { frame_type, error } => {
+                ("malformed frame", format!("malformed {frame_type} frame skipped: {error}"))
+            }
+            DecodeError::InvalidUtf8 => (
                 "invalid utf-8",
                 "wrote a stdout line that is not valid UTF-8 (skipped; stdout is reserved for protocol frames)".into(),
             ),
-            DecodeError::NotAnObject(_) => self.warn_once(
-                ext,
+            DecodeError::NotAnObject(_) => (
                 "not a frame",
                 format!("wrote a stdout line that is not a JSON frame (skipped; stdout is reserved for protocol frames): {preview}"),
             ),
+        };
+        let seen = self.count_noise(ext, kind, warning);
+        // A flood must not fill the disk: the first lines are logged, the
+        // rest only counted (doctor shows the count).
+        if seen <= NOISE_LOGGED {
+            process::log_line(
+                &ext.ident.log,
+                &format!("stdout line skipped ({error}): {preview}"),
+            );
+        }
+        if seen == NOISE_LOGGED {
+            process::log_line(
+                &ext.ident.log,
+                &format!("further {kind} lines are counted, not logged"),
+            );
         }
     }
 
