@@ -264,6 +264,11 @@ fn garbage_and_invalid_utf8_lines_are_skipped() {
     assert!(warnings_of(&events, "fx-bad-utf8")[0].contains("UTF-8"));
     let noise = host.extensions()[0].noise.lock().unwrap().counts.clone();
     assert_eq!(noise.get("not a frame"), Some(&2));
+    let log = std::fs::read_to_string(sb.home().join("logs/ext-fx-garbage.log")).unwrap();
+    assert!(
+        log.contains("frame of unknown type \"future_frame\" ignored"),
+        "{log}"
+    );
     assert_eq!(
         host.invoke_command("Ping", "", &never()).unwrap().display,
         "pong"

@@ -689,6 +689,16 @@ impl Ext {
             return;
         }
         match zut_ext::wire::decode_ext_frame(line) {
+            Ok(ExtFrame::Unknown) if self.phase() != Phase::AwaitingHello => {
+                let name = serde_json::from_slice::<serde_json::Value>(line)
+                    .ok()
+                    .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
+                    .unwrap_or_default();
+                process::log_line(
+                    &self.ident.log,
+                    &format!("frame of unknown type {name:?} ignored"),
+                );
+            }
             Ok(frame) => dispatch.frame(self, frame),
             Err(e) => {
                 let mut preview =

@@ -966,7 +966,9 @@ impl Dispatch for Shared {
                 panel_id,
             }),
             ExtFrame::ShutdownAck => ext.shutdown_acked.store(true, Ordering::SeqCst),
-            ExtFrame::Unknown => process::log_line(&ext.ident.log, "frame of unknown type ignored"),
+            // The reader logs unknown frames with their type and never
+            // dispatches them after hello.
+            ExtFrame::Unknown => {}
         }
     }
 
