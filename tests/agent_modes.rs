@@ -34,6 +34,8 @@ fn piped_stdin_is_appended_and_only_the_answer_is_printed() {
 fn a_multi_step_tool_loop_changes_the_project() {
     let sb = Sandbox::new();
     std::fs::write(sb.cwd().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    std::fs::write(sb.cwd().join("AGENTS.md"), "Project rule: tabs.").unwrap();
+    std::fs::write(sb.home().join("AGENTS.md"), "User rule: be brief.").unwrap();
     let log = sb.path("requests.jsonl");
     let s = script(
         &sb,
@@ -93,6 +95,18 @@ fn a_multi_step_tool_loop_changes_the_project() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(requests.len(), 4);
+    let system = requests[0]["system"].as_str().unwrap();
+    for needle in [
+        "Project rule: tabs.",
+        "User rule: be brief.",
+        &sb.cwd().display().to_string(),
+        "- bash:",
+    ] {
+        assert!(
+            system.contains(needle),
+            "{needle:?} missing from the system prompt"
+        );
+    }
     let second = &requests[1]["messages"];
     assert_eq!(second[1]["content"][1]["type"], "tool_call");
     assert_eq!(second[2]["content"][0]["type"], "tool_result");
