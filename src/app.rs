@@ -11,8 +11,9 @@ use std::path::PathBuf;
 #[derive(FromArgs, Debug)]
 /// zut: a terminal coding agent built around extensions.
 ///
-/// Without -p or --mode, zut starts the interactive terminal UI.
-/// `zut ext --help` lists the extension management commands.
+/// Use -p for print mode or --mode json for the event stream (the
+/// interactive terminal UI and --mode rpc are not built yet).
+/// `zut ext` lists the extension management commands.
 #[argh(help_triggers("-h", "--help"))]
 struct Cli {
     /// print mode: run PROMPT (plus piped stdin), print only the final answer
@@ -114,7 +115,7 @@ pub fn main() -> i32 {
 fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     let mode = match (cli.print, cli.mode.as_deref()) {
         (_, Some("json")) => Mode::Json,
-        (true, None | Some("print")) => Mode::Print,
+        (_, Some("print")) | (true, None) => Mode::Print,
         (_, Some("rpc")) => return Err("--mode rpc is not available in this build yet".into()),
         (false, None) => {
             return Err("the interactive terminal UI is not available in this build yet; use -p PROMPT or --mode json".into())
@@ -127,10 +128,14 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     if cli.continue_session || cli.session.is_some() {
         return Err("sessions are not available in this build yet (--continue / --session)".into());
     }
+    // Paths given on the command line (--ext, --script, --script-log) are
+    // relative to where zut was started, like any command's arguments;
+    // --cwd only says which project the agent works on.
+    let here =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
     let cwd = match &cli.cwd {
-        Some(d) => std::fs::canonicalize(d).map_err(|e| format!("--cwd {d}: {e}"))?,
-        None => std::env::current_dir()
-            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+        Some(d) => std::fs::canonicalize(here.join(d)).map_err(|e| format!("--cwd {d}: {e}"))?,
+        None => here.clone(),
     };
     let mut prompt = (!cli.prompt.is_empty()).then(|| cli.prompt.join(" "));
     let stdin = std::io::stdin();
@@ -149,7 +154,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     if mode == Mode::Print && prompt.is_none() {
         return Err("-p needs a PROMPT (or text on standard input)".into());
     }
-    let provider = resolve_provider(&cli, &cwd, &zut_home)?;
+    let provider = resolve_provider(&cli, &here, &zut_home)?;
     let host = HostConfig {
         zut_home: zut_home.clone(),
         cwd: cwd.clone(),
@@ -165,7 +170,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     let discovery = discovery::Options {
         cwd: cwd.clone(),
         zut_home,
-        ext_paths: cli.ext.iter().map(PathBuf::from).collect(),
+        ext_paths: cli.ext.iter().map(|p| here.join(p)).collect(),
         no_extensions: cli.no_extensions,
     };
     let run = Run {
@@ -190,7 +195,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
 /// explicitly chosen HTTP provider is remembered for next time.
 fn resolve_provider(
     cli: &Cli,
-    cwd: &std::path::Path,
+    here: &std::path::Path,
     zut_home: &std::path::Path,
 ) -> Result<crate::provider::Settings, String> {
     let saved = crate::config::load(zut_home).map_err(|e| e.to_string())?;
@@ -235,8 +240,8 @@ fn resolve_provider(
         model,
         base_url,
         api_key: cli.api_key.clone(),
-        script: cli.script.as_ref().map(|s| cwd.join(s)),
-        script_log: cli.script_log.as_ref().map(|s| cwd.join(s)),
+        script: cli.script.as_ref().map(|s| here.join(s)),
+        script_log: cli.script_log.as_ref().map(|s| here.join(s)),
         zut_home: zut_home.to_path_buf(),
     })
 }
@@ -253,8 +258,9 @@ fn default_model(provider: &str) -> &'static str {
 /// management command and returns its status; `None` when the arguments
 /// are not an `ext` invocation.
 fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let mut ctx = crate::cli::CliContext {
-        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        cwd: here.clone(),
         zut_home: zut_home.to_path_buf(),
         ext_paths: Vec::new(),
         no_extensions: false,
@@ -273,7 +279,7 @@ fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
             }
             "--cwd" if i + 1 < args.len() => {
                 i += 1;
-                ctx.cwd = discovery::absolute(&ctx.cwd, std::path::Path::new(&args[i]));
+                ctx.cwd = discovery::absolute(&here, std::path::Path::new(&args[i]));
             }
             _ => return None,
         }

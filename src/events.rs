@@ -61,6 +61,9 @@ pub enum Event {
     AssistantMessage {
         text: String,
         blocked: bool,
+        /// Why an interceptor withheld it (only when blocked).
+        #[serde(skip_serializing_if = "String::is_empty")]
+        reason: String,
     },
     TurnEnd {
         stop: String,

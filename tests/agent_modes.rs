@@ -522,3 +522,28 @@ fn sigterm_during_a_command_shuts_down_gracefully() {
         "extension survived"
     );
 }
+
+#[test]
+fn command_line_paths_are_relative_to_where_zut_starts_not_to_cwd() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-normal", &[]);
+    let elsewhere = sb.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    // Run from the sandbox root with a relative --ext and a --cwd elsewhere.
+    let rel = ext.strip_prefix(sb.dir.path()).unwrap();
+    let out = zut(&sb)
+        .current_dir(sb.dir.path())
+        .arg("--cwd")
+        .arg(&elsewhere)
+        .arg("--ext")
+        .arg(rel)
+        .args(["-p", "/echo ok"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "echo: ok\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

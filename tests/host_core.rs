@@ -461,3 +461,33 @@ fn a_flood_of_stray_lines_is_counted_not_logged() {
     );
     shutdown_clean(host);
 }
+
+#[test]
+fn frames_sent_while_others_load_follow_their_ext_loaded() {
+    let sb = Sandbox::new();
+    let slow = sb.fixture("fx-slow-hello", &["delay=0.4".into()]);
+    let quick = sb.fixture("sh-hello", &[]);
+    let chatty = sb.fixture("fx-normal", &["greet=hi early".into()]);
+    let (host, sink) = sb.start(&[slow, quick, chatty]);
+    let order: Vec<String> = sink
+        .events()
+        .iter()
+        .map(|e| match e {
+            Event::ExtLoaded { extension, .. } => format!("loaded {extension}"),
+            Event::ExtNotify {
+                extension, message, ..
+            } => format!("notify {extension} {message}"),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "loaded fx-slow-hello",
+            "loaded sh-hello",
+            "loaded fx-normal",
+            "notify fx-normal hi early"
+        ]
+    );
+    shutdown_clean(host);
+}

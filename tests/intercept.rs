@@ -457,3 +457,35 @@ fn confirmation_is_a_question_any_front_end_answers() {
         "{heard:?}"
     );
 }
+
+#[test]
+fn a_blocked_answer_is_withheld_with_its_reason() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-hush", &[]);
+    let (out, _) = run(
+        &sb,
+        std::slice::from_ref(&ext),
+        &[json!({"text": "SECRET plans"})],
+        &["-p", "go"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty(), "the user does not see it");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("withheld by extension fx-hush: contains a secret"),
+        "{err}"
+    );
+    let (out, _) = run(
+        &sb,
+        &[ext],
+        &[json!({"text": "SECRET plans"})],
+        &["--mode", "json", "go"],
+    );
+    let msg = &find(&json_lines(&out.stdout), "assistant_message")[0];
+    assert_eq!(msg["blocked"], true);
+    assert_eq!(msg["text"], "");
+    assert_eq!(
+        msg["reason"],
+        "withheld by extension fx-hush: contains a secret"
+    );
+}

@@ -289,16 +289,22 @@ impl<'h> Agent<'h> {
     /// Runs the `assistant_message` chain and reports what the user sees.
     fn show_assistant(&self, text: &str, cancel: &CancelToken) -> Option<String> {
         let verdict = self.host.intercept_assistant_message(text, cancel);
-        if verdict.blocked.is_some() {
+        if let Some((ext, reason)) = verdict.blocked {
+            let reason = match reason.trim() {
+                "" => format!("withheld by extension {ext}"),
+                r => format!("withheld by extension {ext}: {r}"),
+            };
             self.emit(Event::AssistantMessage {
                 text: String::new(),
                 blocked: true,
+                reason,
             });
             return None;
         }
         self.emit(Event::AssistantMessage {
             text: verdict.text.clone(),
             blocked: false,
+            reason: String::new(),
         });
         self.host_event(EventPayload {
             text: verdict.text.clone(),

@@ -223,6 +223,10 @@ pub struct Ext {
     pub warnings: Mutex<Vec<String>>,
     /// Refused registrations (conflicts, reserved names), for doctor.
     pub conflicts: Mutex<Vec<String>>,
+    /// `Some` until `ext_loaded` is reported: events the extension causes
+    /// meanwhile wait here, so the stream stays in load order. Warnings and
+    /// conflicts are pushed under this lock too, so each is reported once.
+    pub held: Mutex<Option<Vec<crate::events::Event>>>,
     pub noise: Mutex<Noise>,
     pub shutdown_acked: AtomicBool,
 }
@@ -293,6 +297,7 @@ impl Ext {
             intercepts: Mutex::new(HashSet::new()),
             warnings: Mutex::new(Vec::new()),
             conflicts: Mutex::new(Vec::new()),
+            held: Mutex::new(Some(Vec::new())),
             noise: Mutex::new(Noise::default()),
             shutdown_acked: AtomicBool::new(false),
         });
@@ -720,7 +725,10 @@ impl Ext {
             (None, false) => Instant::now(),
         };
         let mut status = self.wait_exit(pidfd, first_wait);
-        if self.connected() {
+        if self.connected() && closing.is_some() {
+            let how = status.map_or_else(|| "still running".to_string(), process::describe_exit);
+            self.disconnect(&format!("stopped at shutdown ({how})"), dispatch, self);
+        } else if self.connected() {
             let reason = match (&status, self.phase()) {
                 (Some(s), Phase::AwaitingHello) => {
                     format!("exited before hello: {}", process::describe_exit(*s))

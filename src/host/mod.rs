@@ -452,6 +452,36 @@ impl Shared {
         self.sink.emit(event);
     }
 
+    /// Emits an event an extension caused; until its `ext_loaded` is out it
+    /// is held back and reported right after it, so the stream stays in
+    /// load order whatever the timing.
+    fn emit_from(&self, ext: &Ext, event: Event) {
+        let mut held = lock(&ext.held);
+        match held.as_mut() {
+            Some(queue) => queue.push(event),
+            None => self.sink.emit(event),
+        }
+    }
+
+    /// Records a warning (or, with `conflict`, a refused registration) for
+    /// doctor, and reports it now unless `ext_loaded` is still to come
+    /// (which then reports it).
+    fn record_warning(&self, ext: &Ext, message: String, conflict: bool) {
+        let held = lock(&ext.held);
+        let list = if conflict {
+            &ext.conflicts
+        } else {
+            &ext.warnings
+        };
+        lock(list).push(message.clone());
+        if held.is_none() {
+            self.sink.emit(Event::ExtWarning {
+                extension: ext.ident.name.clone(),
+                message,
+            });
+        }
+    }
+
     /// Resolves the executable, opens the log and starts the process.
     fn spawn(
         self: &Arc<Self>,
@@ -586,7 +616,7 @@ impl Shared {
             let staged = lock(&ext.staged).take().unwrap_or_default();
             if ext.connected() {
                 for reg in staged {
-                    self.apply_registration(ext, reg, false);
+                    self.apply_registration(ext, reg);
                 }
             }
         }
@@ -608,18 +638,8 @@ impl Shared {
                     }
                 }
                 Outcome::Started(ext) => {
-                    let ext = ext.clone();
-                    match ext.phase() {
-                        Phase::Disconnected(reason) => {
-                            let message =
-                                format!("failed to load: {reason}\n{}", ext.ident.describe());
-                            l.outcome = Outcome::Failed(message.clone());
-                            self.emit(Event::ExtError {
-                                extension: ext.ident.name.clone(),
-                                message,
-                            });
-                        }
-                        _ => self.report_loaded(&ext),
+                    if let Err(message) = self.report_loaded(&ext.clone()) {
+                        l.outcome = Outcome::Failed(message);
                     }
                 }
                 Outcome::ThemeOnly => self.emit(Event::ExtLoaded {
@@ -639,7 +659,12 @@ impl Shared {
         lock(&self.exts).retain(|e| e.connected());
     }
 
-    fn report_loaded(&self, ext: &Arc<Ext>) {
+    /// `ext_loaded`, then its warnings and conflicts, then whatever it sent
+    /// while loading; from here on its events flow straight through. An
+    /// extension that died while loading gets its `ext_error` instead (the
+    /// full diagnostic is returned). The phase is read under the hold lock,
+    /// so a death racing with this is reported exactly once, in order.
+    fn report_loaded(&self, ext: &Arc<Ext>) -> Result<(), String> {
         let (commands, tools) = {
             let reg = lock(&self.registry);
             (
@@ -653,8 +678,18 @@ impl Shared {
                     .collect(),
             )
         };
-        self.emit(Event::ExtLoaded {
-            extension: ext.ident.name.clone(),
+        let mut held = lock(&ext.held);
+        if let Phase::Disconnected(reason) = ext.phase() {
+            let message = format!("failed to load: {reason}\n{}", ext.ident.describe());
+            self.sink.emit(Event::ExtError {
+                extension: ext.ident.name.clone(),
+                message: message.clone(),
+            });
+            return Err(message);
+        }
+        let name = ext.ident.name.clone();
+        self.sink.emit(Event::ExtLoaded {
+            extension: name.clone(),
             version: lock(&ext.version).clone(),
             commands,
             tools,
@@ -665,17 +700,21 @@ impl Shared {
             .chain(lock(&ext.conflicts).iter())
             .cloned()
             .collect();
-        for w in warnings {
-            self.emit(Event::ExtWarning {
-                extension: ext.ident.name.clone(),
-                message: w,
+        for message in warnings {
+            self.sink.emit(Event::ExtWarning {
+                extension: name.clone(),
+                message,
             });
         }
+        for event in held.take().unwrap_or_default() {
+            self.sink.emit(event);
+        }
+        Ok(())
     }
 
     /// Applies a registration now; refusals go to the extension's log, its
     /// warnings (doctor) and, after loading, the event stream.
-    fn apply_registration(&self, ext: &Arc<Ext>, reg: Registration, live: bool) {
+    fn apply_registration(&self, ext: &Arc<Ext>, reg: Registration) {
         let (id, name) = (ext.ident.id, ext.ident.name.clone());
         let result = {
             let mut r = lock(&self.registry);
@@ -708,13 +747,7 @@ impl Shared {
         };
         if let Err(reason) = result {
             process::log_line(&ext.ident.log, &reason);
-            lock(&ext.conflicts).push(reason.clone());
-            if live {
-                self.emit(Event::ExtWarning {
-                    extension: name,
-                    message: reason,
-                });
-            }
+            self.record_warning(ext, reason, true);
         }
     }
 
@@ -726,7 +759,7 @@ impl Shared {
                 return;
             }
         }
-        self.apply_registration(ext, reg, true);
+        self.apply_registration(ext, reg);
     }
 
     /// A call was given up: withdraw its frame if still queued, allow a
@@ -823,14 +856,7 @@ impl Shared {
             *n
         };
         if seen == 1 {
-            lock(&ext.warnings).push(warning.clone());
-            // While loading, warnings are reported with ext_loaded, in order.
-            if lock(&ext.staged).is_none() {
-                self.emit(Event::ExtWarning {
-                    extension: ext.ident.name.clone(),
-                    message: warning,
-                });
-            }
+            self.record_warning(ext, warning, false);
         }
         seen
     }
@@ -888,54 +914,75 @@ impl Dispatch for Shared {
             | ExtFrame::EventInterceptResponse { .. }) => route_reply(ext, f),
             ExtFrame::Notify { level, message } => {
                 if !message.trim().is_empty() {
-                    self.emit(Event::ExtNotify {
-                        extension: name(),
-                        level: normalise_level(&level),
-                        message,
-                    })
+                    self.emit_from(
+                        ext,
+                        Event::ExtNotify {
+                            extension: name(),
+                            level: normalise_level(&level),
+                            message,
+                        },
+                    )
                 }
             }
-            ExtFrame::Status { key, level, text } => self.emit(Event::ExtStatus {
-                extension: name(),
-                key,
-                level: normalise_level(&level),
-                text,
-            }),
+            ExtFrame::Status { key, level, text } => self.emit_from(
+                ext,
+                Event::ExtStatus {
+                    extension: name(),
+                    key,
+                    level: normalise_level(&level),
+                    text,
+                },
+            ),
             ExtFrame::Widget {
                 id, title, lines, ..
-            } => self.emit(Event::ExtWidget {
-                extension: name(),
-                id,
-                position: "above_input".into(),
-                title,
-                lines,
-            }),
-            ExtFrame::WidgetClear { id } => self.emit(Event::ExtWidgetClear {
-                extension: name(),
-                id,
-            }),
-            ExtFrame::Alert { kind, reason } => self.emit(Event::ExtAlert {
-                extension: name(),
-                kind,
-                reason,
-            }),
-            ExtFrame::ClearNotes => self.emit(Event::ExtClearNotes { extension: name() }),
+            } => self.emit_from(
+                ext,
+                Event::ExtWidget {
+                    extension: name(),
+                    id,
+                    position: "above_input".into(),
+                    title,
+                    lines,
+                },
+            ),
+            ExtFrame::WidgetClear { id } => self.emit_from(
+                ext,
+                Event::ExtWidgetClear {
+                    extension: name(),
+                    id,
+                },
+            ),
+            ExtFrame::Alert { kind, reason } => self.emit_from(
+                ext,
+                Event::ExtAlert {
+                    extension: name(),
+                    kind,
+                    reason,
+                },
+            ),
+            ExtFrame::ClearNotes => self.emit_from(ext, Event::ExtClearNotes { extension: name() }),
             ExtFrame::Submit { text } => {
                 let text = text.trim();
                 if !text.is_empty() {
-                    self.emit(Event::ExtSubmit {
-                        extension: name(),
-                        text: text.to_string(),
-                    })
+                    self.emit_from(
+                        ext,
+                        Event::ExtSubmit {
+                            extension: name(),
+                            text: text.to_string(),
+                        },
+                    )
                 }
             }
             ExtFrame::SubmitSlash { text } => {
                 let text = text.trim();
                 if text.starts_with('/') {
-                    self.emit(Event::ExtSubmitSlash {
-                        extension: name(),
-                        text: text.to_string(),
-                    })
+                    self.emit_from(
+                        ext,
+                        Event::ExtSubmitSlash {
+                            extension: name(),
+                            text: text.to_string(),
+                        },
+                    )
                 } else {
                     process::log_line(
                         &ext.ident.log,
@@ -943,28 +990,37 @@ impl Dispatch for Shared {
                     );
                 }
             }
-            ExtFrame::OpenPanel { panel } => self.emit(Event::ExtOpenPanel {
-                extension: name(),
-                panel,
-            }),
+            ExtFrame::OpenPanel { panel } => self.emit_from(
+                ext,
+                Event::ExtOpenPanel {
+                    extension: name(),
+                    panel,
+                },
+            ),
             ExtFrame::PanelRender {
                 panel_id,
                 title,
                 lines,
                 footer,
-            } => self.emit(Event::ExtPanelRender {
-                extension: name(),
-                panel: Panel {
-                    id: panel_id,
-                    title,
-                    lines,
-                    footer,
+            } => self.emit_from(
+                ext,
+                Event::ExtPanelRender {
+                    extension: name(),
+                    panel: Panel {
+                        id: panel_id,
+                        title,
+                        lines,
+                        footer,
+                    },
                 },
-            }),
-            ExtFrame::PanelClose { panel_id } => self.emit(Event::ExtPanelClose {
-                extension: name(),
-                panel_id,
-            }),
+            ),
+            ExtFrame::PanelClose { panel_id } => self.emit_from(
+                ext,
+                Event::ExtPanelClose {
+                    extension: name(),
+                    panel_id,
+                },
+            ),
             ExtFrame::ShutdownAck => ext.shutdown_acked.store(true, Ordering::SeqCst),
             // The reader logs unknown frames with their type and never
             // dispatches them after hello.
@@ -1009,7 +1065,8 @@ impl Dispatch for Shared {
 
     fn disconnected(&self, ext: &Arc<Ext>, reason: &str) {
         lock(&self.registry).remove_extension(ext.ident.id);
-        let loading = lock(&ext.staged).is_some();
+        // Until `ext_loaded` is out, the loader reports the failure.
+        let loading = lock(&ext.held).is_some();
         if loading {
             let _ = self.control_tx.send(Control::Hello {
                 ext: ext.ident.id,

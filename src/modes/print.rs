@@ -31,6 +31,13 @@ impl EventSink for PrintSink {
                 format!("zut: warning: extension {extension}: {message}")
             }
             Event::ExtDisplay { extension, text } => format!("[{extension}] {text}"),
+            Event::AssistantMessage {
+                blocked: true,
+                reason,
+                ..
+            } => {
+                format!("zut: the assistant's message was {reason}")
+            }
             _ => return,
         };
         let mut err = std::io::stderr().lock();
