@@ -1,0 +1,185 @@
+//! Every example extension, run through the real binary the way its README
+//! shows: the examples are documentation that must keep working.
+
+mod support;
+
+use serde_json::json;
+use std::path::PathBuf;
+use support::*;
+
+fn example(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/extensions")
+        .join(name)
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn hello_py_commands() {
+    let sb = Sandbox::new();
+    let run = |args: &[&str]| {
+        zut(&sb)
+            .arg("--ext")
+            .arg(example("hello-py"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(stdout(&run(&["-p", "/hello zut"])), "Hello, zut!\n");
+    let ping = run(&["-p", "/ping"]);
+    assert_eq!(stdout(&ping), "");
+    assert!(String::from_utf8_lossy(&ping.stderr).contains("[hello-py] pong"));
+    let s = script(&sb, &[json!({"echo": true})]);
+    let greet = stdout(&run(&[
+        "--provider",
+        "script",
+        "--script",
+        &s,
+        "-p",
+        "/greet Ada",
+    ]));
+    assert!(greet.contains("Ada"), "{greet}");
+}
+
+#[test]
+fn clock_node_commands_and_status() {
+    let sb = Sandbox::new();
+    let run = |args: &[&str]| {
+        zut(&sb)
+            .arg("--ext")
+            .arg(example("clock-node"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let now = stdout(&run(&["-p", "/now"]));
+    assert!(now.contains("local") && now.contains("iso"), "{now}");
+    let events = json_lines(stdout(&run(&["--mode", "json"])).as_bytes());
+    assert_eq!(events[0]["type"], "ext_loaded");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "ext_status" && e["key"] == "clock"),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn weather_py_tool() {
+    let sb = Sandbox::new();
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [{"id": "w1", "name": "weather", "args": {"city": "Berlin"}}, {"id": "w2", "name": "weather", "args": {}}]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let out = zut(&sb)
+        .arg("--ext")
+        .arg(example("weather-py"))
+        .args([
+            "--provider",
+            "script",
+            "--script",
+            &s,
+            "--mode",
+            "json",
+            "go",
+        ])
+        .output()
+        .unwrap();
+    let results: Vec<_> = json_lines(stdout(&out).as_bytes())
+        .into_iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    assert_eq!(results[0]["is_error"], false);
+    assert!(results[0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Berlin"));
+    assert_eq!(results[0]["extension"], "weather-py");
+    assert_eq!(
+        results[1]["is_error"], true,
+        "a missing city is the model's error to fix"
+    );
+}
+
+#[test]
+fn guard_sh_blocks_dangerous_commands() {
+    let sb = Sandbox::new();
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [{"id": "c1", "name": "bash", "args": {"command": "sudo rm -rf /", "timeout": 5}}]}),
+            json!({"tool_calls": [{"id": "c2", "name": "bash", "args": {"command": "echo safe", "timeout": 5}}]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let out = zut(&sb)
+        .arg("--ext")
+        .arg(example("guard-sh"))
+        .args([
+            "--provider",
+            "script",
+            "--script",
+            &s,
+            "--yolo",
+            "--mode",
+            "json",
+            "go",
+        ])
+        .output()
+        .unwrap();
+    let events = json_lines(stdout(&out).as_bytes());
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "tool_blocked" && e["id"] == "c1"),
+        "{events:?}"
+    );
+    let safe = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["id"] == "c2")
+        .unwrap();
+    assert_eq!(safe["content"][0]["text"], "safe\n");
+}
+
+#[test]
+fn redact_py_hides_keys_and_adds_context() {
+    let sb = Sandbox::new();
+    let s = script(
+        &sb,
+        &[json!({"text": "key sk-ant-api03-abcdefghijklmnop1234 here"})],
+    );
+    let log = sb.path("log.jsonl");
+    let out = zut(&sb)
+        .arg("--ext")
+        .arg(example("redact-py"))
+        .args(["--provider", "script", "--script", &s, "--script-log"])
+        .arg(&log)
+        .args(["-p", "go"])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("[redacted]") && !text.contains("sk-ant-api03"),
+        "{text}"
+    );
+    let request = &json_lines(&std::fs::read(&log).unwrap())[0];
+    assert!(
+        request["hidden_context"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("[redact-py]"),
+        "{request}"
+    );
+}
