@@ -61,6 +61,23 @@ impl Samples {
         self.0.len()
     }
 
+    /// Every sample in nanoseconds (to hand samples from a child run).
+    pub fn to_json(&self) -> serde_json::Value {
+        self.0.iter().map(|d| d.as_nanos() as u64).collect()
+    }
+
+    /// The inverse of [`Samples::to_json`].
+    pub fn from_json(v: &serde_json::Value) -> Samples {
+        let nanos = v.as_array().map(Vec::as_slice).unwrap_or_default();
+        Samples(
+            nanos
+                .iter()
+                .filter_map(serde_json::Value::as_u64)
+                .map(Duration::from_nanos)
+                .collect(),
+        )
+    }
+
     /// The `q` quantile (0.0..=1.0), nearest rank.
     pub fn quantile(&self, q: f64) -> Duration {
         let mut v = self.0.clone();
@@ -427,10 +444,10 @@ pub mod pin {
         std::env::var_os(ENV).is_some()
     }
 
-    /// Re-runs this program (same arguments) on CPU 0 and waits for it:
-    /// through `taskset -c 0` when it exists, else by `sched_setaffinity`
-    /// in the child before it starts any thread. Returns how it was pinned.
-    pub fn rerun_pinned() -> String {
+    /// Re-runs this program (same arguments) on CPU 0 and returns how it
+    /// was pinned and the JSON value the pinned run printed as its last
+    /// stdout line (its measurements); the pinned run's stderr passes through.
+    pub fn rerun_pinned() -> (String, serde_json::Value) {
         let exe = std::env::current_exe().expect("own path");
         let args: Vec<String> = std::env::args().skip(1).collect();
         let taskset = Command::new("taskset").arg("-V").output().is_ok();
@@ -445,12 +462,22 @@ pub mod pin {
             )
         };
         cmd.args(&args)
-            .env(ENV, if taskset { "taskset" } else { "self" });
-        let status = cmd.status().expect("re-running the benchmark pinned");
-        if !status.success() {
-            eprintln!("the pinned run failed: {status}");
-        }
-        how.to_string()
+            .env(ENV, if taskset { "taskset" } else { "self" })
+            .env(super::PYTHON_ENV, super::python())
+            .stderr(std::process::Stdio::inherit());
+        let out = cmd.output().expect("re-running the benchmark pinned");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let value = stdout
+            .lines()
+            .last()
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or_else(|| {
+                panic!(
+                    "the pinned run ({}) printed no result: {stdout}",
+                    out.status
+                )
+            });
+        (how.to_string(), value)
     }
 
     /// In the pinned re-run: pins the process to CPU 0 if `taskset` did not
