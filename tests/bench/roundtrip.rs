@@ -17,7 +17,8 @@
 //! during one call: (peak live bytes − live bytes before) / payload size,
 //! the result handed back to the caller included.
 //!
-//! Run: `cargo bench --bench roundtrip`.
+//! Run: `cargo bench --bench roundtrip` (or `-- unpinned|pinned|big` for
+//! some sections only).
 
 mod common;
 
@@ -510,17 +511,15 @@ fn main() {
         ],
     );
     r.line("CPUs available", pin::cpus());
-    if std::env::var_os("SCRATCH").is_some() {
+    if selected("unpinned") {
+        small_calls().report(&mut r, "unpinned", false);
+    }
+    if selected("pinned") {
+        let (how, pinned) = pin::rerun_pinned();
+        Small::from_json(&pinned).report(&mut r, &format!("pinned, {how}"), true);
+    }
+    if selected("big") {
         big_result(&mut r);
-        return;
     }
-    if std::env::var_os("SCRATCH2").is_some() {
-        small_calls().report(&mut r, "x", false);
-        return;
-    }
-    small_calls().report(&mut r, "unpinned", false);
-    let (how, pinned) = pin::rerun_pinned();
-    Small::from_json(&pinned).report(&mut r, &format!("pinned, {how}"), true);
-    big_result(&mut r);
     r.finish();
 }

@@ -151,6 +151,17 @@ pub fn cpu_time() -> Duration {
 
 // ----- reporting -----
 
+/// Whether section `name` should run: every section when the command line
+/// names none (`cargo bench --bench X` passes only `--bench`), else only
+/// the sections it names (`cargo bench --bench X -- big`).
+pub fn selected(name: &str) -> bool {
+    let named: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    named.is_empty() || named.iter().any(|a| a == name)
+}
+
 /// Prints the header and the goal lines, and counts them.
 pub struct Report {
     name: &'static str,
