@@ -53,6 +53,11 @@ impl Samples {
         self.0.push(d);
     }
 
+    /// Adds every sample of `other` (blocks measured at different times).
+    pub fn append(&mut self, other: Samples) {
+        self.0.extend(other.0);
+    }
+
     pub fn new() -> Samples {
         Samples(Vec::new())
     }
