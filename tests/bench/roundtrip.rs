@@ -265,18 +265,102 @@ fn read_loop(stdout: ChildStdout, frames: Sender<ExtFrame>) {
 
 // ----- measurements -----
 
-/// Small-call figures of one run (pinned or not).
-struct Small {
-    host: Samples,
-    skeleton: Samples,
-    pipe: Samples,
-    /// Sequential calls per second, one figure per block.
-    host_rate: Vec<f64>,
-    skeleton_rate: Vec<f64>,
-}
-
+/// Blocks of timed calls.
 const BLOCKS: usize = 10;
 const CALLS_PER_BLOCK: usize = 2_000;
+
+/// The figures of one way of making a call, over every block.
+struct Side {
+    /// Per-call latency.
+    latency: Samples,
+    /// Sequential calls per second, one figure per block.
+    rate: Vec<f64>,
+    /// CPU time of this process per call (all its threads, not the
+    /// extension; spinning while waiting counts), one figure per block.
+    cpu: Samples,
+    /// Context switches per call of the main thread and of the threads
+    /// whose name starts with the prefix given to [`Side::block`].
+    switches: f64,
+}
+
+impl Side {
+    fn new() -> Side {
+        Side {
+            latency: Samples::new(),
+            rate: Vec::new(),
+            cpu: Samples::new(),
+            switches: 0.0,
+        }
+    }
+
+    /// Times one block of `CALLS_PER_BLOCK` calls; `threads` names the
+    /// transport threads whose context switches count.
+    fn block(&mut self, threads: &str, mut call: impl FnMut()) {
+        let n = CALLS_PER_BLOCK as u32;
+        let switched = switches(threads);
+        let (start, cpu) = (Instant::now(), cpu_time());
+        for _ in 0..n {
+            let t = Instant::now();
+            call();
+            self.latency.push(t.elapsed());
+        }
+        self.rate.push(f64::from(n) / start.elapsed().as_secs_f64());
+        self.cpu.push((cpu_time() - cpu) / n);
+        self.switches += (switches(threads) - switched) as f64 / (BLOCKS * CALLS_PER_BLOCK) as f64;
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "latency": self.latency.to_json(),
+            "rate": self.rate,
+            "cpu": self.cpu.to_json(),
+            "switches": self.switches,
+        })
+    }
+
+    fn from_json(v: &Value) -> Side {
+        Side {
+            latency: Samples::from_json(&v["latency"]),
+            rate: v["rate"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_f64).collect())
+                .unwrap_or_default(),
+            cpu: Samples::from_json(&v["cpu"]),
+            switches: v["switches"].as_f64().unwrap_or(f64::NAN),
+        }
+    }
+}
+
+/// Context switches (voluntary + involuntary) so far of this process's main
+/// thread and of its threads whose name starts with `prefix`.
+fn switches(prefix: &str) -> u64 {
+    let main = std::process::id().to_string();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    let mut total = 0;
+    for task in tasks.flatten() {
+        let dir = task.path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if task.file_name().to_string_lossy() != main && !comm.starts_with(prefix) {
+            continue;
+        }
+        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+        total += status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches"))
+            .filter_map(|l| l.split(':').nth(1)?.trim().parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    total
+}
+
+/// Small-call figures of one run (pinned or not).
+struct Small {
+    host: Side,
+    skeleton: Side,
+    pipe: Side,
+}
 
 /// Interleaves blocks of host, skeleton and pipe calls, rotating which
 /// goes first, so all three see the same machine.
@@ -293,51 +377,32 @@ fn small_calls() -> Small {
         name: "rust_echo".into(),
         args: args.clone(),
     });
-    let mut s = Small {
-        host: Samples::new(),
-        skeleton: Samples::new(),
-        pipe: Samples::new(),
-        host_rate: Vec::new(),
-        skeleton_rate: Vec::new(),
-    };
     let mut id = 0u64;
-    // Warm-up: caches, branch predictors, the allocator's free lists.
-    for _ in 0..500 {
-        host.call_tool("rust_echo", &args, &never).expect("tool");
+    let mut host_call = || {
+        let reply = host.call_tool("rust_echo", &args, &never);
+        assert!(reply.is_some_and(|r| !r.is_error));
+    };
+    let mut skeleton_call = || {
         id += 1;
         skeleton.call(id, "rust_echo", &args);
+    };
+    // Warm-up: caches, branch predictors, the allocator's free lists.
+    for _ in 0..500 {
+        host_call();
+        skeleton_call();
         pipe.round_trip(&line);
     }
+    let mut s = Small {
+        host: Side::new(),
+        skeleton: Side::new(),
+        pipe: Side::new(),
+    };
     for block in 0..BLOCKS {
         for turn in 0..3 {
             match (block + turn) % 3 {
-                0 => {
-                    let t = Instant::now();
-                    for _ in 0..CALLS_PER_BLOCK {
-                        let c = Instant::now();
-                        let reply = host.call_tool("rust_echo", &args, &never);
-                        s.host.push(c.elapsed());
-                        assert!(reply.is_some_and(|r| !r.is_error));
-                    }
-                    s.host_rate.push(rate(t.elapsed()));
-                }
-                1 => {
-                    let t = Instant::now();
-                    for _ in 0..CALLS_PER_BLOCK {
-                        id += 1;
-                        let c = Instant::now();
-                        skeleton.call(id, "rust_echo", &args);
-                        s.skeleton.push(c.elapsed());
-                    }
-                    s.skeleton_rate.push(rate(t.elapsed()));
-                }
-                _ => {
-                    for _ in 0..CALLS_PER_BLOCK {
-                        let c = Instant::now();
-                        pipe.round_trip(&line);
-                        s.pipe.push(c.elapsed());
-                    }
-                }
+                0 => s.host.block("zut-", &mut host_call),
+                1 => s.skeleton.block("skel-", &mut skeleton_call),
+                _ => s.pipe.block("cat", || pipe.round_trip(&line)),
             }
         }
     }
@@ -345,10 +410,6 @@ fn small_calls() -> Small {
     pipe.stop();
     host.shutdown();
     s
-}
-
-fn rate(block: Duration) -> f64 {
-    CALLS_PER_BLOCK as f64 / block.as_secs_f64()
 }
 
 fn median_f64(v: &[f64]) -> f64 {
@@ -363,49 +424,56 @@ impl Small {
             "host": self.host.to_json(),
             "skeleton": self.skeleton.to_json(),
             "pipe": self.pipe.to_json(),
-            "host_rate": self.host_rate,
-            "skeleton_rate": self.skeleton_rate,
         })
     }
 
     fn from_json(v: &Value) -> Small {
-        let rates = |k: &str| -> Vec<f64> {
-            v[k].as_array()
-                .map(|a| a.iter().filter_map(Value::as_f64).collect())
-                .unwrap_or_default()
-        };
         Small {
-            host: Samples::from_json(&v["host"]),
-            skeleton: Samples::from_json(&v["skeleton"]),
-            pipe: Samples::from_json(&v["pipe"]),
-            host_rate: rates("host_rate"),
-            skeleton_rate: rates("skeleton_rate"),
+            host: Side::from_json(&v["host"]),
+            skeleton: Side::from_json(&v["skeleton"]),
+            pipe: Side::from_json(&v["pipe"]),
         }
     }
 
     fn report(&self, r: &mut Report, label: &str, rate_goal: bool) {
+        let (host, skeleton, pipe) = (&self.host, &self.skeleton, &self.pipe);
         r.section(&format!(
             "small tool call ({label}), {} calls each",
-            self.host.len()
+            host.latency.len()
         ));
-        r.line("(a) raw pipe echo through cat", self.pipe.summary());
-        r.line("(b) bare skeleton", self.skeleton.summary());
-        r.line("host.call_tool", self.host.summary());
-        let vs_skeleton = ratio(self.host.median(), self.skeleton.median());
-        let vs_pipe = ratio(self.host.median(), self.pipe.median());
+        r.line("(a) raw pipe echo through cat", pipe.latency.summary());
+        r.line("(b) bare skeleton", skeleton.latency.summary());
+        r.line("host.call_tool", host.latency.summary());
+        let vs_skeleton = ratio(host.latency.median(), skeleton.latency.median());
+        let vs_pipe = ratio(host.latency.median(), pipe.latency.median());
         r.line(
             "ratios (medians)",
             format!(
                 "host/skeleton {vs_skeleton:.2}×   host/pipe {vs_pipe:.2}×   skeleton/pipe {:.2}×",
-                ratio(self.skeleton.median(), self.pipe.median())
+                ratio(skeleton.latency.median(), pipe.latency.median())
             ),
         );
         r.line(
             "p90 ratio host/skeleton",
-            format!("{:.2}×", ratio(self.host.p90(), self.skeleton.p90())),
+            format!("{:.2}×", ratio(host.latency.p90(), skeleton.latency.p90())),
         );
-        let (host_rate, skeleton_rate) =
-            (median_f64(&self.host_rate), median_f64(&self.skeleton_rate));
+        r.line(
+            "CPU in this process per call (median block)",
+            format!(
+                "host {}   skeleton {}   ({:.2}×)",
+                fmt(host.cpu.median()),
+                fmt(skeleton.cpu.median()),
+                ratio(host.cpu.median(), skeleton.cpu.median())
+            ),
+        );
+        r.line(
+            "context switches per call (caller + 2 threads)",
+            format!(
+                "host {:.2}   skeleton {:.2}",
+                host.switches, skeleton.switches
+            ),
+        );
+        let (host_rate, skeleton_rate) = (median_f64(&host.rate), median_f64(&skeleton.rate));
         r.line(
             "sequential calls per second (median block)",
             format!("host {host_rate:.0}/s   skeleton {skeleton_rate:.0}/s"),
@@ -476,7 +544,7 @@ fn big_result(r: &mut Report) {
     r.line(
         "payload copies at peak (result included)",
         format!(
-            "host {copies:.2}   skeleton {:.2}   (max host {:.2})",
+            "host {copies:.3}   skeleton {:.3}   (max host {:.3})",
             median_f64(&skel_copies),
             host_copies.iter().copied().fold(0.0, f64::max)
         ),
@@ -484,7 +552,7 @@ fn big_result(r: &mut Report) {
     r.goal(
         copies <= 3.0,
         "host holds ≤ 3 payload copies at peak",
-        format!("{copies:.2}"),
+        format!("{copies:.3}"),
     );
 }
 
