@@ -34,7 +34,9 @@ struct Run {
     stdout: String,
 }
 
-/// Spawns `cmd`, reads its stdout to the end and reaps it with `wait4`.
+/// Spawns `cmd`, reads its stdout to the end and reaps it with `wait4`
+/// (which, unlike `Child::wait`, reports the child's peak RSS).
+#[allow(clippy::zombie_processes)] // reaped by wait4 below
 fn run(cmd: &mut Command) -> Run {
     let t = Instant::now();
     let mut child = cmd

@@ -367,7 +367,11 @@ struct Small {
 fn small_calls() -> Small {
     let sb = Sandbox::new();
     let dir = echo_ext(&sb, "rust-echo", false);
-    let host = start_all(&sb, sb.config(Deadlines::default()), &[dir.clone()]);
+    let host = start_all(
+        &sb,
+        sb.config(Deadlines::default()),
+        std::slice::from_ref(&dir),
+    );
     let skeleton = Skeleton::start(bare_command(&dir));
     let mut pipe = PipeEcho::start();
     let never = CancelToken::never();
@@ -500,7 +504,11 @@ fn big_result(r: &mut Report) {
     r.section("16 MiB text result (unpinned)");
     let sb = Sandbox::new();
     let dir = echo_ext(&sb, "rust-echo", false);
-    let host = start_all(&sb, sb.config(Deadlines::default()), &[dir.clone()]);
+    let host = start_all(
+        &sb,
+        sb.config(Deadlines::default()),
+        std::slice::from_ref(&dir),
+    );
     let skeleton = Skeleton::start(bare_command(&dir));
     let never = CancelToken::never();
     let args = json!({"text": UNIT, "repeat": PAYLOAD / UNIT.len()});
