@@ -13,7 +13,8 @@
 //! (c) Resident memory per idle extension, measured in child processes
 //!     that run only a host: (RSS with 50 idle extensions − RSS with none) / 50.
 //!
-//! Run: `cargo bench --bench startup`.
+//! Run: `cargo bench --bench startup` (or `-- rust|python|shutdown|memory`
+//! for some sections only).
 
 mod common;
 
@@ -80,10 +81,19 @@ fn main() {
         python().display(),
     );
 
-    let ack_shutdowns = startup(&mut r, Kind::Rust, 20);
-    startup(&mut r, Kind::Python, 4);
-    shutdown(&mut r, ack_shutdowns);
-    memory(&mut r);
+    // The acking-shutdown figures come from the hosts of the Rust start-up.
+    if selected("rust") || selected("shutdown") {
+        let ack_shutdowns = startup(&mut r, Kind::Rust, 20);
+        if selected("shutdown") {
+            shutdown(&mut r, ack_shutdowns);
+        }
+    }
+    if selected("python") {
+        startup(&mut r, Kind::Python, 4);
+    }
+    if selected("memory") {
+        memory(&mut r);
+    }
     r.finish();
 }
 
