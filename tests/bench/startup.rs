@@ -1,0 +1,376 @@
+//! Benchmark: extension host start-up, shutdown and idle memory (issue
+//! "host core").
+//!
+//! (a) `Host::start` of 50 tiny extensions (spawn, hello, hello_ack,
+//!     registrations, ready), once with the Rust `zut-example-echo` and
+//!     once with the Python `fixtures/py-echo.py`, against a bare harness
+//!     that spawns the same 50 commands and reads one hello line from each.
+//!     The sequential sum (spawn + hello one child after another) is shown
+//!     for contrast: it is what a host that does not overlap handshakes pays.
+//! (b) `Host::shutdown` of 50 extensions that acknowledge, and of 50 that
+//!     never acknowledge and ignore SIGTERM (one shared deadline, then
+//!     SIGTERM, then SIGKILL).
+//! (c) Resident memory per idle extension, measured in child processes
+//!     that run only a host: (RSS with 50 idle extensions − RSS with none) / 50.
+//!
+//! Run: `cargo bench --bench startup` (or `-- rust|python|shutdown|memory`
+//! for some sections only).
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zut::cancel::CancelToken;
+use zut::events::Discard;
+use zut::host::deadlines::Deadlines;
+use zut::host::Host;
+
+/// Extensions per host.
+const N: usize = 50;
+/// Environment of the memory-measuring child: how many extensions to start.
+const RSS_CHILD_ENV: &str = "ZUT_BENCH_RSS_EXTS";
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Rust,
+    Python,
+}
+
+impl Kind {
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Rust => "tiny Rust extension",
+            Kind::Python => "tiny Python extension",
+        }
+    }
+
+    /// `N` extension directories of this kind in `sb`.
+    fn dirs(self, sb: &Sandbox) -> Vec<PathBuf> {
+        (0..N)
+            .map(|i| match self {
+                Kind::Rust => echo_ext(sb, &format!("echo-{i:02}"), false),
+                Kind::Python => py_ext(sb, &format!("py-{i:02}")),
+            })
+            .collect()
+    }
+}
+
+fn main() {
+    if let Ok(n) = std::env::var(RSS_CHILD_ENV) {
+        return rss_child(n.parse().expect("extension count"));
+    }
+    let mut r = Report::new(
+        "startup",
+        "extension host start-up, shutdown and idle memory",
+        &[
+            "(a) Host::start of 50 tiny extensions (spawn + hello + hello_ack + registrations + ready)",
+            "    vs a bare harness spawning the same 50 commands at once and reading one hello line each;",
+            "    the sequential sum (spawn + hello one after another) is printed for contrast.",
+            "(b) Host::shutdown of 50 extensions that ack, and of 50 that never ack and ignore SIGTERM.",
+            "(c) host RSS per idle extension, in child processes running only a host.",
+            "Timings are wall clock; medians and p90 over the runs shown as n.",
+        ],
+    );
+    r.line("tiny Rust extension", echo_binary().display());
+    r.line(
+        "Python interpreter (pyenv shim bypassed)",
+        python().display(),
+    );
+
+    // The acking-shutdown figures come from the hosts of the Rust start-up.
+    if selected("rust") || selected("shutdown") {
+        let ack_shutdowns = startup(&mut r, Kind::Rust, 20);
+        if selected("shutdown") {
+            shutdown(&mut r, ack_shutdowns);
+        }
+    }
+    if selected("python") {
+        startup(&mut r, Kind::Python, 4);
+    }
+    if selected("memory") {
+        memory(&mut r);
+    }
+    r.finish();
+}
+
+// ----- (a) start-up -----
+
+/// Measures start-up of `kind`; returns the shutdown timings of the hosts
+/// it started (they all acknowledge).
+fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
+    r.section(&format!("(a) start of {N} × {}", kind.label()));
+    let sb = Sandbox::new();
+    let dirs = kind.dirs(&sb);
+    let config = sb.config(Deadlines::default());
+    let (mut host_t, mut bare_t, mut stop_t) = (Samples::new(), Samples::new(), Samples::new());
+    let (mut host_cpu, mut bare_cpu) = (Samples::new(), Samples::new());
+    // Run 0 is an untimed warm-up (page cache, allocator); then bare and
+    // host alternate which goes first, so neither always meets a machine
+    // still busy with the other's exiting children.
+    for run in 0..=runs {
+        let one = |host_first: bool| {
+            if host_first {
+                let h = host_start(&sb, &config, &dirs);
+                (bare_concurrent(&dirs), h)
+            } else {
+                let b = bare_concurrent(&dirs);
+                (b, host_start(&sb, &config, &dirs))
+            }
+        };
+        let ((bare, bare_c), (started, started_c, stopped)) = one(run % 2 == 1);
+        if run > 0 {
+            bare_t.push(bare);
+            bare_cpu.push(bare_c);
+            host_t.push(started);
+            host_cpu.push(started_c);
+            stop_t.push(stopped);
+        }
+    }
+    let sequential = Samples::collect(2, || sequential_sum(&dirs));
+    r.line("bare harness (concurrent spawn + hello)", bare_t.summary());
+    r.line("Host::start", host_t.summary());
+    r.line("sequential sum (for contrast)", sequential.summary());
+    let paired = paired_ratio(&host_t, &bare_t);
+    r.line(
+        "ratios",
+        format!(
+            "host/bare {paired:.2}× (median of per-run pairs; {:.2}× of medians)   sequential/bare {:.2}×",
+            ratio(host_t.median(), bare_t.median()),
+            ratio(sequential.median(), bare_t.median())
+        ),
+    );
+    r.line(
+        "CPU in this process per extension (median)",
+        format!(
+            "host {}   bare {}",
+            fmt(host_cpu.median() / N as u32),
+            fmt(bare_cpu.median() / N as u32)
+        ),
+    );
+    r.goal(
+        paired <= 1.2,
+        &format!("{} start ≤ 1.2× bare harness", kind.label()),
+        format!("{paired:.2}×"),
+    );
+    if kind == Kind::Python {
+        r.line("Host::shutdown (50 Python, all ack)", stop_t.summary());
+    }
+    stop_t
+}
+
+/// One `Host::start` on `dirs`: its wall and CPU time, then the wall time
+/// of its shutdown. Discovery (reading the manifests) is left out.
+fn host_start(
+    sb: &Sandbox,
+    config: &zut::host::HostConfig,
+    dirs: &[PathBuf],
+) -> (Duration, Duration, Duration) {
+    let entries = sb.entries(dirs);
+    let (t, cpu) = (Instant::now(), cpu_time());
+    let host = Host::start(
+        config.clone(),
+        Arc::new(Discard),
+        entries,
+        &CancelToken::never(),
+    );
+    let (started, started_cpu) = (t.elapsed(), cpu_time() - cpu);
+    assert_eq!(host.extensions().len(), N, "not every extension loaded");
+    let t = Instant::now();
+    host.shutdown();
+    (started, started_cpu, t.elapsed())
+}
+
+/// Spawns every command, then reads one line from each: the floor any host
+/// pays to start `dirs` concurrently.
+fn bare_concurrent(dirs: &[PathBuf]) -> (Duration, Duration) {
+    let mut commands: Vec<Command> = dirs.iter().map(|d| bare_command(d)).collect();
+    let (t, cpu) = (Instant::now(), cpu_time());
+    let mut children: Vec<Child> = commands
+        .iter_mut()
+        .map(|c| c.spawn().expect("spawn"))
+        .collect();
+    for child in &mut children {
+        read_hello(child);
+    }
+    let elapsed = (t.elapsed(), cpu_time() - cpu);
+    reap(children);
+    elapsed
+}
+
+/// Spawn + hello of each command in turn; the sum of the waits.
+fn sequential_sum(dirs: &[PathBuf]) -> Duration {
+    let mut children = Vec::with_capacity(dirs.len());
+    let mut total = Duration::ZERO;
+    for dir in dirs {
+        let mut cmd = bare_command(dir);
+        let t = Instant::now();
+        let mut child = cmd.spawn().expect("spawn");
+        read_hello(&mut child);
+        total += t.elapsed();
+        children.push(child);
+    }
+    reap(children);
+    total
+}
+
+fn read_hello(child: &mut Child) {
+    let stdout = child.stdout.as_mut().expect("piped stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("hello line");
+    assert!(line.contains("\"hello\""), "not a hello: {line:?}");
+}
+
+/// Closes every stdin (the fixtures exit on EOF) and waits for all.
+fn reap(children: Vec<Child>) {
+    let children: Vec<Child> = children
+        .into_iter()
+        .map(|mut c| {
+            drop(c.stdin.take());
+            c
+        })
+        .collect();
+    for mut c in children {
+        let _ = c.wait();
+    }
+}
+
+// ----- (b) shutdown -----
+
+fn shutdown(r: &mut Report, ack: Samples) {
+    r.section(&format!("(b) shutdown of {N} extensions"));
+    r.line("Host::shutdown, 50 Rust that ack", ack.summary());
+    r.goal(
+        ack.median() <= Duration::from_millis(100),
+        "shutdown of 50 acking extensions ≤ 100 ms",
+        fmt(ack.median()),
+    );
+
+    let (grace, kill) = (300, 200);
+    let sb = Sandbox::new();
+    let dirs: Vec<PathBuf> = (0..N)
+        .map(|i| holdout_ext(&sb, &format!("holdout-{i:02}")))
+        .collect();
+    let mut killed = 0;
+    let holdouts = Samples::collect(3, || {
+        let host = start_all(&sb, sb.config(deadlines(grace, kill)), &dirs);
+        let t = Instant::now();
+        host.shutdown();
+        let elapsed = t.elapsed();
+        killed = host
+            .started()
+            .iter()
+            .filter(|e| {
+                use std::os::unix::process::ExitStatusExt;
+                let exit = *e.exit.lock().unwrap_or_else(|p| p.into_inner());
+                exit.and_then(|s| s.signal()) == Some(libc::SIGKILL)
+            })
+            .count();
+        elapsed
+    });
+    let bound = Duration::from_millis(grace + kill + 200);
+    r.line(
+        "deadlines (shortened for this run)",
+        format!("ZUT_SHUTDOWN_GRACE_MS={grace}  ZUT_KILL_GRACE_MS={kill}"),
+    );
+    r.line("Host::shutdown, 50 holdouts", holdouts.summary());
+    r.line(
+        "holdouts ended by SIGKILL (last run)",
+        format!("{killed}/{N}"),
+    );
+    r.goal(
+        holdouts.median() <= bound && killed == N,
+        &format!(
+            "shutdown of 50 holdouts ≤ grace + kill grace + 200 ms = {}",
+            fmt(bound)
+        ),
+        format!("{} (p90 {})", fmt(holdouts.median()), fmt(holdouts.p90())),
+    );
+}
+
+// ----- (c) memory -----
+
+fn memory(r: &mut Report) {
+    r.section(&format!(
+        "(c) host memory per idle extension ({N} × tiny Rust)"
+    ));
+    let (mut none, mut full) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        none.push(run_rss_child(0, &[]));
+        full.push(run_rss_child(N, &[]));
+    }
+    let (base, with) = (median(&none), median(&full));
+    let per = (with as f64 - base as f64) / N as f64;
+    r.line(
+        "child RSS with a host and no extension",
+        format!("{base} KiB (median of 5)"),
+    );
+    r.line(
+        &format!("child RSS with {N} idle extensions"),
+        format!("{with} KiB (median of 5)"),
+    );
+    r.line("per extension", format!("{per:.1} KiB"));
+    r.goal(
+        per <= 150.0,
+        "RSS per idle extension ≤ 150 KiB",
+        format!("{per:.1} KiB"),
+    );
+    // The same with glibc's per-thread malloc arenas capped, to show how
+    // much of the figure is arenas rather than the host's own data.
+    let arena = median(
+        &(0..3)
+            .map(|_| run_rss_child(N, &[("MALLOC_ARENA_MAX", "1")]))
+            .collect::<Vec<_>>(),
+    );
+    let arena_base = median(
+        &(0..3)
+            .map(|_| run_rss_child(0, &[("MALLOC_ARENA_MAX", "1")]))
+            .collect::<Vec<_>>(),
+    );
+    r.line(
+        "per extension with MALLOC_ARENA_MAX=1 (diagnostic)",
+        format!("{:.1} KiB", (arena as f64 - arena_base as f64) / N as f64),
+    );
+}
+
+fn median(v: &[u64]) -> u64 {
+    let mut v = v.to_vec();
+    v.sort();
+    v[(v.len() - 1) / 2]
+}
+
+/// Runs this program as a memory child with `n` extensions; its RSS in KiB.
+fn run_rss_child(n: usize, env: &[(&str, &str)]) -> u64 {
+    let exe = std::env::current_exe().expect("own path");
+    let out = Command::new(exe)
+        .env(RSS_CHILD_ENV, n.to_string())
+        .env(PYTHON_ENV, python())
+        .envs(env.iter().copied())
+        .output()
+        .expect("memory child");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim().parse().unwrap_or_else(|_| {
+        panic!(
+            "memory child printed {text:?}, stderr {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The memory child: a host with `n` idle extensions; prints VmRSS in KiB.
+fn rss_child(n: usize) {
+    let sb = Sandbox::new();
+    let dirs: Vec<PathBuf> = (0..n)
+        .map(|i| echo_ext(&sb, &format!("echo-{i:02}"), false))
+        .collect();
+    let host = start_all(&sb, sb.config(Deadlines::default()), &dirs);
+    // Idle: let every thread reach its blocking wait.
+    std::thread::sleep(Duration::from_millis(200));
+    println!("{}", rss_kib());
+    host.shutdown();
+}
