@@ -15,8 +15,7 @@
 use super::deadlines::{Deadlines, MAX_FRAME_BYTES, QUEUE_BYTES, QUEUE_FRAMES};
 use super::discovery::Source;
 use super::process::{self, Wake};
-use crate::cancel::{self, CancelToken, Canceller};
-use crossbeam_channel::{Receiver, Sender, TrySendError};
+use crossbeam_channel::{Receiver, Sender};
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -132,6 +131,12 @@ impl Ticket {
     }
 }
 
+/// What the writer thread receives.
+enum ToWriter {
+    Frame(Outgoing),
+    Stop,
+}
+
 /// One encoded frame on its way to the writer.
 pub struct Outgoing {
     bytes: Vec<u8>,
@@ -205,9 +210,12 @@ pub struct Ext {
     phase: Mutex<Phase>,
     pub version: Mutex<String>,
     pub tool_cancel: AtomicBool,
-    queue: Sender<Outgoing>,
+    /// Unbounded channel; the spec's bounds are enforced by the two
+    /// counters, which lets the writer wait on this channel alone (the
+    /// cheapest wake-up) and lets `Stop` always get through.
+    queue: Sender<ToWriter>,
+    queued_frames: AtomicUsize,
     queued_bytes: AtomicUsize,
-    stop_writer: Canceller,
     wake: Wake,
     /// Set at shutdown: the shared deadline for this process to exit.
     closing: Mutex<Option<Instant>>,
@@ -268,8 +276,7 @@ impl Ext {
         dispatch: Arc<dyn Dispatch>,
         threads: ThreadCount,
     ) -> io::Result<Arc<Ext>> {
-        let (queue, queue_rx) = crossbeam_channel::bounded(QUEUE_FRAMES);
-        let (stop_writer, stop_token) = cancel::pair();
+        let (queue, queue_rx) = crossbeam_channel::unbounded();
         let process::Spawned {
             child,
             stdin,
@@ -284,8 +291,8 @@ impl Ext {
             version: Mutex::new(String::new()),
             tool_cancel: AtomicBool::new(false),
             queue,
+            queued_frames: AtomicUsize::new(0),
             queued_bytes: AtomicUsize::new(0),
-            stop_writer,
             wake: Wake::new()?,
             closing: Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
@@ -310,7 +317,7 @@ impl Ext {
                 .stack_size(WRITER_STACK)
                 .spawn(move || {
                     let _g = ThreadGuard(threads);
-                    ext.write_loop(stdin, queue_rx, stop_token, &*dispatch);
+                    ext.write_loop(stdin, queue_rx, &*dispatch);
                 })
         };
         let w = match w {
@@ -340,7 +347,7 @@ impl Ext {
                 .extend([w, r]),
             Err(e) => {
                 threads.fetch_sub(1, Ordering::SeqCst);
-                ext.stop_writer.cancel();
+                ext.stop_writer();
                 ext.kill_now();
                 let _ = w.join();
                 return Err(e);
@@ -420,39 +427,40 @@ impl Ext {
             return Err(SendError::Disconnected(r));
         }
         let len = bytes.len();
+        let frames = self.queued_frames.fetch_add(1, Ordering::SeqCst);
         let before = self.queued_bytes.fetch_add(len, Ordering::SeqCst);
         // A single frame larger than the byte bound is allowed on an empty
         // queue, or it could never be sent at all.
-        let over_bytes = before > 0 && before + len > QUEUE_BYTES;
-        let result = if over_bytes {
-            Err(TrySendError::Full(()))
-        } else {
-            self.queue
-                .try_send(Outgoing {
+        let overflow = frames >= QUEUE_FRAMES || (before > 0 && before + len > QUEUE_BYTES);
+        let sent = !overflow
+            && self
+                .queue
+                .send(ToWriter::Frame(Outgoing {
                     bytes,
                     ticket,
                     close_after,
-                })
-                .map_err(|e| match e {
-                    TrySendError::Full(_) => TrySendError::Full(()),
-                    TrySendError::Disconnected(_) => TrySendError::Disconnected(()),
-                })
-        };
-        match result {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                self.queued_bytes.fetch_sub(len, Ordering::SeqCst);
-                let reason = match e {
-                    TrySendError::Full(()) => format!(
-                        "disconnected: the host->extension queue overflowed ({QUEUE_FRAMES} frames / {} MiB); the extension is not reading its stdin",
-                        QUEUE_BYTES >> 20
-                    ),
-                    TrySendError::Disconnected(()) => "disconnected: its stdin writer has stopped".to_string(),
-                };
-                self.disconnect(&reason, dispatch, me);
-                Err(SendError::Overflow(reason))
-            }
+                }))
+                .is_ok();
+        if sent {
+            return Ok(());
         }
+        self.queued_frames.fetch_sub(1, Ordering::SeqCst);
+        self.queued_bytes.fetch_sub(len, Ordering::SeqCst);
+        let reason = if overflow {
+            format!(
+                "disconnected: the host->extension queue overflowed ({QUEUE_FRAMES} frames / {} MiB); the extension is not reading its stdin",
+                QUEUE_BYTES >> 20
+            )
+        } else {
+            "disconnected: its stdin writer has stopped".to_string()
+        };
+        self.disconnect(&reason, dispatch, me);
+        Err(SendError::Overflow(reason))
+    }
+
+    /// Tells the writer to stop after the frame it is writing, if any.
+    fn stop_writer(&self) {
+        let _ = self.queue.send(ToWriter::Stop);
     }
 
     /// Registers a pending call and returns its reply receiver.
@@ -473,15 +481,15 @@ impl Ext {
 
     /// Delivers a reply frame to its pending call; false if nobody waits.
     pub fn resolve(&self, id: u64, kind: CallKind, frame: ExtFrame) -> bool {
-        let mut pending = lock(&self.pending);
-        match pending.get(&id) {
-            Some((k, _)) if *k == kind => {}
-            _ => return false,
-        }
-        match pending.remove(&id) {
-            Some((_, tx)) => tx.send(Ok(frame)).is_ok(),
-            None => false,
-        }
+        let waiter = {
+            let mut pending = lock(&self.pending);
+            match pending.get(&id) {
+                Some((k, _)) if *k == kind => pending.remove(&id),
+                _ => None,
+            }
+        };
+        // Sent after the lock is released: the woken caller takes it next.
+        waiter.is_some_and(|(_, tx)| tx.send(Ok(frame)).is_ok())
     }
 
     /// Disconnects once: fails every pending call at once, stops both
@@ -501,7 +509,7 @@ impl Ext {
         for (_, (_, tx)) in lock(&self.pending).drain() {
             let _ = tx.send(Err(format!("extension {} {reason}", self.ident.name)));
         }
-        self.stop_writer.cancel();
+        self.stop_writer();
         self.wake.wake();
     }
 
@@ -536,17 +544,20 @@ impl Ext {
     fn write_loop(
         self: &Arc<Self>,
         mut stdin: ChildStdin,
-        queue: Receiver<Outgoing>,
-        stop: CancelToken,
+        queue: Receiver<ToWriter>,
         dispatch: &dyn Dispatch,
     ) {
-        loop {
-            let out = crossbeam_channel::select! {
-                recv(queue) -> m => match m { Ok(m) => m, Err(_) => return },
-                recv(stop.receiver()) -> _ => return,
-            };
+        // A plain `recv` (not a `select!`) spins briefly before parking,
+        // which saves a thread wake-up per frame under load. Stopping is a
+        // message on the same channel; frames queued before a disconnect
+        // are dropped by the `connected` check.
+        while let Ok(ToWriter::Frame(out)) = queue.recv() {
+            self.queued_frames.fetch_sub(1, Ordering::SeqCst);
             self.queued_bytes
                 .fetch_sub(out.bytes.len(), Ordering::SeqCst);
+            if !self.connected() {
+                return;
+            }
             if let Some(t) = &out.ticket {
                 if t.state
                     .compare_exchange(QUEUED, WRITING, Ordering::SeqCst, Ordering::SeqCst)
@@ -759,7 +770,7 @@ impl Ext {
             );
         }
         *lock(&self.exit) = status;
-        self.stop_writer.cancel();
+        self.stop_writer();
         dispatch.exited(self);
     }
 
@@ -791,36 +802,42 @@ impl Ext {
 
 /// Accumulates stdout bytes and yields complete lines, never holding more
 /// than [`MAX_FRAME_BYTES`] of one line.
+///
+/// `buf[..filled]` is data; the rest is zeroed spare kept between reads, so
+/// memory is zeroed once, not on every read. A long line grows the buffer
+/// by an eighth at a time (not by doubling), so a 16 MiB frame costs about
+/// 18 MiB here rather than 32.
 #[derive(Default)]
 struct LineBuffer {
     buf: Vec<u8>,
+    filled: usize,
     /// Bytes at the front already known to contain no newline.
     scanned: usize,
 }
 
+/// The most one read asks for: a pipe holds 64 KiB.
+const READ_MAX: usize = 64 * 1024;
+
 impl LineBuffer {
     /// Reads what is available; `Ok(false)` on EOF.
     fn fill(&mut self, r: &mut impl Read) -> io::Result<bool> {
-        let len = self.buf.len();
-        // Grow the read size with the pending line so a big frame takes few
-        // reads, while idle extensions keep a small buffer.
-        let spare = (len / 2).clamp(READ_CHUNK, 4 << 20);
-        self.buf.resize(len + spare, 0);
+        // Never read past one byte over the limit: that byte is the proof.
+        let want = READ_MAX.min(MAX_FRAME_BYTES + 1 - self.filled.min(MAX_FRAME_BYTES));
+        if self.buf.len() < self.filled + READ_CHUNK {
+            let grow = (self.filled / 8).max(want);
+            self.buf.reserve_exact(self.filled + grow - self.buf.len());
+            self.buf.resize(self.filled + grow, 0);
+        }
+        let end = self.buf.len().min(self.filled + want);
         loop {
-            match r.read(&mut self.buf[len..]) {
+            match r.read(&mut self.buf[self.filled..end]) {
                 Ok(n) => {
-                    self.buf.truncate(len + n);
+                    self.filled += n;
                     return Ok(n > 0);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.buf.truncate(len);
-                    return if e.kind() == io::ErrorKind::WouldBlock {
-                        Ok(true)
-                    } else {
-                        Err(e)
-                    };
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
+                Err(e) => return Err(e),
             }
         }
     }
@@ -830,7 +847,8 @@ impl LineBuffer {
     fn for_each_line(&mut self, mut f: impl FnMut(&[u8])) -> bool {
         let mut start = 0;
         let mut from = self.scanned;
-        while let Some(pos) = self.buf[from..].iter().position(|&b| b == b'\n') {
+        let filled = self.filled;
+        while let Some(pos) = self.buf[from..filled].iter().position(|&b| b == b'\n') {
             let end = from + pos;
             let line = &self.buf[start..end];
             if line.len() > MAX_FRAME_BYTES {
@@ -840,13 +858,18 @@ impl LineBuffer {
             start = end + 1;
             from = start;
         }
-        self.buf.drain(..start);
-        self.scanned = self.buf.len();
-        if self.buf.len() > MAX_FRAME_BYTES {
+        if start > 0 {
+            self.buf.copy_within(start..filled, 0);
+            self.filled = filled - start;
+        }
+        self.scanned = self.filled;
+        if self.filled > MAX_FRAME_BYTES {
             return true;
         }
-        if self.buf.capacity() > 4 * READ_CHUNK && self.buf.len() < READ_CHUNK {
-            self.buf.shrink_to(READ_CHUNK);
+        // After a big frame, give the memory back.
+        if self.buf.capacity() > 4 * READ_MAX && self.filled < READ_MAX {
+            self.buf.truncate(READ_MAX);
+            self.buf.shrink_to(READ_MAX);
         }
         false
     }
@@ -854,4 +877,63 @@ impl LineBuffer {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_of(chunks: &[&[u8]]) -> (Vec<Vec<u8>>, bool) {
+        let mut lb = LineBuffer::default();
+        let mut out = Vec::new();
+        let mut over = false;
+        for c in chunks {
+            lb.fill(&mut &c[..]).unwrap();
+            over |= lb.for_each_line(|l| out.push(l.to_vec()));
+        }
+        (out, over)
+    }
+
+    #[test]
+    fn splits_lines_across_reads() {
+        let (lines, over) = lines_of(&[b"ab", b"c\r\nde", b"f\n\ng", b"h\n"]);
+        assert_eq!(
+            lines,
+            [
+                b"abc".to_vec(),
+                b"def".to_vec(),
+                b"".to_vec(),
+                b"gh".to_vec()
+            ]
+        );
+        assert!(!over);
+    }
+
+    #[test]
+    fn a_big_line_is_assembled_and_memory_returned() {
+        let big = vec![b'x'; 3 * READ_MAX + 17];
+        let mut lb = LineBuffer::default();
+        let mut src: &[u8] = &big;
+        let mut got = Vec::new();
+        while lb.fill(&mut src).unwrap() {
+            lb.for_each_line(|l| got.push(l.len()));
+        }
+        lb.fill(&mut &b"\n"[..]).unwrap();
+        lb.for_each_line(|l| got.push(l.len()));
+        assert_eq!(got, [3 * READ_MAX + 17]);
+        assert!(lb.buf.capacity() <= 4 * READ_MAX);
+    }
+
+    #[test]
+    fn the_limit_is_enforced_without_buffering_past_it() {
+        let mut lb = LineBuffer::default();
+        let chunk = vec![b'y'; READ_MAX];
+        let mut over = false;
+        while !over {
+            lb.fill(&mut &chunk[..]).unwrap();
+            over = lb.for_each_line(|_| panic!("no line"));
+            assert!(lb.filled <= MAX_FRAME_BYTES + 1);
+        }
+        assert!(lb.filled > MAX_FRAME_BYTES);
+    }
 }

@@ -105,6 +105,25 @@ pub struct CommandReply {
     pub error: String,
 }
 
+/// What a tool call needs of a registration (not its schema).
+struct ToolRoute {
+    ext: u64,
+    name: String,
+    extension: String,
+    interactive: bool,
+}
+
+impl ToolRoute {
+    fn of(t: &ToolEntry) -> ToolRoute {
+        ToolRoute {
+            ext: t.ext,
+            name: t.name.clone(),
+            extension: t.extension.clone(),
+            interactive: t.interactive,
+        }
+    }
+}
+
 /// The running extension host.
 pub struct Host {
     shared: Arc<Shared>,
@@ -290,7 +309,7 @@ impl Host {
     /// Every failure (refused, timed out, aborted, disconnected) is an error
     /// reply the model can read, naming the extension.
     pub fn call_tool(&self, name: &str, args: &Value, cancel: &CancelToken) -> Option<ToolReply> {
-        let entry = self.tool(name)?;
+        let entry = lock(&self.shared.registry).tool(name).map(ToolRoute::of)?;
         let fail = |reason: String| ToolReply {
             content: vec![ContentBlock::text(format!(
                 "extension {}/{} failed: {reason}",
@@ -409,6 +428,21 @@ enum Wait {
 }
 
 fn wait_reply(rx: &Receiver<Reply>, timeout: Option<Duration>, cancel: &CancelToken) -> Wait {
+    // A reply often arrives within microseconds. Spinning briefly, then
+    // yielding a few times, catches it without parking this thread: on a
+    // busy core a park and wake-up costs more than the round trip itself.
+    for step in 0..10u32 {
+        if let Ok(r) = rx.try_recv() {
+            return Wait::Reply(r);
+        }
+        if step < 6 {
+            for _ in 0..(1u32 << step) {
+                std::hint::spin_loop();
+            }
+        } else {
+            std::thread::yield_now();
+        }
+    }
     let never = crossbeam_channel::never();
     let timer = match timeout {
         Some(t) => crossbeam_channel::after(t),
@@ -1179,14 +1213,14 @@ impl Host {
     /// chain. A missing response (deadline, disconnect) counts as allow.
     fn intercept_chain(
         &self,
+        event: &str,
         payload: impl Fn() -> zut_ext::wire::EventPayload,
         cancel: &CancelToken,
         mut each: impl FnMut(&Arc<Ext>, ExtFrame) -> bool,
     ) {
-        let event = payload().event;
         let chain: Vec<Arc<Ext>> = lock(&self.shared.exts)
             .iter()
-            .filter(|e| lock(&e.intercepts).contains(&event))
+            .filter(|e| lock(&e.intercepts).contains(event))
             .cloned()
             .collect();
         let timeout = self.shared.config.deadlines.intercept;
@@ -1236,6 +1270,7 @@ impl Host {
         let current = std::cell::RefCell::new(args);
         let mut blocked = None;
         self.intercept_chain(
+            "tool_call",
             || zut_ext::wire::EventPayload {
                 tool_id: tool_id.to_string(),
                 tool_name: tool_name.to_string(),
@@ -1276,6 +1311,7 @@ impl Host {
         let mut blocked = None;
         let mut parts: Vec<String> = Vec::new();
         self.intercept_chain(
+            "turn_start",
             || zut_ext::wire::EventPayload {
                 step: u64::from(step),
                 ..zut_ext::wire::EventPayload::named("turn_start")
@@ -1330,6 +1366,7 @@ impl Host {
         let mut blocked = None;
         if !text.is_empty() {
             self.intercept_chain(
+                "assistant_message",
                 || zut_ext::wire::EventPayload {
                     text: current.borrow().clone(),
                     ..zut_ext::wire::EventPayload::named("assistant_message")

@@ -211,8 +211,8 @@ struct ToolBlock {
 }
 
 /// Everything one stream has said so far.
-struct StreamState {
-    ids: CallIds,
+struct StreamState<'a> {
+    ids: CallIds<'a>,
     text: String,
     open: BTreeMap<u64, ToolBlock>,
     calls: Vec<(u64, ToolCall)>,
@@ -221,8 +221,8 @@ struct StreamState {
     stopped: bool,
 }
 
-impl StreamState {
-    fn new(ids: CallIds) -> Self {
+impl<'a> StreamState<'a> {
+    fn new(ids: CallIds<'a>) -> Self {
         StreamState {
             ids,
             text: String::new(),

@@ -105,40 +105,61 @@ impl Request<'_> {
     }
 }
 
-/// Makes `call_<n>` ids for tool calls that arrive without one. Numbering
-/// continues after the calls already in the transcript and skips any id
-/// in use, so ids stay unique within a conversation, also across resumes.
-pub(crate) struct CallIds {
-    used: std::collections::HashSet<String>,
+/// Hands out `call_<n>` ids for tool calls that arrive without one, unique
+/// within the conversation. The transcript is only scanned when an id is
+/// actually needed, so well-behaved servers cost nothing per request.
+pub(crate) struct CallIds<'a> {
+    messages: &'a [Message],
+    /// Ids the current response supplied itself.
+    reserved: Vec<String>,
+    /// Built on first use: every id in the transcript and this response.
+    used: Option<std::collections::HashSet<String>>,
     next: usize,
 }
 
-impl CallIds {
+impl<'a> CallIds<'a> {
     /// Starts after the tool calls of `messages`.
-    pub(crate) fn after(messages: &[Message]) -> Self {
-        let used: std::collections::HashSet<String> = messages
-            .iter()
-            .flat_map(|m| &m.content)
-            .filter_map(|b| match b {
-                Block::ToolCall { id, .. } => Some(id.clone()),
-                _ => None,
-            })
-            .collect();
-        let next = used.len() + 1;
-        CallIds { used, next }
+    pub(crate) fn after(messages: &'a [Message]) -> Self {
+        CallIds {
+            messages,
+            reserved: Vec::new(),
+            used: None,
+            next: 0,
+        }
     }
 
     /// Marks an id the model supplied itself as taken.
     pub(crate) fn reserve(&mut self, id: &str) {
-        self.used.insert(id.to_string());
+        match &mut self.used {
+            Some(used) => {
+                used.insert(id.to_string());
+            }
+            None => self.reserved.push(id.to_string()),
+        }
     }
 
     /// A fresh, unused `call_<n>`.
     pub(crate) fn fresh(&mut self) -> String {
+        let messages = self.messages;
+        let reserved = &mut self.reserved;
+        let next = &mut self.next;
+        let used = self.used.get_or_insert_with(|| {
+            let mut used: std::collections::HashSet<String> = messages
+                .iter()
+                .flat_map(|m| &m.content)
+                .filter_map(|b| match b {
+                    Block::ToolCall { id, .. } => Some(id.clone()),
+                    _ => None,
+                })
+                .collect();
+            *next = used.len() + 1;
+            used.extend(reserved.drain(..));
+            used
+        });
         loop {
             let id = format!("call_{}", self.next);
             self.next += 1;
-            if self.used.insert(id.clone()) {
+            if used.insert(id.clone()) {
                 return id;
             }
         }

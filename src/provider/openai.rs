@@ -254,8 +254,8 @@ struct PartialCall {
 }
 
 /// Everything one stream has said so far.
-struct StreamState {
-    ids: CallIds,
+struct StreamState<'a> {
+    ids: CallIds<'a>,
     text: String,
     calls: BTreeMap<u64, PartialCall>,
     /// The index the last fragment went to (for fragments without one).
@@ -265,8 +265,8 @@ struct StreamState {
     done: bool,
 }
 
-impl StreamState {
-    fn new(ids: CallIds) -> Self {
+impl<'a> StreamState<'a> {
+    fn new(ids: CallIds<'a>) -> Self {
         StreamState {
             ids,
             text: String::new(),
