@@ -821,9 +821,12 @@ const READ_MAX: usize = 64 * 1024;
 impl LineBuffer {
     /// Reads what is available; `Ok(false)` on EOF.
     fn fill(&mut self, r: &mut impl Read) -> io::Result<bool> {
-        // Never read past one byte over the limit: that byte is the proof.
-        let want = READ_MAX.min(MAX_FRAME_BYTES + 1 - self.filled.min(MAX_FRAME_BYTES));
-        if self.buf.len() < self.filled + READ_CHUNK {
+        // Reads grow with the pending line (few reads for a big frame, a
+        // small buffer for an idle extension), and never go past one byte
+        // over the limit: that byte is the proof.
+        let chunk = (self.filled / 8).clamp(READ_CHUNK, READ_MAX);
+        let want = chunk.min(MAX_FRAME_BYTES + 1 - self.filled.min(MAX_FRAME_BYTES));
+        if self.buf.len() < self.filled + want {
             let grow = (self.filled / 8).max(want);
             self.buf.reserve_exact(self.filled + grow - self.buf.len());
             self.buf.resize(self.filled + grow, 0);
@@ -867,9 +870,9 @@ impl LineBuffer {
             return true;
         }
         // After a big frame, give the memory back.
-        if self.buf.capacity() > 4 * READ_MAX && self.filled < READ_MAX {
-            self.buf.truncate(READ_MAX);
-            self.buf.shrink_to(READ_MAX);
+        if self.buf.capacity() > 4 * READ_MAX && self.filled < READ_CHUNK {
+            self.buf.truncate(READ_CHUNK);
+            self.buf.shrink_to(READ_CHUNK);
         }
         false
     }
