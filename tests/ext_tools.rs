@@ -417,27 +417,13 @@ fn tool_calls_to_different_extensions_run_concurrently_in_model_order() {
 fn interactive_tools_are_refused_in_print_mode() {
     let sb = Sandbox::new();
     let ext = sb.fixture("fx-normal", &[]);
-    let s = script(
+    let call = json!({"tool_calls": [{"id": "q", "name": "fx_ask", "args": {}}]});
+    let (out, _) = run_scripted(
         &sb,
-        &[
-            json!({"tool_calls": [{"id": "q", "name": "fx_ask", "args": {}}]}),
-            json!({"text": "ok"}),
-        ],
+        &[ext],
+        &[call, json!({"text": "ok"})],
+        &["--mode", "json", "go"],
     );
-    let out = zut(&sb)
-        .arg("-e")
-        .arg(&ext)
-        .args([
-            "--provider",
-            "script",
-            "--script",
-            &s,
-            "--mode",
-            "json",
-            "go",
-        ])
-        .output()
-        .unwrap();
     let r = json_lines(&out.stdout)
         .into_iter()
         .find(|e| e["type"] == "tool_result")

@@ -5,39 +5,11 @@
 mod support;
 
 use serde_json::{json, Value};
-use std::process::Output;
 use std::sync::{Arc, Mutex};
 use support::*;
 use zut::agent::{Agent, ConfirmRequest, Confirmer, Decision, Options, Outcome};
 use zut::cancel::CancelToken;
 use zut::events::Event;
-
-/// Runs a JSON-mode prompt with these extensions and script; returns the
-/// output and the requests the provider received.
-fn run(
-    sb: &Sandbox,
-    exts: &[std::path::PathBuf],
-    script_lines: &[Value],
-    extra: &[&str],
-) -> (Output, Vec<Value>) {
-    let s = script(sb, script_lines);
-    let log = sb.path("requests.jsonl");
-    let _ = std::fs::remove_file(&log);
-    let mut c = zut(sb);
-    for e in exts {
-        c.arg("-e").arg(e);
-    }
-    let out = c
-        .args(["--provider", "script", "--script", &s, "--script-log"])
-        .arg(&log)
-        .args(extra)
-        .output()
-        .unwrap();
-    let requests = std::fs::read(&log)
-        .map(|b| json_lines(&b))
-        .unwrap_or_default();
-    (out, requests)
-}
 
 fn bash(id: &str, command: &str) -> Value {
     json!({"tool_calls": [{"id": id, "name": "bash", "args": {"command": command, "timeout": 10}}]})
@@ -52,7 +24,7 @@ fn a_guard_blocks_dangerous_bash_and_the_model_sees_the_reason() {
     let sb = Sandbox::new();
     let victim = sb.cwd().join("precious");
     std::fs::create_dir(&victim).unwrap();
-    let (out, requests) = run(
+    let (out, requests) = run_scripted(
         &sb,
         &[sb.fixture("fx-guard", &[])],
         &[
@@ -101,7 +73,7 @@ fn rewrites_chain_in_load_order() {
         sb.fixture("fx-rewrite-a", &[]),
         sb.fixture("fx-rewrite-b", &[]),
     );
-    let (out, requests) = run(
+    let (out, requests) = run_scripted(
         &sb,
         &[a.clone(), b.clone()],
         &[bash("c1", "echo start"), json!({"text": "ok"})],
@@ -121,7 +93,7 @@ fn rewrites_chain_in_load_order() {
     );
     assert_eq!(msgs[2]["content"][0]["content"][0]["text"], "start A B\n");
     // Reversed load order, reversed chain.
-    let (out, _) = run(
+    let (out, _) = run_scripted(
         &sb,
         &[b, a],
         &[bash("c1", "echo start"), json!({"text": "ok"})],
@@ -137,7 +109,7 @@ fn rewrites_chain_in_load_order() {
 fn malformed_modified_args_keep_the_original() {
     let sb = Sandbox::new();
     let ext = sb.fixture("fx-badargs", &[]);
-    let (out, _) = run(
+    let (out, _) = run_scripted(
         &sb,
         &[ext],
         &[bash("c1", "echo same"), json!({"text": "ok"})],
@@ -158,7 +130,7 @@ fn a_rewrite_dropping_the_bash_timeout_is_a_tool_error() {
     let sb = Sandbox::new();
     let ext = sb.fixture("fx-rewrite-a", &[]);
     // The model's own call lacks the timeout; the rewrite keeps it missing.
-    let (out, _) = run(
+    let (out, _) = run_scripted(
         &sb,
         &[ext],
         &[
@@ -183,7 +155,7 @@ fn a_rewrite_dropping_the_bash_timeout_is_a_tool_error() {
 fn a_turn_gate_blocks_before_the_model_is_called() {
     let sb = Sandbox::new();
     let ext = sb.fixture("fx-gate", &[]);
-    let (out, requests) = run(
+    let (out, requests) = run_scripted(
         &sb,
         std::slice::from_ref(&ext),
         &[json!({"text": "never"})],
@@ -197,7 +169,7 @@ fn a_turn_gate_blocks_before_the_model_is_called() {
         "{err}"
     );
     assert!(requests.is_empty(), "the provider was never called");
-    let (out, _) = run(
+    let (out, _) = run_scripted(
         &sb,
         &[ext],
         &[json!({"text": "never"})],
@@ -216,7 +188,7 @@ fn a_turn_gate_blocks_before_the_model_is_called() {
 fn hidden_context_goes_to_one_request_only_and_is_never_persisted() {
     let sb = Sandbox::new();
     let ext = sb.fixture("fx-context", &[]);
-    let (out, requests) = run(
+    let (out, requests) = run_scripted(
         &sb,
         &[ext],
         &[bash("c1", "echo a"), json!({"text": "ok"})],
@@ -242,7 +214,7 @@ fn hidden_context_goes_to_one_request_only_and_is_never_persisted() {
 fn a_redactor_changes_what_the_user_sees_not_what_the_model_said() {
     let sb = Sandbox::new();
     let ext = sb.fixture("fx-redact", &[]);
-    let (out, requests) = run(
+    let (out, requests) = run_scripted(
         &sb,
         &[ext],
         &[
@@ -296,7 +268,7 @@ fn a_slow_interceptor_counts_as_allow_at_the_deadline() {
 fn an_interceptor_that_dies_counts_as_allow() {
     let sb = Sandbox::new();
     let (dies, guard) = (sb.fixture("fx-die-icpt", &[]), sb.fixture("fx-guard", &[]));
-    let (out, _) = run(
+    let (out, _) = run_scripted(
         &sb,
         &[dies, guard],
         &[bash("c1", "echo survived"), json!({"text": "ok"})],
@@ -317,7 +289,7 @@ fn events_reach_subscribers_in_order() {
     let sb = Sandbox::new();
     let marker = sb.path("marker");
     let ext = sb.fixture("fx-events", &[opt("marker", &marker)]);
-    let (out, _) = run(
+    let (out, _) = run_scripted(
         &sb,
         &[ext],
         &[bash("c1", "echo x"), json!({"text": "bye"})],
@@ -462,7 +434,7 @@ fn confirmation_is_a_question_any_front_end_answers() {
 fn a_blocked_answer_is_withheld_with_its_reason() {
     let sb = Sandbox::new();
     let ext = sb.fixture("fx-hush", &[]);
-    let (out, _) = run(
+    let (out, _) = run_scripted(
         &sb,
         std::slice::from_ref(&ext),
         &[json!({"text": "SECRET plans"})],
@@ -475,7 +447,7 @@ fn a_blocked_answer_is_withheld_with_its_reason() {
         err.contains("withheld by extension fx-hush: contains a secret"),
         "{err}"
     );
-    let (out, _) = run(
+    let (out, _) = run_scripted(
         &sb,
         &[ext],
         &[json!({"text": "SECRET plans"})],

@@ -252,3 +252,31 @@ pub fn json_lines(bytes: &[u8]) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// Runs zut with these `--ext` directories, the scripted provider on
+/// `script_lines`, and `extra` arguments; returns the output and the
+/// requests the provider received (its `--script-log`).
+pub fn run_scripted(
+    sb: &Sandbox,
+    exts: &[std::path::PathBuf],
+    script_lines: &[serde_json::Value],
+    extra: &[&str],
+) -> (std::process::Output, Vec<serde_json::Value>) {
+    let s = script(sb, script_lines);
+    let log = sb.path("requests.jsonl");
+    let _ = std::fs::remove_file(&log);
+    let mut c = zut(sb);
+    for e in exts {
+        c.arg("-e").arg(e);
+    }
+    let out = c
+        .args(["--provider", "script", "--script", &s, "--script-log"])
+        .arg(&log)
+        .args(extra)
+        .output()
+        .unwrap();
+    let requests = std::fs::read(&log)
+        .map(|b| json_lines(&b))
+        .unwrap_or_default();
+    (out, requests)
+}
