@@ -1,6 +1,8 @@
 //! The OpenAI-compatible provider against a real local HTTP server
 //! replaying Chat Completions event streams (OpenAI's and looser ones).
 
+#[path = "common/ask.rs"]
+mod common_ask;
 #[path = "common/http_server.rs"]
 mod http_server;
 
@@ -11,7 +13,7 @@ use zut::cancel::{self, CancelToken};
 use zut::provider::openai::OpenAi;
 use zut::provider::{
     Block, ContentBlock, Message, Provider, ProviderError, Request, Response, Role, Settings,
-    StopReason, StreamEvent, ToolDef, Usage,
+    StopReason, ToolDef, Usage,
 };
 
 fn provider_with_key(server: &TestServer, key: Option<&str>) -> OpenAi {
@@ -34,20 +36,7 @@ fn ask(
     messages: &[Message],
     cancel: &CancelToken,
 ) -> (Result<Response, ProviderError>, Vec<String>) {
-    let req = Request {
-        step: 1,
-        system: "You are terse.",
-        messages,
-        tools: &[],
-        hidden_context: &[],
-    };
-    let mut deltas = Vec::new();
-    let result = p.complete(
-        &req,
-        &mut |StreamEvent::TextDelta(d)| deltas.push(d.to_string()),
-        cancel,
-    );
-    (result, deltas)
+    common_ask::ask(p, "You are terse.", messages, cancel)
 }
 
 fn hello() -> Vec<Message> {

@@ -1,6 +1,8 @@
 //! The scripted provider (DESIGN §5): every entry kind, exhaustion,
 //! cancellable delays, script errors and the exact `--script-log` shape.
 
+#[path = "common/ask.rs"]
+mod common_ask;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -8,7 +10,7 @@ use zut::cancel::{self, CancelToken};
 use zut::provider::script::Script;
 use zut::provider::{
     self, Block, ContentBlock, Message, Provider, ProviderError, Request, Response, Role, Settings,
-    StopReason, StreamEvent, ToolCall, ToolDef, Usage,
+    StopReason, ToolCall, ToolDef, Usage,
 };
 
 /// A script file (and a log path next to it) in a fresh temp dir.
@@ -48,20 +50,7 @@ fn ask_with(
     messages: &[Message],
     cancel: &CancelToken,
 ) -> (Result<Response, ProviderError>, Vec<String>) {
-    let req = Request {
-        step: 1,
-        system: "sys",
-        messages,
-        tools: &[],
-        hidden_context: &[],
-    };
-    let mut deltas = Vec::new();
-    let result = p.complete(
-        &req,
-        &mut |StreamEvent::TextDelta(d)| deltas.push(d.to_string()),
-        cancel,
-    );
-    (result, deltas)
+    common_ask::ask(p, "sys", messages, cancel)
 }
 
 fn ask(
