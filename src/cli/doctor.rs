@@ -247,8 +247,9 @@ pub fn render_text(reports: &[Report]) -> String {
     }
     let count = |st: &str| reports.iter().filter(|r| r.status == st).count();
     s.push_str(&format!(
-        "\n{} extensions: {} ok, {} with warnings, {} failed, {} disabled, {} shadowed, {} theme-only\n",
+        "\n{} extension{}: {} ok, {} with warnings, {} failed, {} disabled, {} shadowed, {} theme-only\n",
         reports.len(),
+        if reports.len() == 1 { "" } else { "s" },
         count("ok"),
         count("warning"),
         count("error"),
