@@ -490,6 +490,12 @@ impl Shared {
     /// is held back and reported right after it, so the stream stays in
     /// load order whatever the timing.
     fn emit_from(&self, ext: &Ext, event: Event) {
+        // Once shutdown has begun the front end is going away: what an
+        // extension says on its way out goes to its log only.
+        if ext.closing() {
+            process::log_line(&ext.ident.log, &format!("during shutdown, not shown: {event:?}"));
+            return;
+        }
         let mut held = lock(&ext.held);
         match held.as_mut() {
             Some(queue) => queue.push(event),
