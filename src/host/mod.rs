@@ -225,6 +225,11 @@ impl Host {
         lock(&self.shared.registry).tool(name).cloned()
     }
 
+    /// Why tool `name` cannot be called, when a dead extension owned it.
+    pub fn gone_tool(&self, name: &str) -> Option<String> {
+        lock(&self.shared.registry).gone_tool(name)
+    }
+
     /// Number of live reader and writer threads (zero after shutdown).
     pub fn live_threads(&self) -> usize {
         self.shared.threads.load(Ordering::SeqCst)
@@ -247,9 +252,17 @@ impl Host {
         args: &str,
         cancel: &CancelToken,
     ) -> Result<CommandReply, String> {
-        let entry = self
-            .command(name)
-            .ok_or_else(|| format!("unknown command /{name}"))?;
+        let entry = {
+            let reg = lock(&self.shared.registry);
+            match reg.command(name) {
+                Some(e) => e.clone(),
+                None => {
+                    return Err(reg
+                        .gone_command(name)
+                        .unwrap_or_else(|| format!("unknown command /{name}")))
+                }
+            }
+        };
         let ext = self
             .shared
             .ext(entry.ext)
@@ -490,12 +503,6 @@ impl Shared {
     /// is held back and reported right after it, so the stream stays in
     /// load order whatever the timing.
     fn emit_from(&self, ext: &Ext, event: Event) {
-        // Once shutdown has begun the front end is going away: what an
-        // extension says on its way out goes to its log only.
-        if ext.closing() {
-            process::log_line(&ext.ident.log, &format!("during shutdown, not shown: {event:?}"));
-            return;
-        }
         let mut held = lock(&ext.held);
         match held.as_mut() {
             Some(queue) => queue.push(event),
@@ -1104,7 +1111,7 @@ impl Dispatch for Shared {
     }
 
     fn disconnected(&self, ext: &Arc<Ext>, reason: &str) {
-        lock(&self.registry).remove_extension(ext.ident.id);
+        lock(&self.registry).remove_extension(ext.ident.id, reason);
         // Until `ext_loaded` is out, the loader reports the failure.
         let loading = lock(&ext.held).is_some();
         if loading {

@@ -58,6 +58,9 @@ pub struct Registry {
     command_order: Vec<String>,
     tools: HashMap<String, ToolEntry>,
     tool_order: Vec<String>,
+    /// Commands (`/name`, lower-cased) and tools of extensions that died:
+    /// their owner and why, so a late call gets a clear error.
+    gone: HashMap<String, (String, String)>,
 }
 
 impl Registry {
@@ -141,6 +144,22 @@ impl Registry {
         self.tools.get(name)
     }
 
+    /// Why command `name` is unavailable, if a dead extension owned it.
+    pub fn gone_command(&self, name: &str) -> Option<String> {
+        self.gone
+            .get(&format!("/{}", name.to_lowercase()))
+            .map(|(ext, why)| {
+                format!("/{name} belongs to extension {ext}, which is not running ({why})")
+            })
+    }
+
+    /// Why tool `name` is unavailable, if a dead extension owned it.
+    pub fn gone_tool(&self, name: &str) -> Option<String> {
+        self.gone.get(name).map(|(ext, why)| {
+            format!("tool {name} belongs to extension {ext}, which is not running ({why})")
+        })
+    }
+
     /// Active commands in registration order.
     pub fn commands(&self) -> impl Iterator<Item = &CommandEntry> {
         self.command_order
@@ -154,7 +173,17 @@ impl Registry {
     }
 
     /// Drops everything extension instance `ext` registered.
-    pub fn remove_extension(&mut self, ext: u64) {
+    pub fn remove_extension(&mut self, ext: u64, reason: &str) {
+        for c in self.commands.values().filter(|c| c.ext == ext) {
+            self.gone.insert(
+                format!("/{}", c.name.to_lowercase()),
+                (c.extension.clone(), reason.to_string()),
+            );
+        }
+        for t in self.tools.values().filter(|t| t.ext == ext) {
+            self.gone
+                .insert(t.name.clone(), (t.extension.clone(), reason.to_string()));
+        }
         self.commands.retain(|_, c| c.ext != ext);
         self.tools.retain(|_, t| t.ext != ext);
         let (commands, tools) = (&self.commands, &self.tools);
@@ -203,8 +232,12 @@ mod tests {
             .add_command(cmd("Reload-Ext", 1))
             .unwrap_err()
             .contains("built-in"));
-        r.remove_extension(1);
+        r.remove_extension(1, "exited");
         assert!(r.command("ping").is_none());
+        assert_eq!(
+            r.gone_command("PING").unwrap(),
+            "/PING belongs to extension e1, which is not running (exited)"
+        );
         r.add_command(cmd("ping", 2)).unwrap();
     }
 

@@ -71,15 +71,18 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
                 };
                 Ok(Agent::new(provider, &host, sink.clone(), opts, &zut_home))
             };
-            let code = match p.strip_prefix('/') {
+            match p.strip_prefix('/') {
                 Some(command) => ctx.command(command, make_agent),
                 None => ctx.prompt(p, make_agent),
-            };
-            sink.emit(Event::Done);
-            code
+            }
         }
     };
+    // `done` comes after the extensions stopped, so whatever they sent on
+    // their way out is reported before it, and nothing is lost.
     host.shutdown();
+    if run.prompt.as_deref().is_some_and(|p| !p.trim().is_empty()) {
+        sink.emit(Event::Done);
+    }
     if cancel.is_cancelled() {
         EXIT_INTERRUPTED
     } else {
@@ -151,12 +154,12 @@ impl Ctx<'_> {
                 "/{name} is a command of the interactive terminal; it cannot run here"
             ));
         }
-        if self.host.command(name).is_none() {
-            return self.fail(format!("unknown command /{name}"));
-        }
+        let known = self.host.command(name).is_some();
         let reply = match self.host.invoke_command(name, args.trim(), self.cancel) {
             Ok(r) => r,
-            Err(e) => return self.fail(format!("/{name}: {e}")),
+            Err(e) if known => return self.fail(format!("/{name}: {e}")),
+            // Unknown, or its extension is gone: the error says which.
+            Err(e) => return self.fail(e),
         };
         let action = if reply.action.is_empty() {
             "noop".to_string()
