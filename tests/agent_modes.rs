@@ -408,6 +408,11 @@ fn print_mode_slash_commands_honour_each_action() {
     let out = run("/do-insert x");
     assert_eq!(out.status.code(), Some(0));
     assert!(stderr(&out).contains("needs the interactive terminal"));
+    let out = run("/do-open_panel");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("\"open_panel\", which needs the interactive terminal"));
     let out = run("/nope");
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("unknown command /nope"));
