@@ -14,7 +14,14 @@ use std::path::PathBuf;
 /// Use -p for print mode or --mode json for the event stream (the
 /// interactive terminal UI and --mode rpc are not built yet).
 /// `zut ext` lists the extension management commands.
-#[argh(help_triggers("-h", "--help"))]
+#[argh(
+    help_triggers("-h", "--help"),
+    example = "git diff | zut -p \"review this change\"",
+    example = "zut --ext ./my-extension -p \"/mycommand args\"",
+    example = "zut --provider openai --base-url http://localhost:11434/v1 --model qwen2.5-coder -p hi",
+    note = "Exit status: 0 ok, 1 runtime failure (provider error, failed command, blocked turn), 2 usage error, 130 interrupted.",
+    note = "State lives in $ZUT_HOME (default $XDG_STATE_HOME/zut or ~/.local/state/zut): config.json, auth.json, logs/. See man zut, man zut-ext, man zut-extensions."
+)]
 struct Cli {
     /// print mode: run PROMPT (plus piped stdin), print only the final answer
     #[argh(switch, short = 'p')]
