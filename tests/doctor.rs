@@ -162,7 +162,7 @@ fn doctor_text_keeps_line_breaks_and_filters_by_name() {
 fn doctor_names_each_failure_kind_of_the_host_core_fixtures() {
     let sb = Sandbox::new();
     let kinds = [
-        ("fx-no-hello", "error", "sent no hello within 2000 ms"),
+        ("fx-no-hello", "error", "sent no hello within 4000 ms"),
         ("fx-exit-3", "error", "exited before hello: exit status 3"),
         ("fx-killed", "error", "killed by signal 9"),
         (
@@ -193,7 +193,7 @@ fn doctor_names_each_failure_kind_of_the_host_core_fixtures() {
         cmd.arg("-e").arg(sb.fixture(name, &[]));
     }
     let out = cmd
-        .env("ZUT_HELLO_TIMEOUT_MS", "2000")
+        .env("ZUT_HELLO_TIMEOUT_MS", "4000")
         .env("ZUT_READY_TIMEOUT_MS", "300")
         .env("ZUT_KILL_GRACE_MS", "200")
         .args(["ext", "doctor", "--json"])

@@ -1151,9 +1151,14 @@ fn route_reply(ext: &Arc<Ext>, frame: ExtFrame) {
             return;
         }
     }
-    log::debug!(
-        "{}: {type_name} for an id nobody waits on ignored",
-        ext.ident.name
+    // Authors want to know: it usually means a reply came after the
+    // deadline or after a tool_cancel.
+    let id = parsed.map_or_else(|| "(not a host id)".to_string(), |i| i.to_string());
+    process::log_line(
+        &ext.ident.log,
+        &format!(
+            "{type_name} for id {id} ignored: nobody waits for it (late, cancelled or unknown)"
+        ),
     );
 }
 

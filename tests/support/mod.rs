@@ -106,7 +106,7 @@ impl Sandbox {
             model: "test-model".into(),
             deadlines: Deadlines {
                 hello: Duration::from_millis(5_000),
-                ready: Duration::from_millis(1_500),
+                ready: Duration::from_millis(3_000),
                 command: Duration::from_millis(5_000),
                 tool: Duration::from_millis(5_000),
                 intercept: Duration::from_millis(2_000),
