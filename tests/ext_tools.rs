@@ -205,19 +205,30 @@ fn a_crash_during_a_call_fails_it_at_once() {
     shutdown_clean(host);
 }
 
+/// A host with one extension that never reads its stdin, and this write
+/// deadline.
+fn never_reading(sb: &Sandbox, write: Duration) -> (zut::host::Host, Arc<zut::events::Collect>) {
+    let mut config = sb.config();
+    config.deadlines.write = write;
+    sb.start_with(config, &[sb.fixture("fx-no-read", &[])])
+}
+
+/// A `turn_start` event carrying `bytes` of text.
+fn event_of(bytes: usize) -> EventPayload {
+    EventPayload {
+        step: 1,
+        text: "x".repeat(bytes),
+        ..EventPayload::named("turn_start")
+    }
+}
+
 #[test]
 fn a_full_queue_disconnects_instead_of_dropping_frames() {
     let sb = Sandbox::new();
-    let mut config = sb.config();
-    config.deadlines.write = Duration::from_secs(30);
-    let (host, sink) = sb.start_with(config, &[sb.fixture("fx-no-read", &[])]);
+    let (host, sink) = never_reading(&sb, Duration::from_secs(30));
     // The extension never reads: the pipe fills, the writer blocks, the
     // queue fills, and the next frame overflows it.
-    let big = EventPayload {
-        step: 1,
-        text: "x".repeat(4096),
-        ..EventPayload::named("turn_start")
-    };
+    let big = event_of(4096);
     for _ in 0..400 {
         host.emit_event(&big);
     }
@@ -232,14 +243,8 @@ fn a_full_queue_disconnects_instead_of_dropping_frames() {
 #[test]
 fn a_blocked_write_disconnects_after_the_write_deadline() {
     let sb = Sandbox::new();
-    let mut config = sb.config();
-    config.deadlines.write = Duration::from_millis(200);
-    let (host, sink) = sb.start_with(config, &[sb.fixture("fx-no-read", &[])]);
-    let big = EventPayload {
-        step: 1,
-        text: "x".repeat(1 << 20),
-        ..EventPayload::named("turn_start")
-    };
+    let (host, sink) = never_reading(&sb, Duration::from_millis(200));
+    let big = event_of(1 << 20);
     host.emit_event(&big);
     assert!(eventually(Duration::from_secs(5), || error_of(
         &sink.events(),
@@ -254,15 +259,9 @@ fn a_blocked_write_disconnects_after_the_write_deadline() {
 #[test]
 fn a_cancelled_call_still_queued_is_withdrawn_and_the_transport_stays_healthy() {
     let sb = Sandbox::new();
-    let mut config = sb.config();
-    config.deadlines.write = Duration::from_secs(30);
-    let (host, _) = sb.start_with(config, &[sb.fixture("fx-no-read", &[])]);
+    let (host, _) = never_reading(&sb, Duration::from_secs(30));
     // Block the writer on a frame larger than the pipe buffer.
-    host.emit_event(&EventPayload {
-        step: 1,
-        text: "x".repeat(1 << 20),
-        ..EventPayload::named("turn_start")
-    });
+    host.emit_event(&event_of(1 << 20));
     let (canceller, token) = cancel::pair();
     canceller.cancel();
     let r = host.call_tool("stuck_tool", &json!({}), &token).unwrap();
@@ -277,9 +276,7 @@ fn a_cancelled_call_still_queued_is_withdrawn_and_the_transport_stays_healthy() 
 #[test]
 fn a_cancelled_call_whose_write_began_tears_the_stream() {
     let sb = Sandbox::new();
-    let mut config = sb.config();
-    config.deadlines.write = Duration::from_secs(30);
-    let (host, sink) = sb.start_with(config, &[sb.fixture("fx-no-read", &[])]);
+    let (host, sink) = never_reading(&sb, Duration::from_secs(30));
     let (canceller, token) = cancel::pair();
     let t = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
