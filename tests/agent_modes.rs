@@ -125,21 +125,12 @@ fn a_multi_step_tool_loop_changes_the_project() {
 fn max_steps_stops_the_loop_with_status_1() {
     let sb = Sandbox::new();
     let call = json!({"tool_calls": [{"name": "read", "args": {"path": "."}}]});
-    let s = script(&sb, &[call.clone(), call.clone(), call]);
-    let out = zut(&sb)
-        .args([
-            "--provider",
-            "script",
-            "--script",
-            &s,
-            "--max-steps",
-            "2",
-            "--mode",
-            "json",
-            "x",
-        ])
-        .output()
-        .unwrap();
+    let (out, _) = run_scripted(
+        &sb,
+        &[],
+        &[call.clone(), call.clone(), call],
+        &["--max-steps", "2", "--mode", "json", "x"],
+    );
     assert_eq!(out.status.code(), Some(1));
     let ev = json_lines(&out.stdout);
     assert_eq!(ev.iter().filter(|e| e["type"] == "turn_start").count(), 2);
@@ -154,30 +145,16 @@ fn max_steps_stops_the_loop_with_status_1() {
 #[test]
 fn provider_errors_and_an_exhausted_script_fail_clearly() {
     let sb = Sandbox::new();
-    let s = script(&sb, &[json!({"error": "overloaded"})]);
-    let out = zut(&sb)
-        .args(["--provider", "script", "--script", &s, "-p", "x"])
-        .output()
-        .unwrap();
+    let (out, _) = run_scripted(&sb, &[], &[json!({"error": "overloaded"})], &["-p", "x"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     assert_eq!(stderr(&out).trim(), "zut: provider error: overloaded");
-    let s = script(
+    let (out, _) = run_scripted(
         &sb,
+        &[],
         &[json!({"tool_calls": [{"name": "read", "args": {"path": "."}}]})],
+        &["--mode", "json", "x"],
     );
-    let out = zut(&sb)
-        .args([
-            "--provider",
-            "script",
-            "--script",
-            &s,
-            "--mode",
-            "json",
-            "x",
-        ])
-        .output()
-        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let ev = json_lines(&out.stdout);
     let end = ev.iter().rev().find(|e| e["type"] == "turn_end").unwrap();
@@ -226,25 +203,15 @@ fn abort_interrupts_a_turn_and_exits_130() {
 #[test]
 fn confirmed_tools_need_yolo_outside_the_interactive_terminal() {
     let sb = Sandbox::new();
-    let s = script(
+    let (out, _) = run_scripted(
         &sb,
+        &[],
         &[
             json!({"tool_calls": [{"id": "b", "name": "bash", "args": {"command": "touch made", "timeout": 5}}]}),
             json!({"text": "ok"}),
         ],
+        &["--mode", "json", "x"],
     );
-    let out = zut(&sb)
-        .args([
-            "--provider",
-            "script",
-            "--script",
-            &s,
-            "--mode",
-            "json",
-            "x",
-        ])
-        .output()
-        .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let result = json_lines(&out.stdout)
         .into_iter()
@@ -417,20 +384,12 @@ fn print_mode_slash_commands_honour_each_action() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("unknown command /nope"));
     // A prompt action runs a turn with the command's prompt.
-    let s = script(&sb, &[json!({"echo": true})]);
-    let out = zut(&sb)
-        .arg("--ext")
-        .arg(&ext)
-        .args([
-            "--provider",
-            "script",
-            "--script",
-            &s,
-            "-p",
-            "/do-prompt abc",
-        ])
-        .output()
-        .unwrap();
+    let (out, _) = run_scripted(
+        &sb,
+        &[ext],
+        &[json!({"echo": true})],
+        &["-p", "/do-prompt abc"],
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "from command: abc\n");
 }
 

@@ -76,27 +76,15 @@ fn clock_node_commands_and_status() {
 #[test]
 fn weather_py_tool() {
     let sb = Sandbox::new();
-    let s = script(
+    let (out, _) = run_scripted(
         &sb,
+        &[example("weather-py")],
         &[
             json!({"tool_calls": [{"id": "w1", "name": "weather", "args": {"city": "Berlin"}}, {"id": "w2", "name": "weather", "args": {}}]}),
             json!({"text": "done"}),
         ],
+        &["--mode", "json", "go"],
     );
-    let out = zut(&sb)
-        .arg("--ext")
-        .arg(example("weather-py"))
-        .args([
-            "--provider",
-            "script",
-            "--script",
-            &s,
-            "--mode",
-            "json",
-            "go",
-        ])
-        .output()
-        .unwrap();
     let results: Vec<_> = json_lines(stdout(&out).as_bytes())
         .into_iter()
         .filter(|e| e["type"] == "tool_result")
@@ -116,29 +104,16 @@ fn weather_py_tool() {
 #[test]
 fn guard_sh_blocks_dangerous_commands() {
     let sb = Sandbox::new();
-    let s = script(
+    let (out, _) = run_scripted(
         &sb,
+        &[example("guard-sh")],
         &[
             json!({"tool_calls": [{"id": "c1", "name": "bash", "args": {"command": "sudo rm -rf /", "timeout": 5}}]}),
             json!({"tool_calls": [{"id": "c2", "name": "bash", "args": {"command": "echo safe", "timeout": 5}}]}),
             json!({"text": "done"}),
         ],
+        &["--yolo", "--mode", "json", "go"],
     );
-    let out = zut(&sb)
-        .arg("--ext")
-        .arg(example("guard-sh"))
-        .args([
-            "--provider",
-            "script",
-            "--script",
-            &s,
-            "--yolo",
-            "--mode",
-            "json",
-            "go",
-        ])
-        .output()
-        .unwrap();
     let events = json_lines(stdout(&out).as_bytes());
     assert!(
         events
@@ -156,25 +131,18 @@ fn guard_sh_blocks_dangerous_commands() {
 #[test]
 fn redact_py_hides_keys_and_adds_context() {
     let sb = Sandbox::new();
-    let s = script(
+    let (out, requests) = run_scripted(
         &sb,
+        &[example("redact-py")],
         &[json!({"text": "key sk-ant-api03-abcdefghijklmnop1234 here"})],
+        &["-p", "go"],
     );
-    let log = sb.path("log.jsonl");
-    let out = zut(&sb)
-        .arg("--ext")
-        .arg(example("redact-py"))
-        .args(["--provider", "script", "--script", &s, "--script-log"])
-        .arg(&log)
-        .args(["-p", "go"])
-        .output()
-        .unwrap();
     let text = stdout(&out);
     assert!(
         text.contains("[redacted]") && !text.contains("sk-ant-api03"),
         "{text}"
     );
-    let request = &json_lines(&std::fs::read(&log).unwrap())[0];
+    let request = &requests[0];
     assert!(
         request["hidden_context"][0]
             .as_str()

@@ -372,8 +372,9 @@ fn tool_calls_to_different_extensions_run_concurrently_in_model_order() {
     let flag = sb.path("flag").display().to_string();
     // fx-a waits for a file that only fx-b's later call creates: run one
     // after the other, the wait would fail.
-    let s = script(
+    let (out, _) = run_scripted(
         &sb,
+        &[a, b],
         &[
             json!({"tool_calls": [
                 {"id": "w", "name": "fx_a_wait", "args": {"path": flag}},
@@ -381,23 +382,8 @@ fn tool_calls_to_different_extensions_run_concurrently_in_model_order() {
             ]}),
             json!({"text": "ok"}),
         ],
+        &["--mode", "json", "go"],
     );
-    let out = zut(&sb)
-        .args(["-e"])
-        .arg(&a)
-        .arg("-e")
-        .arg(&b)
-        .args([
-            "--provider",
-            "script",
-            "--script",
-            &s,
-            "--mode",
-            "json",
-            "go",
-        ])
-        .output()
-        .unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),

@@ -91,14 +91,8 @@ impl Provider for Anthropic {
             ("anthropic-version", API_VERSION.to_string()),
         ];
         let post = Post::json(self.url.clone(), headers, &request_body(&self.model, req));
-        self.http.stream(&post, cancel, on_event, |sse, sink| {
-            let mut state = StreamState::new(CallIds::after(req.messages));
-            while let Some(event) = sse.next_event().map_err(http::read_error)? {
-                if state.handle(&event, sink)? {
-                    break;
-                }
-            }
-            state.finish()
+        self.http.stream_events(&post, cancel, on_event, || {
+            StreamState::new(CallIds::after(req.messages))
         })
     }
 }
@@ -235,7 +229,11 @@ impl<'a> StreamState<'a> {
     }
 
     /// Applies one event; `Ok(true)` once `message_stop` arrived.
-    fn handle(&mut self, event: &SseEvent, sink: &mut Sink<'_>) -> Result<bool, ProviderError> {
+    fn handle_event(
+        &mut self,
+        event: &SseEvent,
+        sink: &mut Sink<'_>,
+    ) -> Result<bool, ProviderError> {
         let data: Value = match serde_json::from_str(&event.data) {
             Ok(v) => v,
             Err(_) if event.event == "ping" => return Ok(false),
@@ -366,7 +364,7 @@ impl<'a> StreamState<'a> {
     }
 
     /// The response, once `message_stop` was seen.
-    fn finish(mut self) -> Result<Response, ProviderError> {
+    fn finish_response(mut self) -> Result<Response, ProviderError> {
         if !self.stopped {
             return Err(ProviderError::Transport("stream ended early".to_string()));
         }
@@ -411,6 +409,16 @@ fn stream_error(data: &Value) -> ProviderError {
     match error["type"].as_str() {
         Some(kind) if !kind.is_empty() => ProviderError::Model(format!("{kind}: {message}")),
         _ => ProviderError::Model(message),
+    }
+}
+
+impl http::EventParser for StreamState<'_> {
+    fn handle(&mut self, event: &SseEvent, sink: &mut Sink<'_>) -> Result<bool, ProviderError> {
+        self.handle_event(event, sink)
+    }
+
+    fn finish(self) -> Result<Response, ProviderError> {
+        self.finish_response()
     }
 }
 

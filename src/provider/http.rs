@@ -25,8 +25,8 @@
 //! Invariants: nothing here panics on network input; every failure becomes
 //! a one-line [`ProviderError`]; an abort always wins over any other error.
 
-use super::sse::SseReader;
-use super::{ProviderError, StreamEvent};
+use super::sse::{SseEvent, SseReader};
+use super::{ProviderError, Response, StreamEvent};
 use crate::cancel::CancelToken;
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::Value;
@@ -236,7 +236,35 @@ impl Failure {
     }
 }
 
+/// One provider's parser of a streamed answer: fed each server-sent event
+/// until it says the answer is complete, then asked for the response.
+pub(crate) trait EventParser {
+    /// Handles one event; `Ok(true)` when the stream is complete.
+    fn handle(&mut self, event: &SseEvent, sink: &mut Sink<'_>) -> Result<bool, ProviderError>;
+    /// The assembled answer.
+    fn finish(self) -> Result<Response, ProviderError>;
+}
+
 impl HttpClient {
+    /// Streams `post` through a fresh parser per attempt (see [`HttpClient::stream`]).
+    pub(crate) fn stream_events<P: EventParser>(
+        &self,
+        post: &Post,
+        cancel: &CancelToken,
+        on_event: &mut dyn FnMut(StreamEvent<'_>),
+        mut new_parser: impl FnMut() -> P,
+    ) -> Result<Response, ProviderError> {
+        self.stream(post, cancel, on_event, |sse, sink| {
+            let mut parser = new_parser();
+            while let Some(event) = sse.next_event().map_err(read_error)? {
+                if parser.handle(&event, sink)? {
+                    break;
+                }
+            }
+            parser.finish()
+        })
+    }
+
     /// A client with the default timeouts and the env-tunable retry base
     /// and idle deadline.
     pub(crate) fn from_env() -> Self {

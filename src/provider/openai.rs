@@ -89,14 +89,8 @@ impl Provider for OpenAi {
             None => Vec::new(),
         };
         let post = Post::json(self.url.clone(), headers, &request_body(&self.model, req));
-        self.http.stream(&post, cancel, on_event, |sse, sink| {
-            let mut state = StreamState::new(CallIds::after(req.messages));
-            while let Some(event) = sse.next_event().map_err(http::read_error)? {
-                if state.handle(&event, sink)? {
-                    break;
-                }
-            }
-            state.finish()
+        self.http.stream_events(&post, cancel, on_event, || {
+            StreamState::new(CallIds::after(req.messages))
         })
     }
 }
@@ -279,7 +273,11 @@ impl<'a> StreamState<'a> {
     }
 
     /// Applies one event; `Ok(true)` at `[DONE]`.
-    fn handle(&mut self, event: &SseEvent, sink: &mut Sink<'_>) -> Result<bool, ProviderError> {
+    fn handle_event(
+        &mut self,
+        event: &SseEvent,
+        sink: &mut Sink<'_>,
+    ) -> Result<bool, ProviderError> {
         let data = event.data.trim();
         if data == "[DONE]" {
             self.done = true;
@@ -372,7 +370,7 @@ impl<'a> StreamState<'a> {
     }
 
     /// The response, once `[DONE]` or a finish reason was seen.
-    fn finish(mut self) -> Result<Response, ProviderError> {
+    fn finish_response(mut self) -> Result<Response, ProviderError> {
         if !self.done && self.finish_reason.is_none() {
             return Err(ProviderError::Transport("stream ended early".to_string()));
         }
@@ -452,6 +450,16 @@ fn stop_reason(reason: Option<&str>, has_calls: bool) -> StopReason {
         Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
         _ if has_calls => StopReason::ToolUse,
         _ => StopReason::EndTurn,
+    }
+}
+
+impl http::EventParser for StreamState<'_> {
+    fn handle(&mut self, event: &SseEvent, sink: &mut Sink<'_>) -> Result<bool, ProviderError> {
+        self.handle_event(event, sink)
+    }
+
+    fn finish(self) -> Result<Response, ProviderError> {
+        self.finish_response()
     }
 }
 
