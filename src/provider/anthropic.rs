@@ -325,27 +325,7 @@ impl<'a> StreamState<'a> {
 
     /// Parses a finished tool block's input into a call.
     fn close_tool(&mut self, idx: u64, tool: ToolBlock) -> Result<(), ProviderError> {
-        let args = if tool.json.trim().is_empty() {
-            json!({})
-        } else {
-            serde_json::from_str(&tool.json).map_err(|e| {
-                ProviderError::Protocol(format!(
-                    "the input of tool call {:?} is not valid JSON: {e}",
-                    tool.name
-                ))
-            })?
-        };
-        let id = if tool.id.is_empty() {
-            self.ids.fresh()
-        } else {
-            self.ids.reserve(&tool.id);
-            tool.id
-        };
-        let call = ToolCall {
-            id,
-            name: tool.name,
-            args,
-        };
+        let call = self.ids.call(tool.id, tool.name, &tool.json)?;
         self.calls.push((idx, call));
         Ok(())
     }

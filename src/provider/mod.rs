@@ -166,6 +166,34 @@ impl<'a> CallIds<'a> {
     }
 }
 
+impl CallIds<'_> {
+    /// Assembles a streamed tool call: `json` (the accumulated arguments)
+    /// must be a JSON value, empty meaning `{}`; a missing id gets a fresh one.
+    pub(crate) fn call(
+        &mut self,
+        id: String,
+        name: String,
+        json: &str,
+    ) -> Result<ToolCall, ProviderError> {
+        let args = if json.trim().is_empty() {
+            Value::Object(Default::default())
+        } else {
+            serde_json::from_str(json).map_err(|e| {
+                ProviderError::Protocol(format!(
+                    "the arguments of tool call {name:?} are not valid JSON: {e}"
+                ))
+            })?
+        };
+        let id = if id.is_empty() {
+            self.fresh()
+        } else {
+            self.reserve(&id);
+            id
+        };
+        Ok(ToolCall { id, name, args })
+    }
+}
+
 /// A tool call the model asked for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {

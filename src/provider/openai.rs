@@ -396,26 +396,7 @@ impl<'a> StreamState<'a> {
                 "a streamed tool call has no function name".to_string(),
             ));
         }
-        let args = if call.arguments.trim().is_empty() {
-            json!({})
-        } else {
-            serde_json::from_str(&call.arguments).map_err(|e| {
-                ProviderError::Protocol(format!(
-                    "the arguments of tool call {:?} are not valid JSON: {e}",
-                    call.name
-                ))
-            })?
-        };
-        let id = if call.id.is_empty() {
-            self.ids.fresh()
-        } else {
-            call.id
-        };
-        Ok(ToolCall {
-            id,
-            name: call.name,
-            args,
-        })
+        self.ids.call(call.id, call.name, &call.arguments)
     }
 }
 
