@@ -132,17 +132,47 @@ pub enum Event {
         extension: String,
         panel_id: String,
     },
-    /// A tool call waits for a person's approval (answered through the
-    /// front end's confirmation interface).
+    /// A tool call waits for a person's approval; the front end answers
+    /// with `Core::confirm(request_id, …)`.
     ConfirmationRequested {
-        id: String,
-        name: String,
+        request_id: u64,
+        tool_id: String,
+        tool_name: String,
         preview: String,
+    },
+    /// The active session changed (`reason`: `new`, `resume`, `fork`,
+    /// `switch`, `compact`).
+    Session {
+        id: String,
+        parent_id: Option<String>,
+        path: String,
+        fork_point: Option<usize>,
+        reason: String,
+    },
+    /// A `/reload-ext` finished: how many stopped, loaded and became ready,
+    /// and every load error (the extension keeps its own `ext_error` too).
+    Reload {
+        stopped: usize,
+        loaded: usize,
+        ready: usize,
+        errors: Vec<ReloadError>,
+    },
+    /// A prompt was queued behind the running turn.
+    Queued {
+        text: String,
+        position: usize,
     },
     Error {
         message: String,
     },
     Done,
+}
+
+/// One load error reported by a reload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReloadError {
+    pub extension: String,
+    pub message: String,
 }
 
 /// Where events go. Called from any thread; must not block for long.

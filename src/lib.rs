@@ -12,6 +12,7 @@ pub mod cancel;
 pub mod cli;
 pub mod config;
 pub mod events;
+pub mod frontend;
 pub mod host;
 pub mod ignore;
 pub mod modes;

@@ -43,6 +43,8 @@ pub enum Decision {
 /// A question for the person at the front end.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfirmRequest {
+    /// Unique within the process; the front end answers by it.
+    pub request_id: u64,
     pub tool_id: String,
     pub tool_name: String,
     /// Short summary of what will run (the dialog's text).
@@ -427,15 +429,18 @@ impl<'h> Agent<'h> {
                     "{name} needs confirmation, and nobody can confirm in this mode: run zut with --yolo to allow {name}, write and edit without asking"
                 ));
             };
+            self.next_call += 1;
             let req = ConfirmRequest {
+                request_id: self.next_call,
                 tool_id: id.into(),
                 tool_name: name.into(),
                 preview: preview(&args),
                 args: args.clone(),
             };
             self.emit(Event::ConfirmationRequested {
-                id: id.into(),
-                name: name.into(),
+                request_id: req.request_id,
+                tool_id: id.into(),
+                tool_name: name.into(),
                 preview: req.preview.clone(),
             });
             self.host_event(EventPayload {

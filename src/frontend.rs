@@ -1,0 +1,138 @@
+//! The contract between a front end (terminal UI, RPC, print, JSON) and the
+//! core that runs turns, commands, sessions and extensions for it.
+//!
+//! Shape (gitui, rust-analyzer): a front end owns one loop that `select!`s
+//! over its own input and the [`Event`] channel the core gives it. It asks
+//! the core for things through [`Core`], whose methods never block on an
+//! extension or a model: each returns at once and its outcome arrives later
+//! as events on that channel. A turn runs on the core's worker thread.
+//!
+//! Every method is cheap and callable from the front end's thread at any
+//! time; calls that do not apply right now (abort while idle, a panel key
+//! for a closed panel) are ignored, never an error.
+
+use crate::agent::Decision;
+#[allow(unused_imports)] // named in the docs above
+use crate::events::Event;
+use serde::Serialize;
+
+/// What a front end may ask of the core. Outcomes arrive as [`Event`]s.
+pub trait Core: Send + Sync {
+    /// Send a prompt to the model: starts a turn now, or queues it behind the
+    /// running one (the returned value says which). Ends with `done`.
+    fn prompt(&self, text: String) -> Submitted;
+    /// Run a slash command line (`"/weather berlin"`): an extension command
+    /// or a core built-in (`/reload-ext`, `/new`, `/fork`, `/compact`,
+    /// `/resume ID`, `/model NAME`, `/skill:NAME …`). Its result arrives as
+    /// `command_result` (and, for a `prompt` action, a turn). Front-end-only
+    /// built-ins (`/help`, `/clear`, `/quit`, `/settings`, …) are the front
+    /// end's own business and never reach here.
+    fn command(&self, line: String) -> Submitted;
+    /// End the running turn (`turn_end` with `stop:"aborted"`, then `done`);
+    /// queued prompts are dropped only when `drop_queued`.
+    fn abort(&self, drop_queued: bool);
+    /// Answer a `confirmation_requested` event.
+    fn confirm(&self, request_id: u64, decision: Decision);
+    /// A key for the extension panel that is open (`panel_key`).
+    fn panel_key(&self, extension: &str, panel_id: &str, key: &str, text: Option<String>);
+    /// The person closed the panel (`panel_close` to its owner).
+    fn panel_close(&self, extension: &str, panel_id: &str);
+    /// Restart every extension (`/reload-ext`); reported by a `reload` event.
+    fn reload(&self);
+    /// Start a fresh session (`/new`, RPC `clear`).
+    fn new_session(&self);
+    /// Fork the active session at message index `at` (default: the end) and
+    /// switch to the new branch.
+    fn fork(&self, at: Option<usize>);
+    /// Switch to another session or branch of this project by id.
+    fn switch(&self, id: String);
+    /// Summarise older history (`/compact`).
+    fn compact(&self, instructions: Option<String>);
+    /// Use another model from the next request on.
+    fn set_model(&self, model: String);
+    /// A snapshot of what the front end shows in menus and headers.
+    fn state(&self) -> CoreState;
+    /// Stop the running turn, shut extensions down; `done` never follows.
+    fn shutdown(&self);
+}
+
+/// What became of a prompt or command handed to the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Submitted {
+    /// It runs now.
+    Started,
+    /// It waits behind the running turn; `position` 1 is next.
+    Queued { position: usize },
+}
+
+/// A snapshot of the core for display.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CoreState {
+    pub provider: String,
+    pub model: String,
+    /// A turn or command is running.
+    pub busy: bool,
+    /// Prompts waiting behind it.
+    pub queued: usize,
+    /// The active session, if any.
+    pub session: Option<SessionSummary>,
+    pub extensions: Vec<ExtensionSummary>,
+    /// Extension commands, in registration order (built-ins not included).
+    pub commands: Vec<CommandSummary>,
+    /// Every tool the next request advertises.
+    pub tools: Vec<ToolSummary>,
+    pub skills: Vec<SkillSummary>,
+    /// Sessions of this project (newest first), for `/resume` and `/tree`.
+    pub sessions: Vec<SessionSummary>,
+    /// The transcript of the active branch, for redrawing after a switch.
+    pub messages: Vec<crate::provider::Message>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SessionSummary {
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub path: String,
+    pub fork_point: Option<usize>,
+    /// First user prompt, shortened (for pickers).
+    pub title: String,
+    /// RFC 3339 time of the last write.
+    pub updated: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ExtensionSummary {
+    pub name: String,
+    pub version: String,
+    /// `flag`, `project` or `global`.
+    pub source: String,
+    pub running: bool,
+    pub commands: Vec<String>,
+    pub tools: Vec<String>,
+    /// The last error, if it failed or died.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CommandSummary {
+    pub name: String,
+    pub description: String,
+    pub extension: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ToolSummary {
+    pub name: String,
+    pub description: String,
+    /// None for built-in tools.
+    pub extension: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SkillSummary {
+    pub name: String,
+    pub description: String,
+    /// Where it was found (a root directory or `extension NAME`).
+    pub source: String,
+}
