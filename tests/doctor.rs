@@ -89,7 +89,7 @@ fn doctor_reports_every_kind_of_problem() {
     assert!(normal["commands"]
         .as_array()
         .unwrap()
-        .contains(&"/Ping".into()));
+        .contains(&"Ping".into()));
     assert!(normal["tools"]
         .as_array()
         .unwrap()

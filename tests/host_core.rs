@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use support::*;
 use zut::cancel::CancelToken;
 use zut::events::Event;
-use zut::host::ext::Phase;
+use zut::host::Phase;
 
 fn never() -> CancelToken {
     CancelToken::never()
@@ -58,7 +58,7 @@ fn normal_extension_handshakes_and_registers() {
         .unwrap();
     assert_eq!(reply.display, "echo: hello world");
     assert!(matches!(
-        host.extensions()[0].phase(),
+        host.extensions()[0].phase,
         Phase::Ready { auto: false }
     ));
     shutdown_clean(host);
@@ -203,7 +203,7 @@ fn never_ready_is_auto_readied_with_a_warning() {
     assert!(warnings_of(&events, "fx-no-ready")
         .iter()
         .any(|w| w.contains("auto-readied")));
-    assert_eq!(host.extensions()[0].phase(), Phase::Ready { auto: true });
+    assert_eq!(host.extensions()[0].phase, Phase::Ready { auto: true });
     shutdown_clean(host);
 }
 
@@ -262,7 +262,7 @@ fn garbage_and_invalid_utf8_lines_are_skipped() {
     // Once per extension and kind, although fx-garbage printed two lines.
     assert_eq!(warnings_of(&events, "fx-garbage").len(), 1);
     assert!(warnings_of(&events, "fx-bad-utf8")[0].contains("UTF-8"));
-    let noise = host.extensions()[0].noise.lock().unwrap().counts.clone();
+    let noise = host.extensions()[0].noise.clone();
     assert_eq!(noise.get("not a frame"), Some(&2));
     let log = std::fs::read_to_string(sb.home().join("logs/ext-fx-garbage.log")).unwrap();
     assert!(
@@ -341,11 +341,12 @@ fn shutdown_acks_are_quick_and_frames_arrive_then_eof() {
     let sb = Sandbox::new();
     let marker = sb.path("marker");
     let (host, _) = sb.start(&[sb.fixture("fx-normal", &[opt("marker", &marker)])]);
-    let ext = host.extensions()[0].clone();
+    let handle = host.handle();
     shutdown_clean(host);
-    assert!(ext.shutdown_acked.load(std::sync::atomic::Ordering::SeqCst));
+    let ext = handle.extensions()[0].clone();
+    assert!(ext.shutdown_acked);
     assert_eq!(
-        ext.exit.lock().unwrap().and_then(|s| s.code()),
+        ext.exit.and_then(|s| s.code()),
         Some(0),
         "it exited by itself, no signal needed"
     );
@@ -363,14 +364,13 @@ fn holdouts_are_terminated_then_killed() {
     ];
     let (host, sink) = sb.start(&dirs);
     assert_eq!(host.extensions().len(), 3, "{:?}", sink.events());
-    let exts = host.extensions();
+    let handle = host.handle();
     shutdown_clean(host);
+    let exts = handle.extensions();
     // SIGTERM ended the first; the others needed SIGKILL.
     let status = |i: usize| {
         exts[i]
             .exit
-            .lock()
-            .unwrap()
             .map(|s| std::os::unix::process::ExitStatusExt::signal(&s))
     };
     assert_eq!(status(0), Some(Some(libc::SIGTERM)));
@@ -457,7 +457,7 @@ fn a_flood_of_stray_lines_is_counted_not_logged() {
     let reply = host.invoke_command("flood", "20000", &never()).unwrap();
     assert_eq!(reply.display, "flooded");
     assert_eq!(warnings_of(&sink.events(), "fx-normal").len(), 1);
-    let noise = host.extensions()[0].noise.lock().unwrap().counts.clone();
+    let noise = host.extensions()[0].noise.clone();
     assert_eq!(noise.get("not a frame"), Some(&20000));
     let log = std::fs::read_to_string(sb.home().join("logs/ext-fx-normal.log")).unwrap();
     assert_eq!(log.matches("stdout line skipped").count(), 20, "{log}");

@@ -302,17 +302,19 @@ fn events_reach_subscribers_in_order() {
         .filter(|l| l.starts_with("event:"))
         .map(|l| l.split(':').nth(1).unwrap().to_string())
         .collect();
+    // The reference order: per step, turn_start, assistant_message, one
+    // tool_call per call, turn_end; then the calls run.
     assert_eq!(
         seen,
         [
             "session_start",
             "turn_start",
-            "turn_end",
             "assistant_message",
             "tool_call",
-            "turn_start",
             "turn_end",
-            "assistant_message"
+            "turn_start",
+            "assistant_message",
+            "turn_end"
         ],
         "yolo mode asks nobody, so no tool_confirmation_requested"
     );
@@ -371,7 +373,7 @@ fn confirmation_is_a_question_any_front_end_answers() {
         yolo: false,
         confirmer: Some(answers.clone()),
     };
-    let mut agent = Agent::new(provider, &host, sink.clone(), opts, &sb.home());
+    let mut agent = Agent::new(provider, host.handle(), host.sink(), opts, &sb.home());
     let outcome = agent.prompt("go", &CancelToken::never());
     assert_eq!(
         outcome,

@@ -9,15 +9,19 @@
 //! interceptors (block or rewrite args), confirmation, execution → results
 //! appended → next step. Every step of it is reported on the event stream.
 //!
-//! Tool calls of one step run concurrently when they go to extensions;
-//! built-in tools run one after another in the model's order (two edits of
-//! one file must not race); results are reported in the model's order.
+//! Tool calls of one step run one after another in the model's order, each
+//! intercepted, confirmed, executed and answered before the next is sent
+//! (an extension sees its calls in the order the model made them).
+//!
+//! Lifecycle events to extensions, per step: `turn_start`, then
+//! `assistant_message`, one `tool_call` per call with the model's original
+//! arguments, `turn_end`, then per call its interception and execution.
 
 pub mod tools;
 
 use crate::cancel::CancelToken;
 use crate::events::{Event, EventSink};
-use crate::host::Host;
+use crate::host::HostHandle;
 use crate::provider::{
     Block, Message, Provider, ProviderError, Request, Role, StopReason, StreamEvent, ToolDef,
 };
@@ -88,10 +92,27 @@ pub struct Options {
     pub confirmer: Option<Arc<dyn Confirmer>>,
 }
 
+/// What the agent reports as it goes, on its own thread (the session
+/// store listens here).
+pub trait Observer: Send {
+    /// A message was appended to the transcript (the model's original
+    /// text, before any `replace_text`).
+    fn message(&mut self, _message: &Message) {}
+    /// An extension's tool result carried `details`: its new state on the
+    /// active branch (`null` clears). An error refuses it with that reason.
+    fn state(&mut self, _extension: &str, _state: &Value) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 /// A conversation with a model.
-pub struct Agent<'h> {
+pub struct Agent {
     provider: Box<dyn Provider>,
-    host: &'h Host,
+    host: HostHandle,
+    observer: Option<Box<dyn Observer>>,
+    /// The host's load generation the system prompt was built for.
+    generation: u64,
+    zut_home: PathBuf,
     sink: Arc<dyn EventSink>,
     opts: Options,
     system: String,
@@ -101,17 +122,21 @@ pub struct Agent<'h> {
     next_call: u64,
 }
 
-impl<'h> Agent<'h> {
+impl Agent {
     pub fn new(
         provider: Box<dyn Provider>,
-        host: &'h Host,
+        host: HostHandle,
         sink: Arc<dyn EventSink>,
         opts: Options,
         zut_home: &Path,
     ) -> Self {
+        let generation = host.view().generation;
         let mut agent = Agent {
             provider,
             host,
+            observer: None,
+            generation,
+            zut_home: zut_home.to_path_buf(),
             sink,
             system: String::new(),
             opts,
@@ -127,6 +152,54 @@ impl<'h> Agent<'h> {
     /// The transcript so far.
     pub fn transcript(&self) -> &[Message] {
         &self.transcript
+    }
+
+    /// Replaces the transcript (a resumed or switched session).
+    pub fn set_transcript(&mut self, messages: Vec<Message>) {
+        self.transcript = messages;
+    }
+
+    /// Who hears about messages and extension state.
+    pub fn set_observer(&mut self, observer: Option<Box<dyn Observer>>) {
+        self.observer = observer;
+    }
+
+    /// Uses another provider from the next request on (`/model`).
+    pub fn set_provider(&mut self, provider: Box<dyn Provider>) {
+        self.provider = provider;
+    }
+
+    /// Sends one request outside a turn (compaction): no events, no tools.
+    pub fn complete_once(&mut self, messages: &[Message], cancel: &CancelToken) -> Result<String, String> {
+        let req = Request {
+            step: 1,
+            system: &self.system,
+            messages,
+            tools: &[],
+            hidden_context: &[],
+        };
+        let mut ignore = |_: StreamEvent<'_>| {};
+        self.provider
+            .complete(&req, &mut ignore, cancel)
+            .map(|r| r.text)
+            .map_err(|e| e.to_string())
+    }
+
+    fn push(&mut self, message: Message) {
+        if let Some(o) = self.observer.as_mut() {
+            o.message(&message);
+        }
+        self.transcript.push(message);
+    }
+
+    /// After `/reload-ext` the tools changed: rebuild the system prompt.
+    fn refresh_tools(&mut self) {
+        let generation = self.host.view().generation;
+        if generation != self.generation {
+            self.generation = generation;
+            self.activated.clear();
+            self.system = system_prompt(&self.opts.cwd, &self.zut_home, &self.tool_defs());
+        }
     }
 
     /// The tools the next request advertises: built-ins, then extension
@@ -153,7 +226,8 @@ impl<'h> Agent<'h> {
 
     /// Runs one user prompt to the end.
     pub fn prompt(&mut self, text: &str, cancel: &CancelToken) -> Outcome {
-        self.transcript.push(Message::user_text(text));
+        self.refresh_tools();
+        self.push(Message::user_text(text));
         self.emit(Event::UserMessage {
             text: text.to_string(),
         });
@@ -197,14 +271,6 @@ impl<'h> Agent<'h> {
                 StopReason::ToolUse | StopReason::EndTurn => "end_turn",
                 StopReason::Length => "length",
             };
-            self.emit(Event::TurnEnd {
-                stop: stop.into(),
-                error: String::new(),
-            });
-            self.host_event(EventPayload {
-                stop: stop.into(),
-                ..EventPayload::named("turn_end")
-            });
             let mut content = Vec::new();
             if !resp.text.is_empty() {
                 content.push(Block::Text {
@@ -218,16 +284,33 @@ impl<'h> Agent<'h> {
                     args: c.args.clone(),
                 });
             }
-            self.transcript.push(Message {
+            self.push(Message {
                 role: Role::Assistant,
                 content,
             });
             last_text = self.show_assistant(&resp.text, cancel);
-            if resp.tool_calls.is_empty() {
+            let calls = self.number_calls(&resp.tool_calls);
+            for (id, call) in &calls {
+                self.host_event(EventPayload {
+                    tool_id: id.clone(),
+                    tool_name: call.name.clone(),
+                    tool_args: Some(call.args.clone()),
+                    ..EventPayload::named("tool_call")
+                });
+            }
+            self.emit(Event::TurnEnd {
+                stop: stop.into(),
+                error: String::new(),
+            });
+            self.host_event(EventPayload {
+                stop: stop.into(),
+                ..EventPayload::named("turn_end")
+            });
+            if calls.is_empty() {
                 return Outcome::Done { text: last_text };
             }
-            let results = self.run_tools(&resp.tool_calls, cancel);
-            self.transcript.push(Message {
+            let results = self.run_tools(&calls, cancel);
+            self.push(Message {
                 role: Role::User,
                 content: results,
             });
@@ -315,67 +398,50 @@ impl<'h> Agent<'h> {
         Some(verdict.text)
     }
 
-    /// Runs one step's tool calls; returns the result blocks in model order.
+    /// Gives every call of a step an id (the model's, else a fresh one).
+    fn number_calls(&mut self, calls: &[crate::provider::ToolCall]) -> Vec<(String, crate::provider::ToolCall)> {
+        calls
+            .iter()
+            .map(|call| {
+                self.next_call += 1;
+                let id = if call.id.is_empty() {
+                    format!("call_{}", self.next_call)
+                } else {
+                    call.id.clone()
+                };
+                (id, call.clone())
+            })
+            .collect()
+    }
+
+    /// Runs one step's tool calls one after another in the model's order:
+    /// each is guarded, executed and reported before the next begins.
     fn run_tools(
         &mut self,
-        calls: &[crate::provider::ToolCall],
+        calls: &[(String, crate::provider::ToolCall)],
         cancel: &CancelToken,
     ) -> Vec<Block> {
-        // Guard every call first, in order: events, interceptors, confirmation.
-        let mut planned: Vec<(String, String, Result<Value, String>)> =
-            Vec::with_capacity(calls.len());
-        for call in calls {
-            self.next_call += 1;
-            let id = if call.id.is_empty() {
-                format!("call_{}", self.next_call)
-            } else {
-                call.id.clone()
-            };
-            planned.push((
-                id.clone(),
-                call.name.clone(),
-                self.guard(&id, &call.name, call.args.clone(), cancel),
-            ));
-        }
-        let host = self.host;
-        let ctx = &ToolContext {
+        let ctx = ToolContext {
             cwd: self.opts.cwd.clone(),
         };
-        let outputs: Vec<(ToolOutput, Option<String>, Vec<String>)> = std::thread::scope(|s| {
-            let mut handles = Vec::with_capacity(planned.len());
-            let ext_calls = planned
-                .iter()
-                .filter(|(_, n, a)| a.is_ok() && host.tool(n).is_some())
-                .count();
-            for (_, name, args) in &planned {
-                let run = move || execute(host, name, args, ctx, cancel);
-                let concurrent = ext_calls > 1
-                    && args.is_ok()
-                    && !tools::BUILTIN_NAMES.contains(&name.as_str())
-                    && host.tool(name).is_some();
-                handles.push(if concurrent {
-                    Err(s.spawn(run))
-                } else {
-                    Ok(run())
-                });
-            }
-            handles
-                .into_iter()
-                .map(|h| match h {
-                    Ok(r) => r,
-                    Err(j) => j.join().unwrap_or_else(|_| {
-                        (ToolOutput::error("tool thread panicked"), None, Vec::new())
-                    }),
-                })
-                .collect()
-        });
-        let mut blocks = Vec::with_capacity(planned.len());
-        for ((id, name, _), (out, extension, activate)) in planned.into_iter().zip(outputs) {
-            for t in activate {
-                if host.tool(&t).is_some_and(|e| e.deferred) {
-                    self.activated.insert(t);
+        let mut blocks = Vec::with_capacity(calls.len());
+        for (id, call) in calls {
+            let name = call.name.clone();
+            let (out, extension) = if cancel.is_cancelled() {
+                (ToolOutput::error("aborted"), None)
+            } else {
+                let args = self.guard(id, &name, call.args.clone(), cancel);
+                let (out, extension, activate, details) = execute(&self.host, &name, &args, &ctx, cancel);
+                for t in activate {
+                    if self.host.tool(&t).is_some_and(|e| e.deferred) {
+                        self.activated.insert(t);
+                    }
                 }
-            }
+                if let (Some(ext), Some(state)) = (&extension, details) {
+                    self.commit_state(ext, &state);
+                }
+                (out, extension)
+            };
             self.emit(Event::ToolResult {
                 id: id.clone(),
                 name,
@@ -384,12 +450,27 @@ impl<'h> Agent<'h> {
                 extension,
             });
             blocks.push(Block::ToolResult {
-                call_id: id,
+                call_id: id.clone(),
                 is_error: out.is_error,
                 content: out.content,
             });
         }
         blocks
+    }
+
+    /// An extension's `details`: its state on the active branch, unless the
+    /// store refuses it (too large), which the extension hears as a warning.
+    fn commit_state(&mut self, extension: &str, state: &Value) {
+        let Some(o) = self.observer.as_mut() else {
+            return;
+        };
+        match o.state(extension, state) {
+            Ok(()) => self.host.set_state(extension, (!state.is_null()).then(|| state.clone())),
+            Err(reason) => self.emit(Event::ExtWarning {
+                extension: extension.to_string(),
+                message: format!("its state was not saved: {reason}"),
+            }),
+        }
     }
 
     /// Event, interceptors and confirmation for one call: the effective
@@ -401,12 +482,6 @@ impl<'h> Agent<'h> {
         args: Value,
         cancel: &CancelToken,
     ) -> Result<Value, String> {
-        self.host_event(EventPayload {
-            tool_id: id.into(),
-            tool_name: name.into(),
-            tool_args: Some(args.clone()),
-            ..EventPayload::named("tool_call")
-        });
         let verdict = self.host.intercept_tool_call(id, name, args, cancel);
         if let Some((ext, reason)) = verdict.blocked {
             self.emit(Event::ToolBlocked {
@@ -462,19 +537,21 @@ impl<'h> Agent<'h> {
 }
 
 /// Runs one guarded call: a built-in, an extension tool, or an error.
+/// Returns the output, the serving extension, tools to activate and the
+/// extension's `details` (never shown to the model).
 fn execute(
-    host: &Host,
+    host: &HostHandle,
     name: &str,
     args: &Result<Value, String>,
     ctx: &ToolContext,
     cancel: &CancelToken,
-) -> (ToolOutput, Option<String>, Vec<String>) {
+) -> (ToolOutput, Option<String>, Vec<String>, Option<Value>) {
     let args = match args {
         Ok(a) => a,
-        Err(reason) => return (ToolOutput::error(reason.clone()), None, Vec::new()),
+        Err(reason) => return (ToolOutput::error(reason.clone()), None, Vec::new(), None),
     };
     if let Some(out) = tools::run(name, args, ctx, cancel) {
-        return (out, None, Vec::new());
+        return (out, None, Vec::new(), None);
     }
     match host.call_tool(name, args, cancel) {
         Some(r) => (
@@ -484,12 +561,14 @@ fn execute(
             },
             Some(r.extension),
             r.activate_tools,
+            r.details,
         ),
-        None => (
-            ToolOutput::error(format!("unknown tool {name:?}")),
-            None,
-            Vec::new(),
-        ),
+        None => {
+            let why = host
+                .gone_tool(name)
+                .unwrap_or_else(|| format!("unknown tool {name:?}"));
+            (ToolOutput::error(why), None, Vec::new(), None)
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use super::{CliContext, Failure, Io, Outcome};
 use crate::events::Collect;
 use crate::host::deadlines::Deadlines;
 use crate::host::discovery::{self, Status};
-use crate::host::ext::Phase;
+use crate::host::Phase;
 use crate::host::{Host, HostConfig, Loaded, Outcome as LoadOutcome};
 use serde::Serialize;
 use std::sync::Arc;
@@ -168,26 +168,20 @@ fn report(host: &Host, l: &Loaded) -> Report {
             }
         }
         (_, LoadOutcome::Started(ext)) => {
-            r.log = Some(ext.ident.log.display().to_string());
-            r.warnings = ext.warnings.lock().map(|w| w.clone()).unwrap_or_default();
-            r.conflicts = ext.conflicts.lock().map(|w| w.clone()).unwrap_or_default();
-            r.commands = host
-                .commands()
-                .into_iter()
-                .filter(|c| c.ext == ext.ident.id)
-                .map(|c| format!("/{}", c.name))
-                .collect();
-            r.tools = host
-                .tools()
-                .into_iter()
-                .filter(|t| t.ext == ext.ident.id)
-                .map(|t| match (t.deferred, t.interactive) {
-                    (true, _) => format!("{} (deferred)", t.name),
-                    (_, true) => format!("{} (interactive)", t.name),
-                    _ => t.name,
+            r.log = Some(ext.log.display().to_string());
+            r.warnings = ext.warnings.clone();
+            r.conflicts = ext.conflicts.clone();
+            r.commands = ext.commands.clone();
+            r.tools = ext
+                .tool_kinds
+                .iter()
+                .map(|(name, deferred, interactive)| match (deferred, interactive) {
+                    (true, _) => format!("{name} (deferred)"),
+                    (_, true) => format!("{name} (interactive)"),
+                    _ => name.clone(),
                 })
                 .collect();
-            match ext.phase() {
+            match ext.phase.clone() {
                 Phase::Ready { auto } => r.ready = Some(if auto { "auto-ready" } else { "ready" }),
                 Phase::Disconnected(reason) => {
                     r.status = "error";

@@ -1,44 +1,52 @@
 //! The extension host: starts extensions, routes their frames, answers the
 //! agent's calls, and stops them.
 //!
-//! Shape (DESIGN §1): two OS threads per extension ([`ext`]), and a central
-//! dispatcher — [`Shared`] — that owns the registry, the pending-call tables
-//! and the lifecycle channel. Reader threads run the dispatcher's routing
-//! directly (a reply goes from the reader to the waiting caller in one
-//! channel hop, as in the bare skeleton), and every wait elsewhere is a
-//! `select!` with a deadline: on the lifecycle channel while loading, on a
-//! reply channel during a call.
+//! Shape, in one reading:
+//! - [`transport`]: per extension, a writer and a reader thread and a
+//!   request table. Every frame that is not a reply, every stray line, EOF
+//!   and the exit go to one **inbox**, tagged with the instance and its
+//!   generation.
+//! - [`dispatcher`]: one thread that owns all host state (phases,
+//!   registrations, subscriptions, warnings, load order, the registry, the
+//!   session identity) and runs one `select!` over the urgent lane, the
+//!   command channel, the inbox and the nearest deadline. After every change
+//!   it publishes an immutable [`View`].
+//! - [`HostHandle`]: `'static` and `Clone`, the only way in. A call reads
+//!   the current [`View`], queues its frame on the extension's connection
+//!   and waits in a `select!` against its deadline and the cancel token; the
+//!   reader completes it straight from the request table.
 //!
-//! Determinism: extensions start in parallel, but their registrations are
-//! buffered until every handshake has settled and then committed in load
-//! order, so "first registration wins" never depends on timing. Events are
-//! reported in load order too.
+//! The path of a `tool_call`: `HostHandle::call_tool` → route from the
+//! view → `Conn::expect` (request table) → `Conn::send_tracked` (writer
+//! queue) → writer thread writes the line → extension → reader thread reads
+//! `tool_result` → `Conn::resolve` → the caller's `select!` wakes.
+//!
+//! Front ends hear host events (`ext_loaded`, notes, status, panels…) on the
+//! [`Event`] channel given at start; no callback runs on a foreign thread.
 
 pub mod deadlines;
 pub mod discovery;
-pub mod ext;
+mod dispatcher;
 pub mod manifest;
 pub mod process;
 pub mod registry;
+pub mod transport;
 
 use crate::cancel::CancelToken;
 use crate::events::{Event, EventSink};
 use crossbeam_channel::{Receiver, Sender};
 use deadlines::Deadlines;
-use discovery::{Entry, Status};
-use ext::{CallKind, Control, Dispatch, Ext, Identity, Phase, Registration, Reply, Withdrawal};
-use manifest::{Exec, Manifest};
+use discovery::Entry;
+use dispatcher::{Channels, Command, Dispatcher, Urgent};
 use registry::{CommandEntry, Registry, ToolEntry};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
-use zut_ext::wire::{
-    ContentBlock, DecodeError, ExtFrame, HostFrame, Panel, SessionInfo, INTERCEPTABLE_EVENTS,
-    KNOWN_EVENTS, PROTOCOL_VERSION,
-};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use transport::{CallKind, Conn, Reply, ThreadCount, Withdrawal};
+use zut_ext::wire::{ContentBlock, EventPayload, ExtFrame, HostFrame, Panel, SessionInfo};
 
 /// The zut version reported in `hello_ack`.
 pub const ZUT_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -60,8 +68,50 @@ pub struct HostConfig {
     pub search_path: Option<std::ffi::OsString>,
 }
 
+/// Where an extension is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    AwaitingHello,
+    Registering,
+    /// `auto` when the ready deadline passed without a `ready` frame.
+    Ready {
+        auto: bool,
+    },
+    /// Gone for good, with the reason.
+    Disconnected(String),
+}
+
+/// A snapshot of one extension, for doctor, `/ext` and tests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtReport {
+    /// Instance id (unique per host process).
+    pub id: u64,
+    pub name: String,
+    /// `flag`, `project` or `global`.
+    pub source: String,
+    pub pid: Option<u32>,
+    pub log: PathBuf,
+    pub version: String,
+    pub phase: Phase,
+    pub warnings: Vec<String>,
+    /// Refused registrations.
+    pub conflicts: Vec<String>,
+    /// Stray stdout lines by kind.
+    pub noise: HashMap<&'static str, u64>,
+    pub commands: Vec<String>,
+    pub tools: Vec<String>,
+    /// `(name, deferred, interactive)` of each registered tool.
+    pub tool_kinds: Vec<(String, bool, bool)>,
+    /// How the process ended, once it has.
+    pub exit: Option<std::process::ExitStatus>,
+    /// Load failure, if any.
+    pub error: Option<String>,
+    /// It answered `shutdown` with `shutdown_ack`.
+    pub shutdown_acked: bool,
+}
+
 /// What became of one discovered directory.
-#[derive(Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// Disabled or shadowed: not started.
     Skipped,
@@ -69,15 +119,76 @@ pub enum Outcome {
     ThemeOnly,
     /// Could not be loaded; the full diagnostic.
     Failed(String),
-    /// Started (it may have failed its handshake or died since: see its phase).
-    Started(Arc<Ext>),
+    /// Started (it may have died since: see its phase).
+    Started(Box<ExtReport>),
 }
 
-/// The result of loading, in load order (what doctor reports).
-#[derive(Clone)]
+/// One discovered directory and its outcome.
+#[derive(Debug, Clone)]
 pub struct Loaded {
     pub entry: Entry,
     pub outcome: Outcome,
+}
+
+/// The result of a load (startup or reload), in load order.
+#[derive(Debug, Clone, Default)]
+pub struct LoadReport {
+    pub generation: u64,
+    pub loaded: Vec<Loaded>,
+}
+
+/// Where the host's events go: a front end's channel, or (doctor,
+/// benchmarks, tests) a sink called on the dispatcher thread, which keeps
+/// host events and the replies they precede in one order.
+#[derive(Clone)]
+pub enum EventOut {
+    Channel(Sender<Event>),
+    Sink(Arc<dyn EventSink>),
+}
+
+impl EventOut {
+    /// Delivers one event; an error means nobody listens any more.
+    pub fn send(&self, event: Event) -> Result<(), ()> {
+        match self {
+            EventOut::Channel(tx) => tx.send(event).map_err(|_| ()),
+            EventOut::Sink(s) => {
+                s.emit(event);
+                Ok(())
+            }
+        }
+    }
+}
+
+impl From<Sender<Event>> for EventOut {
+    fn from(tx: Sender<Event>) -> Self {
+        EventOut::Channel(tx)
+    }
+}
+
+/// What callers read on their own threads: routes and subscriptions of
+/// the extensions that are loaded and connected. Published whole by the
+/// dispatcher after each change; never mutated.
+#[derive(Default)]
+pub struct View {
+    pub generation: u64,
+    pub registry: Registry,
+    pub exts: Vec<ViewExt>,
+    pub deadlines: Deadlines,
+}
+
+/// One loaded extension in a [`View`].
+pub struct ViewExt {
+    pub conn: Arc<Conn>,
+    pub id: u64,
+    pub name: String,
+    pub events: Vec<String>,
+    pub intercepts: Vec<String>,
+}
+
+impl View {
+    fn ext(&self, id: u64) -> Option<&ViewExt> {
+        self.exts.iter().find(|e| e.id == id)
+    }
 }
 
 /// A reply from an extension tool.
@@ -105,144 +216,205 @@ pub struct CommandReply {
     pub error: String,
 }
 
-/// What a tool call needs of a registration (not its schema).
-struct ToolRoute {
-    ext: u64,
-    name: String,
-    extension: String,
-    interactive: bool,
+/// The only way into the host. Cheap to clone; every clone talks to the
+/// same dispatcher.
+#[derive(Clone)]
+pub struct HostHandle {
+    inner: Arc<Inner>,
 }
 
-impl ToolRoute {
-    fn of(t: &ToolEntry) -> ToolRoute {
-        ToolRoute {
-            ext: t.ext,
-            name: t.name.clone(),
-            extension: t.extension.clone(),
-            interactive: t.interactive,
+struct Inner {
+    config: HostConfig,
+    view: Arc<Mutex<Arc<View>>>,
+    channels: Channels,
+    next_id: Arc<AtomicU64>,
+    threads: ThreadCount,
+    dispatcher: Mutex<Option<std::thread::JoinHandle<()>>>,
+    stopped: AtomicBool,
+    /// Pid of every process ever started (for checks that none outlives us).
+    pids: Arc<Mutex<Vec<u32>>>,
+    /// The extensions as they ended (after shutdown).
+    last: Mutex<Vec<ExtReport>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Inner {
+    fn shutdown(&self) {
+        if self.stopped.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        if self.channels.urgent.send(Urgent::Shutdown { reply: tx }).is_ok() {
+            if let Ok(report) = rx.recv() {
+                *self.last.lock().unwrap_or_else(|p| p.into_inner()) = report;
+            }
+        }
+        let handle = self
+            .dispatcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(h) = handle {
+            if h.join().is_err() {
+                log::error!("the host dispatcher panicked");
+            }
         }
     }
 }
 
-/// The running extension host.
-pub struct Host {
-    shared: Arc<Shared>,
-    loaded: Vec<Loaded>,
-}
-
-/// The dispatcher: registry, extensions, lifecycle channel.
-pub struct Shared {
-    config: HostConfig,
-    sink: Arc<dyn EventSink>,
-    registry: Mutex<Registry>,
-    exts: Mutex<Vec<Arc<Ext>>>,
-    /// Every instance ever started, connected or not: all are joined at shutdown.
-    started: Mutex<Vec<Arc<Ext>>>,
-    next_id: AtomicU64,
-    control_tx: Sender<Control>,
-    control_rx: Receiver<Control>,
-    threads: Arc<AtomicUsize>,
-    session: Mutex<Option<SessionInfo>>,
-    stopped: AtomicBool,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl Host {
-    /// Starts every loadable entry in parallel, waits for their handshakes
-    /// (bounded by the hello and ready deadlines), commits registrations in
-    /// load order and reports `ext_loaded` / `ext_error` / `ext_warning`.
+impl HostHandle {
+    /// Starts the dispatcher and every loadable entry in parallel, waits for
+    /// their handshakes (bounded by the hello and ready deadlines), commits
+    /// registrations in load order and reports `ext_loaded` / `ext_error` /
+    /// `ext_warning` on `events`. `discovery` is what `/reload-ext` runs
+    /// again (`None`: reload restarts nothing).
     pub fn start(
         config: HostConfig,
-        sink: Arc<dyn EventSink>,
         entries: Vec<Entry>,
+        discovery: Option<discovery::Options>,
+        events: impl Into<EventOut>,
         cancel: &CancelToken,
-    ) -> Host {
-        let (control_tx, control_rx) = crossbeam_channel::unbounded();
-        let shared = Arc::new(Shared {
-            config,
-            sink,
-            registry: Mutex::new(Registry::default()),
-            exts: Mutex::new(Vec::new()),
-            started: Mutex::new(Vec::new()),
-            next_id: AtomicU64::new(1),
-            control_tx,
-            control_rx,
-            threads: Arc::new(AtomicUsize::new(0)),
-            session: Mutex::new(None),
-            stopped: AtomicBool::new(false),
-        });
-        let mut loaded: Vec<Loaded> = entries
-            .into_iter()
-            .enumerate()
-            .map(|(order, entry)| {
-                let outcome = match &entry.status {
-                    Status::Load(m) if m.theme_only() => Outcome::ThemeOnly,
-                    Status::Load(m) => match shared.spawn(order, &entry, m) {
-                        Ok(ext) => Outcome::Started(ext),
-                        Err(e) => Outcome::Failed(e),
-                    },
-                    Status::Invalid(e) => Outcome::Failed(e.to_string()),
-                    Status::Disabled(_) | Status::Shadowed { .. } => Outcome::Skipped,
-                };
-                Loaded { entry, outcome }
-            })
-            .collect();
-        shared.await_handshakes(&loaded, cancel);
-        shared.commit_and_report(&mut loaded);
-        Host { shared, loaded }
+    ) -> Result<(HostHandle, LoadReport), String> {
+        let events = events.into();
+        let view = Arc::new(Mutex::new(Arc::new(View {
+            deadlines: config.deadlines,
+            ..View::default()
+        })));
+        let threads: ThreadCount = Arc::new(AtomicUsize::new(0));
+        let next_id = Arc::new(AtomicU64::new(1));
+        let pids = Arc::new(Mutex::new(Vec::new()));
+        let (channels, join) = Dispatcher::start(
+            config.clone(),
+            discovery,
+            events,
+            view.clone(),
+            threads.clone(),
+            next_id.clone(),
+            pids.clone(),
+        )
+        .map_err(|e| format!("cannot start the host thread: {e}"))?;
+        let handle = HostHandle {
+            inner: Arc::new(Inner {
+                config,
+                view,
+                channels,
+                next_id,
+                threads,
+                dispatcher: Mutex::new(Some(join)),
+                stopped: AtomicBool::new(false),
+                pids,
+                last: Mutex::new(Vec::new()),
+            }),
+        };
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let _ = handle
+            .inner
+            .channels
+            .commands
+            .send(Command::Load { entries, reply: tx });
+        let report = crossbeam_channel::select! {
+            recv(rx) -> r => r.unwrap_or_default(),
+            recv(cancel.receiver()) -> _ => {
+                let _ = handle.inner.channels.commands.send(Command::AbortLoad);
+                rx.recv().unwrap_or_default()
+            }
+        };
+        Ok((handle, report))
     }
 
-    /// What happened to every discovered directory, in load order.
-    pub fn loaded(&self) -> &[Loaded] {
-        &self.loaded
-    }
-
-    /// Running extensions in load order.
-    pub fn extensions(&self) -> Vec<Arc<Ext>> {
-        lock(&self.shared.exts).clone()
-    }
-
-    /// A snapshot of the active registrations.
-    pub fn commands(&self) -> Vec<CommandEntry> {
-        lock(&self.shared.registry).commands().cloned().collect()
-    }
-
-    /// Active extension tools, deferred ones included.
-    pub fn tools(&self) -> Vec<ToolEntry> {
-        lock(&self.shared.registry).tools().cloned().collect()
-    }
-
-    /// The extension command `name` (case-insensitive), if any.
-    pub fn command(&self, name: &str) -> Option<CommandEntry> {
-        lock(&self.shared.registry).command(name).cloned()
-    }
-
-    /// The extension tool `name`, if any.
-    pub fn tool(&self, name: &str) -> Option<ToolEntry> {
-        lock(&self.shared.registry).tool(name).cloned()
-    }
-
-    /// Why tool `name` cannot be called, when a dead extension owned it.
-    pub fn gone_tool(&self, name: &str) -> Option<String> {
-        lock(&self.shared.registry).gone_tool(name)
-    }
-
-    /// Number of live reader and writer threads (zero after shutdown).
-    pub fn live_threads(&self) -> usize {
-        self.shared.threads.load(Ordering::SeqCst)
+    /// The routes and subscriptions in force now.
+    pub fn view(&self) -> Arc<View> {
+        self.inner
+            .view
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The settings this host runs with.
     pub fn config(&self) -> &HostConfig {
-        &self.shared.config
+        &self.inner.config
     }
 
     /// The deadlines in force.
     pub fn deadlines(&self) -> Deadlines {
-        self.shared.config.deadlines
+        self.inner.config.deadlines
+    }
+
+    /// The pid of every extension process this host started, whatever
+    /// became of it.
+    pub fn started_pids(&self) -> Vec<u32> {
+        self.inner.pids.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Number of live reader and writer threads (zero after shutdown).
+    pub fn live_threads(&self) -> usize {
+        self.inner.threads.load(Ordering::SeqCst)
+    }
+
+    /// The extension command `name` (case-insensitive), if any.
+    pub fn command(&self, name: &str) -> Option<CommandEntry> {
+        self.view().registry.command(name).cloned()
+    }
+
+    /// The extension tool `name`, if any.
+    pub fn tool(&self, name: &str) -> Option<ToolEntry> {
+        self.view().registry.tool(name).cloned()
+    }
+
+    /// Active extension commands in registration order.
+    pub fn commands(&self) -> Vec<CommandEntry> {
+        self.view().registry.commands().cloned().collect()
+    }
+
+    /// Active extension tools, deferred ones included.
+    pub fn tools(&self) -> Vec<ToolEntry> {
+        self.view().registry.tools().cloned().collect()
+    }
+
+    /// Why tool `name` cannot be called, when a dead extension owned it.
+    pub fn gone_tool(&self, name: &str) -> Option<String> {
+        self.view().registry.gone_tool(name)
+    }
+
+    /// The extensions of the current load that are running, in load order
+    /// (after shutdown: every one that was started, as it ended).
+    pub fn extensions(&self) -> Vec<ExtReport> {
+        if self.inner.stopped.load(Ordering::SeqCst) {
+            return self.all_extensions();
+        }
+        self.all_extensions()
+            .into_iter()
+            .filter(|e| e.pid.is_some() && !matches!(e.phase, Phase::Disconnected(_)))
+            .collect()
+    }
+
+    /// Every entry of the current load, whatever became of it (after
+    /// shutdown: every one that was started, as it ended).
+    pub fn all_extensions(&self) -> Vec<ExtReport> {
+        if self.inner.stopped.load(Ordering::SeqCst) {
+            return self.inner.last.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        }
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        if self
+            .inner
+            .channels
+            .commands
+            .send(Command::Report { reply: tx })
+            .is_err()
+        {
+            return Vec::new();
+        }
+        rx.recv().unwrap_or_default()
+    }
+
+    fn next_id(&self) -> u64 {
+        self.inner.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Runs extension command `name` with `args` and waits for its response.
@@ -252,41 +424,35 @@ impl Host {
         args: &str,
         cancel: &CancelToken,
     ) -> Result<CommandReply, String> {
-        let entry = {
-            let reg = lock(&self.shared.registry);
-            match reg.command(name) {
-                Some(e) => e.clone(),
-                None => {
-                    return Err(reg
-                        .gone_command(name)
-                        .unwrap_or_else(|| format!("unknown command /{name}")))
-                }
+        let view = self.view();
+        let entry = match view.registry.command(name) {
+            Some(e) => e.clone(),
+            None => {
+                return Err(view
+                    .registry
+                    .gone_command(name)
+                    .unwrap_or_else(|| format!("unknown command /{name}")))
             }
         };
-        let ext = self
-            .shared
-            .ext(entry.ext)
-            .ok_or_else(|| format!("extension {} is not running", entry.extension))?;
-        if let Phase::Disconnected(reason) = ext.phase() {
-            return Err(format!(
-                "extension {} is not running ({reason})",
-                entry.extension
-            ));
-        }
-        let id = self.shared.next_id();
-        let rx = ext.expect(id, CallKind::Command);
+        let Some(ext) = view.ext(entry.ext) else {
+            return Err(format!("extension {} is not running", entry.extension));
+        };
+        let conn = ext.conn.clone();
+        drop(view);
+        let id = self.next_id();
+        let rx = conn.expect(id, CallKind::Command);
         let frame = HostFrame::CommandInvoked {
             id: id.to_string(),
             name: entry.name.clone(),
             args: args.trim().to_string(),
         };
-        if let Err(e) = ext.send(&frame, &*self.shared, &ext) {
-            ext.forget(id);
+        if let Err(e) = conn.send(&frame) {
+            conn.forget(id);
             return Err(format!("extension {}: {e}", entry.extension));
         }
-        let timeout = self.shared.config.deadlines.command;
+        let timeout = self.inner.config.deadlines.command;
         let reply = wait_reply(&rx, Some(timeout), cancel);
-        ext.forget(id);
+        conn.forget(id);
         match reply {
             Wait::Reply(Ok(ExtFrame::CommandResponse {
                 action,
@@ -318,31 +484,57 @@ impl Host {
         }
     }
 
+    /// The non-blocking form of [`HostHandle::invoke_command`]: the reply
+    /// arrives on the returned channel, so a UI never waits on an extension.
+    pub fn invoke_command_async(
+        &self,
+        name: &str,
+        args: &str,
+        cancel: CancelToken,
+    ) -> Receiver<Result<CommandReply, String>> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let (handle, name, args) = (self.clone(), name.to_string(), args.to_string());
+        let spawned = std::thread::Builder::new()
+            .name("zut-command".into())
+            .spawn(move || {
+                let _ = tx.send(handle.invoke_command(&name, &args, &cancel));
+            });
+        if let Err(e) = spawned {
+            let (tx, rx2) = crossbeam_channel::bounded(1);
+            let _ = tx.send(Err(format!("cannot start a thread: {e}")));
+            return rx2;
+        }
+        rx
+    }
+
     /// Calls extension tool `name`; `None` if no extension registered it.
     /// Every failure (refused, timed out, aborted, disconnected) is an error
     /// reply the model can read, naming the extension.
     pub fn call_tool(&self, name: &str, args: &Value, cancel: &CancelToken) -> Option<ToolReply> {
-        let entry = lock(&self.shared.registry).tool(name).map(ToolRoute::of)?;
+        let view = self.view();
+        let entry = view.registry.tool(name)?;
+        let (extension, tool, interactive) =
+            (entry.extension.clone(), entry.name.clone(), entry.interactive);
         let fail = |reason: String| ToolReply {
             content: vec![ContentBlock::text(format!(
-                "extension {}/{} failed: {reason}",
-                entry.extension, entry.name
+                "extension {extension}/{tool} failed: {reason}"
             ))],
             is_error: true,
-            extension: entry.extension.clone(),
+            extension: extension.clone(),
             activate_tools: Vec::new(),
             details: None,
         };
-        if entry.interactive && !self.shared.config.interactive {
+        if interactive && !self.inner.config.interactive {
             return Some(fail(
                 "it is an interactive tool and needs a person at the interactive terminal; this mode cannot run it".into(),
             ));
         }
-        let Some(ext) = self.shared.ext(entry.ext) else {
+        let Some(conn) = view.ext(entry.ext).map(|e| e.conn.clone()) else {
             return Some(fail("the extension is not running".into()));
         };
-        let id = self.shared.next_id();
-        let rx = ext.expect(id, CallKind::Tool);
+        drop(view);
+        let id = self.next_id();
+        let rx = conn.expect(id, CallKind::Tool);
         let args = if args.is_null() {
             Value::Object(Default::default())
         } else {
@@ -350,19 +542,19 @@ impl Host {
         };
         let frame = HostFrame::ToolCall {
             id: id.to_string(),
-            name: entry.name.clone(),
+            name: tool.clone(),
             args,
         };
-        let ticket = match ext.send_tracked(&frame, &*self.shared, &ext) {
+        let ticket = match conn.send_tracked(&frame) {
             Ok(t) => t,
             Err(e) => {
-                ext.forget(id);
+                conn.forget(id);
                 return Some(fail(e.to_string()));
             }
         };
-        let timeout = (!entry.interactive).then_some(self.shared.config.deadlines.tool);
+        let timeout = (!interactive).then_some(self.inner.config.deadlines.tool);
         let reply = wait_reply(&rx, timeout, cancel);
-        ext.forget(id);
+        conn.forget(id);
         let reason = match reply {
             Wait::Reply(Ok(ExtFrame::ToolResult {
                 content,
@@ -372,9 +564,9 @@ impl Host {
                 ..
             })) => {
                 return Some(ToolReply {
-                    content: normalise_content(content, &entry.extension),
+                    content: normalise_content(content, &extension),
                     is_error,
-                    extension: entry.extension,
+                    extension,
                     activate_tools,
                     details,
                 })
@@ -383,51 +575,131 @@ impl Host {
             Wait::Reply(Err(reason)) => return Some(fail(reason)),
             Wait::Cancelled => "aborted".to_string(),
             Wait::TimedOut => format!(
-                "timeout waiting for {}/{} after {} ms",
-                entry.extension,
-                entry.name,
-                self.shared.config.deadlines.tool.as_millis()
+                "timeout waiting for {extension}/{tool} after {} ms",
+                self.inner.config.deadlines.tool.as_millis()
             ),
         };
-        self.shared.abandon(&ext, id, &ticket);
+        // Given up: withdraw the frame if still queued, allow a begun write
+        // to finish, else the stream is torn; tell the extension if it asked.
+        match ticket.withdraw(self.inner.config.deadlines.torn_frame) {
+            Withdrawal::Withdrawn => {}
+            Withdrawal::Delivered => {
+                if conn.tool_cancel.load(Ordering::SeqCst) {
+                    let _ = conn.send(&HostFrame::ToolCancel { id: id.to_string() });
+                }
+            }
+            Withdrawal::Torn => conn.disconnect(&format!(
+                "disconnected: a cancelled tool_call was still being written after {} ms (torn frame)",
+                self.inner.config.deadlines.torn_frame.as_millis()
+            )),
+        }
         Some(fail(reason))
+    }
+
+    /// Whether any extension subscribed to `event` (cheap; lets the agent
+    /// skip building payloads nobody reads).
+    pub fn subscribed(&self, event: &str) -> bool {
+        self.view()
+            .exts
+            .iter()
+            .any(|e| e.events.iter().any(|x| x == event))
+    }
+
+    /// Sends a one-way lifecycle event to its subscribers, in load order.
+    /// Each extension's frames stay ordered (one queue per extension).
+    pub fn emit_event(&self, payload: &EventPayload) {
+        let view = self.view();
+        let frame = HostFrame::Event(payload.clone());
+        for e in view.exts.iter().filter(|e| e.events.contains(&payload.event)) {
+            let _ = e.conn.send(&frame);
+        }
+    }
+
+    /// Sends a session event to its subscribers, each with only its own
+    /// state, and makes it the event replayed to extensions that become
+    /// ready later (reload, slow start).
+    pub fn set_session(
+        &self,
+        info: Option<SessionInfo>,
+        event: Option<&str>,
+        states: HashMap<String, Value>,
+    ) {
+        let _ = self.inner.channels.commands.send(Command::Session {
+            info: info.clone(),
+            event: event.map(str::to_string),
+            states: states.clone(),
+        });
+        let Some(event) = event else { return };
+        let view = self.view();
+        for e in view.exts.iter().filter(|e| e.events.iter().any(|x| x == event)) {
+            let payload = EventPayload {
+                session: info.clone(),
+                state: states.get(&e.name).cloned(),
+                ..EventPayload::named(event)
+            };
+            let _ = e.conn.send(&HostFrame::Event(payload));
+        }
+    }
+
+    /// Records an extension's state on the active branch (for replays).
+    pub fn set_state(&self, extension: &str, state: Option<Value>) {
+        let _ = self.inner.channels.commands.send(Command::State {
+            extension: extension.to_string(),
+            state,
+        });
+    }
+
+    /// A key for a panel owned by `extension`.
+    pub fn panel_key(&self, extension: &str, panel_id: &str, key: &str, text: Option<String>) {
+        self.to_extension(
+            extension,
+            HostFrame::PanelKey {
+                panel_id: panel_id.to_string(),
+                key: key.to_string(),
+                text: text.unwrap_or_default(),
+            },
+        );
+    }
+
+    /// The person closed `extension`'s panel.
+    pub fn panel_close(&self, extension: &str, panel_id: &str) {
+        self.to_extension(
+            extension,
+            HostFrame::PanelClose {
+                panel_id: panel_id.to_string(),
+            },
+        );
+    }
+
+    fn to_extension(&self, extension: &str, frame: HostFrame) {
+        let view = self.view();
+        if let Some(e) = view.exts.iter().find(|e| e.name == extension) {
+            let _ = e.conn.send(&frame);
+        }
+    }
+
+    /// `/reload-ext`: stops every extension (one shared grace), discovers
+    /// again with the same inputs, starts them, rebuilds the registry and
+    /// emits a `reload` event. Blocks until the new set has settled.
+    pub fn reload(&self) -> LoadReport {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        if self
+            .inner
+            .channels
+            .urgent
+            .send(Urgent::Reload { reply: tx })
+            .is_err()
+        {
+            return LoadReport::default();
+        }
+        rx.recv().unwrap_or_default()
     }
 
     /// Stops every extension: `shutdown` to all at once, one shared grace
     /// deadline, then SIGTERM and SIGKILL; every child reaped and every
-    /// thread joined. Idempotent.
+    /// thread joined. Idempotent; also done when the last handle drops.
     pub fn shutdown(&self) {
-        if self.shared.stopped.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        lock(&self.shared.exts).clear();
-        let exts: Vec<Arc<Ext>> = lock(&self.shared.started).clone();
-        let deadline = Instant::now() + self.shared.config.deadlines.shutdown_grace;
-        for ext in &exts {
-            // Closing first: an extension that exits right after the
-            // `shutdown` frame is then an orderly exit, not a crash.
-            ext.begin_close(deadline);
-            if ext.connected() {
-                let _ = ext.send_shutdown(&*self.shared, ext);
-            }
-        }
-        // Disconnected ones were already being stopped by their reader;
-        // joining every instance is what guarantees no thread outlives us.
-        for ext in &exts {
-            ext.join();
-        }
-    }
-
-    /// Every extension process this host started, in start order, whatever
-    /// became of it (for checks that nothing outlives the host).
-    pub fn started(&self) -> Vec<Arc<Ext>> {
-        lock(&self.shared.started).clone()
-    }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        self.shutdown();
+        self.inner.shutdown();
     }
 }
 
@@ -486,690 +758,61 @@ fn normalise_content(content: Vec<ContentBlock>, extension: &str) -> Vec<Content
     out
 }
 
-impl Shared {
-    fn next_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
-    }
+/// A host whose events go to an [`EventSink`]: for `zut ext doctor`,
+/// benchmarks and tests, which want the load report and a collected event
+/// list rather than a loop of their own.
+pub struct Host {
+    handle: HostHandle,
+    loaded: Vec<Loaded>,
+    sink: Arc<dyn EventSink>,
+}
 
-    fn ext(&self, id: u64) -> Option<Arc<Ext>> {
-        lock(&self.exts).iter().find(|e| e.ident.id == id).cloned()
-    }
-
-    fn emit(&self, event: Event) {
-        self.sink.emit(event);
-    }
-
-    /// Emits an event an extension caused; until its `ext_loaded` is out it
-    /// is held back and reported right after it, so the stream stays in
-    /// load order whatever the timing.
-    fn emit_from(&self, ext: &Ext, event: Event) {
-        let mut held = lock(&ext.held);
-        match held.as_mut() {
-            Some(queue) => queue.push(event),
-            None => self.sink.emit(event),
-        }
-    }
-
-    /// Records a warning (or, with `conflict`, a refused registration) for
-    /// doctor, and reports it now unless `ext_loaded` is still to come
-    /// (which then reports it).
-    fn record_warning(&self, ext: &Ext, message: String, conflict: bool) {
-        let held = lock(&ext.held);
-        let list = if conflict {
-            &ext.conflicts
-        } else {
-            &ext.warnings
-        };
-        lock(list).push(message.clone());
-        if held.is_none() {
-            self.sink.emit(Event::ExtWarning {
-                extension: ext.ident.name.clone(),
-                message,
-            });
-        }
-    }
-
-    /// Resolves the executable, opens the log and starts the process.
-    fn spawn(
-        self: &Arc<Self>,
-        order: usize,
-        entry: &Entry,
-        m: &Manifest,
-    ) -> Result<Arc<Ext>, String> {
-        let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
-        let ident = Identity {
-            id: self.next_id(),
-            order,
-            name: m.name.clone(),
-            dir: m.dir.clone(),
-            source: entry.source,
-            exec: m
-                .exec
-                .as_ref()
-                .map(|e| e.configured().to_string())
-                .unwrap_or_default(),
-            language: m.language.clone(),
-            log: log.clone(),
-        };
-        let fail = |what: String| format!("failed to start: {what}\n{}", ident.describe());
-        let program = match &m.exec {
-            Some(Exec::Relative { path, .. }) => {
-                if !path.is_file() {
-                    return Err(fail(format!(
-                        "executable {} does not exist",
-                        path.display()
-                    )));
-                }
-                if !manifest::is_executable(path) {
-                    return Err(fail(format!(
-                        "executable {} is not executable (chmod +x it)",
-                        path.display()
-                    )));
-                }
-                path.clone()
-            }
-            Some(Exec::Launcher { configured }) => {
-                manifest::find_on_path(configured, self.config.search_path.as_deref())
-                    .map_err(fail)?
-            }
-            None => return Err(fail("no exec".into())),
-        };
-        let stderr = process::open_log(&log, &m.name, &m.version)
-            .map_err(|e| fail(format!("cannot open log: {e}")))?;
-        let spawned = process::spawn(&program, &m.args, &m.dir, stderr)
-            .map_err(|e| fail(format!("spawn: {e}")))?;
-        let dispatch: Arc<dyn Dispatch> = self.clone();
-        let describe = ident.describe();
-        let ext = Ext::start(
-            ident,
-            spawned,
-            self.config.deadlines,
-            dispatch,
-            self.threads.clone(),
-        )
-        .map_err(|e| format!("failed to start: cannot start threads: {e}\n{describe}"))?;
-        lock(&self.exts).push(ext.clone());
-        lock(&self.started).push(ext.clone());
-        Ok(ext)
-    }
-
-    /// Waits until every started extension is ready, failed, or past its
-    /// deadline. Deadlines run concurrently: the total is the max, not the sum.
-    fn await_handshakes(&self, loaded: &[Loaded], cancel: &CancelToken) {
-        let d = self.config.deadlines;
-        let start = Instant::now();
-        // ext id -> (deadline, waiting for hello?)
-        let mut waiting: HashMap<u64, (Instant, bool)> = loaded
-            .iter()
-            .filter_map(|l| match &l.outcome {
-                Outcome::Started(e) => Some((e.ident.id, (start + d.hello, true))),
-                _ => None,
-            })
-            .collect();
-        while !waiting.is_empty() {
-            let next = waiting.values().map(|(t, _)| *t).min().unwrap_or(start);
-            crossbeam_channel::select! {
-                recv(self.control_rx) -> msg => match msg {
-                    Ok(Control::Hello { ext, result: Ok(()) }) => {
-                        if let Some(w) = waiting.get_mut(&ext) {
-                            *w = (Instant::now() + d.ready, false);
-                        }
-                    }
-                    Ok(Control::Hello { ext, .. } | Control::Ready { ext } | Control::Exited { ext }) => {
-                        waiting.remove(&ext);
-                    }
-                    Err(_) => break,
-                },
-                recv(cancel.receiver()) -> _ => {
-                    for id in waiting.keys() {
-                        if let Some(ext) = self.ext(*id) {
-                            ext.disconnect("interrupted while loading", self, &ext);
-                        }
-                    }
-                    return;
-                }
-                default(process::until(next)) => {}
-            }
-            let now = Instant::now();
-            let expired: Vec<(u64, bool)> = waiting
-                .iter()
-                .filter(|(_, (t, _))| *t <= now)
-                .map(|(id, (_, hello))| (*id, *hello))
-                .collect();
-            for (id, awaiting_hello) in expired {
-                waiting.remove(&id);
-                let Some(ext) = self.ext(id) else { continue };
-                if awaiting_hello {
-                    let why = format!("sent no hello within {} ms", d.hello.as_millis());
-                    ext.disconnect(&why, self, &ext);
-                } else if ext.set_phase(Phase::Ready { auto: true }) {
-                    let msg = format!(
-                        "sent no ready frame within {} ms; auto-readied",
-                        d.ready.as_millis()
-                    );
-                    process::log_line(&ext.ident.log, &msg);
-                    lock(&ext.warnings).push(msg);
-                }
-            }
-        }
-    }
-
-    /// Commits buffered registrations in load order, then reports.
-    fn commit_and_report(&self, loaded: &mut [Loaded]) {
-        for l in loaded.iter() {
-            let Outcome::Started(ext) = &l.outcome else {
-                continue;
-            };
-            let staged = lock(&ext.staged).take().unwrap_or_default();
-            if ext.connected() {
-                for reg in staged {
-                    self.apply_registration(ext, reg);
-                }
-            }
-        }
-        for l in loaded.iter_mut() {
-            match &l.outcome {
-                Outcome::Failed(message) => self.emit(Event::ExtError {
-                    extension: l.entry.name(),
-                    message: message.clone(),
-                }),
-                Outcome::Skipped if l.entry.source == discovery::Source::Flag => {
-                    if let Status::Disabled(_) = l.entry.status {
-                        let message =
-                            "not loaded: it is disabled in its extension.json (\"enabled\": false)"
-                                .to_string();
-                        self.emit(Event::ExtWarning {
-                            extension: l.entry.name(),
-                            message,
-                        });
-                    }
-                }
-                Outcome::Started(ext) => {
-                    if let Err(message) = self.report_loaded(&ext.clone()) {
-                        l.outcome = Outcome::Failed(message);
-                    }
-                }
-                Outcome::ThemeOnly => self.emit(Event::ExtLoaded {
-                    extension: l.entry.name(),
-                    version: l
-                        .entry
-                        .manifest()
-                        .map(|m| m.version.clone())
-                        .unwrap_or_default(),
-                    commands: Vec::new(),
-                    tools: Vec::new(),
-                    source: l.entry.source.as_str().to_string(),
-                }),
-                Outcome::Skipped => {}
-            }
-        }
-        lock(&self.exts).retain(|e| e.connected());
-    }
-
-    /// `ext_loaded`, then its warnings and conflicts, then whatever it sent
-    /// while loading; from here on its events flow straight through. An
-    /// extension that died while loading gets its `ext_error` instead (the
-    /// full diagnostic is returned). The phase is read under the hold lock,
-    /// so a death racing with this is reported exactly once, in order.
-    fn report_loaded(&self, ext: &Arc<Ext>) -> Result<(), String> {
-        let (commands, tools) = {
-            let reg = lock(&self.registry);
-            (
-                reg.commands()
-                    .filter(|c| c.ext == ext.ident.id)
-                    .map(|c| c.name.clone())
-                    .collect(),
-                reg.tools()
-                    .filter(|t| t.ext == ext.ident.id)
-                    .map(|t| t.name.clone())
-                    .collect(),
-            )
-        };
-        let mut held = lock(&ext.held);
-        if let Phase::Disconnected(reason) = ext.phase() {
-            let message = format!("failed to load: {reason}\n{}", ext.ident.describe());
-            self.sink.emit(Event::ExtError {
-                extension: ext.ident.name.clone(),
-                message: message.clone(),
-            });
-            return Err(message);
-        }
-        let name = ext.ident.name.clone();
-        self.sink.emit(Event::ExtLoaded {
-            extension: name.clone(),
-            version: lock(&ext.version).clone(),
-            commands,
-            tools,
-            source: ext.ident.source.as_str().to_string(),
-        });
-        let warnings: Vec<String> = lock(&ext.warnings)
-            .iter()
-            .chain(lock(&ext.conflicts).iter())
-            .cloned()
-            .collect();
-        for message in warnings {
-            self.sink.emit(Event::ExtWarning {
-                extension: name.clone(),
-                message,
-            });
-        }
-        for event in held.take().unwrap_or_default() {
-            self.sink.emit(event);
-        }
-        Ok(())
-    }
-
-    /// Applies a registration now; refusals go to the extension's log, its
-    /// warnings (doctor) and, after loading, the event stream.
-    fn apply_registration(&self, ext: &Arc<Ext>, reg: Registration) {
-        let (id, name) = (ext.ident.id, ext.ident.name.clone());
-        let result = {
-            let mut r = lock(&self.registry);
-            match reg {
-                Registration::Command {
-                    name: cmd,
-                    description,
-                } => r.add_command(CommandEntry {
-                    name: cmd,
-                    description,
-                    ext: id,
-                    extension: name.clone(),
-                }),
-                Registration::Tool {
-                    name: tool,
-                    description,
-                    schema,
-                    deferred,
-                    interactive,
-                } => r.add_tool(ToolEntry {
-                    name: tool,
-                    description,
-                    schema,
-                    deferred,
-                    interactive,
-                    ext: id,
-                    extension: name.clone(),
-                }),
+impl Host {
+    /// Starts a host whose events go to `sink`.
+    pub fn start(
+        config: HostConfig,
+        sink: Arc<dyn EventSink>,
+        entries: Vec<Entry>,
+        cancel: &CancelToken,
+    ) -> Host {
+        let out = EventOut::Sink(sink.clone());
+        let (handle, report) = match HostHandle::start(config, entries, None, out, cancel) {
+            Ok(x) => x,
+            Err(e) => {
+                log::error!("{e}");
+                panic!("{e}")
             }
         };
-        if let Err(reason) = result {
-            process::log_line(&ext.ident.log, &reason);
-            self.record_warning(ext, reason, true);
+        Host {
+            handle,
+            loaded: report.loaded,
+            sink,
         }
     }
 
-    fn register(&self, ext: &Arc<Ext>, reg: Registration) {
-        {
-            let mut staged = lock(&ext.staged);
-            if let Some(v) = staged.as_mut() {
-                v.push(reg);
-                return;
-            }
-        }
-        self.apply_registration(ext, reg);
+    /// The handle (for the agent and calls).
+    pub fn handle(&self) -> HostHandle {
+        self.handle.clone()
     }
 
-    /// A call was given up: withdraw its frame if still queued, allow a
-    /// begun write to finish, else disconnect; tell the extension if it
-    /// asked to know.
-    fn abandon(&self, ext: &Arc<Ext>, id: u64, ticket: &ext::Ticket) {
-        match ticket.withdraw(self.config.deadlines.torn_frame) {
-            Withdrawal::Withdrawn => {}
-            Withdrawal::Delivered => {
-                if ext.tool_cancel.load(Ordering::SeqCst) {
-                    let _ = ext.send(&HostFrame::ToolCancel { id: id.to_string() }, self, ext);
-                }
-            }
-            Withdrawal::Torn => {
-                let reason = format!(
-                    "disconnected: a cancelled tool_call was still being written after {} ms (torn frame)",
-                    self.config.deadlines.torn_frame.as_millis()
-                );
-                ext.disconnect(&reason, self, ext);
-            }
-        }
+    /// The sink events go to (for an agent of the same run).
+    pub fn sink(&self) -> Arc<dyn EventSink> {
+        self.sink.clone()
     }
 
-    fn on_hello(
-        &self,
-        ext: &Arc<Ext>,
-        protocol_version: u32,
-        name: String,
-        version: String,
-        caps: Vec<String>,
-    ) {
-        let fail = |why: String| ext.disconnect(&why, self, ext);
-        if protocol_version != PROTOCOL_VERSION {
-            return fail(format!("unsupported protocol version {protocol_version} in hello (zut speaks {PROTOCOL_VERSION})"));
-        }
-        if name != ext.ident.name {
-            return fail(format!(
-                "hello names the extension {name:?} but its extension.json says {:?}",
-                ext.ident.name
-            ));
-        }
-        *lock(&ext.version) = version;
-        ext.tool_cancel.store(
-            caps.iter().any(|c| c == zut_ext::wire::CAP_TOOL_CANCEL),
-            Ordering::SeqCst,
-        );
-        let ack = HostFrame::HelloAck {
-            protocol_version: PROTOCOL_VERSION,
-            zut_version: ZUT_VERSION.to_string(),
-            provider: self.config.provider.clone(),
-            model: self.config.model.clone(),
-            cwd: self.config.cwd.display().to_string(),
-            extension_dir: ext.ident.dir.display().to_string(),
-            data_dir: ext.ident.dir.display().to_string(),
-            session: lock(&self.session).clone(),
-        };
-        if ext.send(&ack, self, ext).is_ok() && ext.set_phase(Phase::Registering) {
-            let _ = self.control_tx.send(Control::Hello {
-                ext: ext.ident.id,
-                result: Ok(()),
-            });
-        }
-    }
-
-    fn on_subscribe(&self, ext: &Arc<Ext>, events: Vec<String>, intercept: Vec<String>) {
-        for e in events {
-            if !KNOWN_EVENTS.contains(&e.as_str()) {
-                process::log_line(
-                    &ext.ident.log,
-                    &format!("subscribe: unknown event {e:?} (kept, never sent)"),
-                );
-            }
-            lock(&ext.events).insert(e);
-        }
-        for e in intercept {
-            if INTERCEPTABLE_EVENTS.contains(&e.as_str()) {
-                lock(&ext.intercepts).insert(e);
-            } else {
-                process::log_line(
-                    &ext.ident.log,
-                    &format!("subscribe: event {e:?} cannot be intercepted (ignored)"),
-                );
-            }
-        }
-    }
-
-    /// Counts one stray line of `kind`; the first of each kind becomes a
-    /// warning. Returns how many of that kind were seen.
-    fn count_noise(&self, ext: &Arc<Ext>, kind: &'static str, warning: String) -> u64 {
-        let seen = {
-            let mut noise = lock(&ext.noise);
-            let n = noise.counts.entry(kind).or_insert(0);
-            *n += 1;
-            *n
-        };
-        if seen == 1 {
-            self.record_warning(ext, warning, false);
-        }
-        seen
+    /// What happened to every discovered directory, in load order.
+    pub fn loaded(&self) -> &[Loaded] {
+        &self.loaded
     }
 }
 
-/// Stray stdout lines of one kind written to the extension log before only
-/// counting the rest.
-const NOISE_LOGGED: u64 = 20;
-
-impl Dispatch for Shared {
-    fn frame(&self, ext: &Arc<Ext>, frame: ExtFrame) {
-        let name = || ext.ident.name.clone();
-        if ext.phase() == Phase::AwaitingHello {
-            return match frame {
-                ExtFrame::Hello { protocol_version, name, version, capabilities } => {
-                    self.on_hello(ext, protocol_version, name, version, capabilities)
-                }
-                other => ext.disconnect(
-                    &format!("protocol violation: sent a {} frame before hello (hello must be the first frame)", other.type_name()),
-                    self,
-                    ext,
-                ),
-            };
-        }
-        match frame {
-            ExtFrame::Hello { .. } => process::log_line(&ext.ident.log, "duplicate hello ignored"),
-            ExtFrame::RegisterCommand { name, description } => {
-                self.register(ext, Registration::Command { name, description })
-            }
-            ExtFrame::RegisterTool {
-                name,
-                description,
-                schema,
-                deferred,
-                interactive,
-            } => self.register(
-                ext,
-                Registration::Tool {
-                    name,
-                    description,
-                    schema: schema.unwrap_or(Value::Null),
-                    deferred,
-                    interactive,
-                },
-            ),
-            ExtFrame::Ready => {
-                if ext.phase() == Phase::Registering && ext.set_phase(Phase::Ready { auto: false })
-                {
-                    let _ = self.control_tx.send(Control::Ready { ext: ext.ident.id });
-                }
-            }
-            ExtFrame::Subscribe { events, intercept } => self.on_subscribe(ext, events, intercept),
-            f @ (ExtFrame::ToolResult { .. }
-            | ExtFrame::CommandResponse { .. }
-            | ExtFrame::EventInterceptResponse { .. }) => route_reply(ext, f),
-            ExtFrame::Notify { level, message } => {
-                if !message.trim().is_empty() {
-                    self.emit_from(
-                        ext,
-                        Event::ExtNotify {
-                            extension: name(),
-                            level: normalise_level(&level),
-                            message,
-                        },
-                    )
-                }
-            }
-            ExtFrame::Status { key, level, text } => self.emit_from(
-                ext,
-                Event::ExtStatus {
-                    extension: name(),
-                    key,
-                    level: normalise_level(&level),
-                    text,
-                },
-            ),
-            ExtFrame::Widget {
-                id, title, lines, ..
-            } => self.emit_from(
-                ext,
-                Event::ExtWidget {
-                    extension: name(),
-                    id,
-                    position: "above_input".into(),
-                    title,
-                    lines,
-                },
-            ),
-            ExtFrame::WidgetClear { id } => self.emit_from(
-                ext,
-                Event::ExtWidgetClear {
-                    extension: name(),
-                    id,
-                },
-            ),
-            ExtFrame::Alert { kind, reason } => self.emit_from(
-                ext,
-                Event::ExtAlert {
-                    extension: name(),
-                    kind,
-                    reason,
-                },
-            ),
-            ExtFrame::ClearNotes => self.emit_from(ext, Event::ExtClearNotes { extension: name() }),
-            ExtFrame::Submit { text } => {
-                let text = text.trim();
-                if !text.is_empty() {
-                    self.emit_from(
-                        ext,
-                        Event::ExtSubmit {
-                            extension: name(),
-                            text: text.to_string(),
-                        },
-                    )
-                }
-            }
-            ExtFrame::SubmitSlash { text } => {
-                let text = text.trim();
-                if text.starts_with('/') {
-                    self.emit_from(
-                        ext,
-                        Event::ExtSubmitSlash {
-                            extension: name(),
-                            text: text.to_string(),
-                        },
-                    )
-                } else {
-                    process::log_line(
-                        &ext.ident.log,
-                        "submit_slash refused: text does not start with '/'",
-                    );
-                }
-            }
-            ExtFrame::OpenPanel { panel } => self.emit_from(
-                ext,
-                Event::ExtOpenPanel {
-                    extension: name(),
-                    panel,
-                },
-            ),
-            ExtFrame::PanelRender {
-                panel_id,
-                title,
-                lines,
-                footer,
-            } => self.emit_from(
-                ext,
-                Event::ExtPanelRender {
-                    extension: name(),
-                    panel: Panel {
-                        id: panel_id,
-                        title,
-                        lines,
-                        footer,
-                    },
-                },
-            ),
-            ExtFrame::PanelClose { panel_id } => self.emit_from(
-                ext,
-                Event::ExtPanelClose {
-                    extension: name(),
-                    panel_id,
-                },
-            ),
-            ExtFrame::ShutdownAck => ext.shutdown_acked.store(true, Ordering::SeqCst),
-            // The reader logs unknown frames with their type and never
-            // dispatches them after hello.
-            ExtFrame::Unknown => {}
-        }
-    }
-
-    fn malformed(&self, ext: &Arc<Ext>, error: DecodeError, preview: String) {
-        let (kind, warning) = match &error {
-            DecodeError::BadFrame { frame_type, error } if ext.phase() == Phase::AwaitingHello => {
-                let why = format!("protocol violation: sent a malformed {frame_type} frame before hello: {error}");
-                return ext.disconnect(&why, self, ext);
-            }
-            DecodeError::BadFrame { frame_type, error } => {
-                ("malformed frame", format!("malformed {frame_type} frame skipped: {error}"))
-            }
-            DecodeError::InvalidUtf8 => (
-                "invalid utf-8",
-                "wrote a stdout line that is not valid UTF-8 (skipped; stdout is reserved for protocol frames)".into(),
-            ),
-            DecodeError::NotAnObject(_) => (
-                "not a frame",
-                format!("wrote a stdout line that is not a JSON frame (skipped; stdout is reserved for protocol frames): {preview}"),
-            ),
-        };
-        let seen = self.count_noise(ext, kind, warning);
-        // A flood must not fill the disk: the first lines are logged, the
-        // rest only counted (doctor shows the count).
-        if seen <= NOISE_LOGGED {
-            process::log_line(
-                &ext.ident.log,
-                &format!("stdout line skipped ({error}): {preview}"),
-            );
-        }
-        if seen == NOISE_LOGGED {
-            process::log_line(
-                &ext.ident.log,
-                &format!("further {kind} lines are counted, not logged"),
-            );
-        }
-    }
-
-    fn disconnected(&self, ext: &Arc<Ext>, reason: &str) {
-        lock(&self.registry).remove_extension(ext.ident.id, reason);
-        // Until `ext_loaded` is out, the loader reports the failure.
-        let loading = lock(&ext.held).is_some();
-        if loading {
-            let _ = self.control_tx.send(Control::Hello {
-                ext: ext.ident.id,
-                result: Err(reason.to_string()),
-            });
-        } else if !ext.closing() {
-            self.emit(Event::ExtError {
-                extension: ext.ident.name.clone(),
-                message: reason.to_string(),
-            });
-            self.emit(Event::ExtChromeClear {
-                extension: ext.ident.name.clone(),
-            });
-        }
-    }
-
-    fn exited(&self, ext: &Arc<Ext>) {
-        let _ = self.control_tx.send(Control::Exited { ext: ext.ident.id });
+impl std::ops::Deref for Host {
+    type Target = HostHandle;
+    fn deref(&self) -> &HostHandle {
+        &self.handle
     }
 }
 
-/// Hands a reply frame to the call waiting for it; a reply nobody waits
-/// for (late, cancelled, duplicate, unknown) is ignored.
-fn route_reply(ext: &Arc<Ext>, frame: ExtFrame) {
-    let (kind, id) = match &frame {
-        ExtFrame::ToolResult { id, .. } => (CallKind::Tool, id),
-        ExtFrame::CommandResponse { id, .. } => (CallKind::Command, id),
-        ExtFrame::EventInterceptResponse { id, .. } => (CallKind::Intercept, id),
-        _ => return,
-    };
-    let parsed = id.parse::<u64>().ok();
-    let type_name = frame.type_name();
-    if let Some(waiting) = parsed {
-        if ext.resolve(waiting, kind, frame) {
-            return;
-        }
-    }
-    // Authors want to know: it usually means a reply came after the
-    // deadline or after a tool_cancel.
-    let id = parsed.map_or_else(|| "(not a host id)".to_string(), |i| i.to_string());
-    process::log_line(
-        &ext.ident.log,
-        &format!(
-            "{type_name} for id {id} ignored: nobody waits for it (late, cancelled or unknown)"
-        ),
-    );
-}
-
-/// `info`, `success`, `warn`, `error`; anything else reads as `info`.
-fn normalise_level(level: &str) -> String {
-    match level.trim().to_ascii_lowercase().as_str() {
-        l @ ("success" | "warn" | "error") => l.to_string(),
-        "warning" => "warn".to_string(),
-        _ => "info".to_string(),
-    }
-}
 
 /// The outcome of the `tool_call` interceptor chain.
 #[derive(Debug, Clone, PartialEq)]
@@ -1200,32 +843,7 @@ pub struct AssistantVerdict {
 pub const CONTEXT_CAP: usize = 16 * 1024;
 const CONTEXT_TRUNCATED: &str = "\n[extension context truncated]";
 
-impl Host {
-    /// Whether any extension subscribed to `event` (cheap; lets the agent
-    /// skip building payloads nobody reads).
-    pub fn subscribed(&self, event: &str) -> bool {
-        lock(&self.shared.exts)
-            .iter()
-            .any(|e| lock(&e.events).contains(event))
-    }
-
-    /// Sends a one-way lifecycle event to its subscribers, in load order.
-    /// Each extension's frames stay ordered (one queue per extension).
-    pub fn emit_event(&self, payload: &zut_ext::wire::EventPayload) {
-        let targets: Vec<Arc<Ext>> = lock(&self.shared.exts)
-            .iter()
-            .filter(|e| lock(&e.events).contains(&payload.event))
-            .cloned()
-            .collect();
-        if targets.is_empty() {
-            return;
-        }
-        let frame = HostFrame::Event(payload.clone());
-        for ext in targets {
-            let _ = ext.send(&frame, &*self.shared, &ext);
-        }
-    }
-
+impl HostHandle {
     /// Consults every `event` interceptor serially in load order; `each`
     /// gets the extension and its response and returns false to stop the
     /// chain. A missing response (deadline, disconnect) counts as allow.
@@ -1234,30 +852,26 @@ impl Host {
         event: &str,
         payload: impl Fn() -> zut_ext::wire::EventPayload,
         cancel: &CancelToken,
-        mut each: impl FnMut(&Arc<Ext>, ExtFrame) -> bool,
+        mut each: impl FnMut(&ViewExt, ExtFrame) -> bool,
     ) {
-        let chain: Vec<Arc<Ext>> = lock(&self.shared.exts)
-            .iter()
-            .filter(|e| lock(&e.intercepts).contains(event))
-            .cloned()
-            .collect();
-        let timeout = self.shared.config.deadlines.intercept;
-        for ext in chain {
+        let view = self.view();
+        let timeout = self.inner.config.deadlines.intercept;
+        for ext in view.exts.iter().filter(|e| e.intercepts.iter().any(|x| x == event)) {
             if cancel.is_cancelled() {
                 return;
             }
-            let id = self.shared.next_id();
-            let rx = ext.expect(id, CallKind::Intercept);
+            let id = self.next_id();
+            let rx = ext.conn.expect(id, CallKind::Intercept);
             let frame = HostFrame::EventIntercept {
                 id: id.to_string(),
                 payload: payload(),
             };
-            if ext.send(&frame, &*self.shared, &ext).is_err() {
-                ext.forget(id);
+            if ext.conn.send(&frame).is_err() {
+                ext.conn.forget(id);
                 continue;
             }
             let reply = wait_reply(&rx, Some(timeout), cancel);
-            ext.forget(id);
+            ext.conn.forget(id);
             match reply {
                 Wait::Reply(Ok(frame)) => {
                     if !each(&ext, frame) {
@@ -1265,7 +879,7 @@ impl Host {
                     }
                 }
                 Wait::TimedOut => process::log_line(
-                    &ext.ident.log,
+                    &ext.conn.log,
                     &format!(
                         "intercept {event} timed out after {} ms; allowing",
                         timeout.as_millis()
@@ -1300,7 +914,7 @@ impl Host {
                 let ExtFrame::EventInterceptResponse { block, reason, modified_args, .. } = frame else { return true };
                 if block {
                     let reason = if reason.trim().is_empty() { "tool call refused by extension guard".into() } else { reason };
-                    blocked = Some((ext.ident.name.clone(), reason));
+                    blocked = Some((ext.name.clone(), reason));
                     return false;
                 }
                 match modified_args {
@@ -1311,7 +925,7 @@ impl Host {
                             "modified_args for {tool_name} ignored: it must be a JSON object, got {}",
                             json_kind(&other)
                         );
-                        process::log_line(&ext.ident.log, &msg);
+                        process::log_line(&ext.conn.log, &msg);
                     }
                 }
                 true
@@ -1351,11 +965,11 @@ impl Host {
                     } else {
                         reason
                     };
-                    blocked = Some((ext.ident.name.clone(), reason));
+                    blocked = Some((ext.name.clone(), reason));
                     return false;
                 }
                 if !context.trim().is_empty() {
-                    parts.push(format!("[{}]\n{}", ext.ident.name, context.trim()));
+                    parts.push(format!("[{}]\n{}", ext.name, context.trim()));
                 }
                 true
             },
@@ -1401,7 +1015,7 @@ impl Host {
                         return true;
                     };
                     if block {
-                        blocked = Some((ext.ident.name.clone(), reason));
+                        blocked = Some((ext.name.clone(), reason));
                         return false;
                     }
                     if !replace_text.is_empty() {

@@ -52,7 +52,7 @@ pub struct ToolEntry {
 }
 
 /// The active registrations of every extension.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Registry {
     commands: HashMap<String, CommandEntry>,
     command_order: Vec<String>,

@@ -2,18 +2,30 @@
 //! per event. A closed stdout (the reader went away) silences the sink
 //! instead of failing the run.
 
-use crate::events::{Event, EventSink};
+use crate::events::Event;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Writes events to stdout.
 #[derive(Default)]
-pub struct JsonSink {
+pub struct JsonOut {
     broken: AtomicBool,
+    failed: bool,
 }
 
-impl EventSink for JsonSink {
-    fn emit(&self, event: Event) {
+impl super::Front for JsonOut {
+    fn exit_code(&self) -> i32 {
+        if self.failed {
+            super::EXIT_FAILURE
+        } else {
+            super::EXIT_OK
+        }
+    }
+
+    fn show(&mut self, event: &Event) {
+        if matches!(event, Event::Error { .. }) {
+            self.failed = true;
+        }
         // `submit` asks the interactive editor to queue a prompt; there is
         // no editor here, so the spec has this mode ignore it.
         if self.broken.load(Ordering::Relaxed)
@@ -24,7 +36,7 @@ impl EventSink for JsonSink {
         {
             return;
         }
-        let mut line = match serde_json::to_vec(&event) {
+        let mut line = match serde_json::to_vec(event) {
             Ok(l) => l,
             Err(e) => {
                 log::error!("cannot encode event: {e}");

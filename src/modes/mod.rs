@@ -1,19 +1,20 @@
-//! Front ends. Each consumes the one event stream ([`crate::events`]) and
-//! drives the host and the agent through their synchronous APIs.
+//! Front ends. Each runs one `select!` loop over its own input and the
+//! [`Event`] channel of the [`engine::Engine`] (a [`crate::frontend::Core`]).
 //!
 //! - [`print`]: `-p`, final answer on stdout, notes and errors on stderr;
 //! - [`json`]: `--mode json`, every event as one JSON line on stdout.
 //!
 //! Both run one prompt (or one slash command) through [`run_once`].
 
+pub mod engine;
 pub mod json;
 pub mod print;
 
-use crate::agent::{self, Agent, Outcome};
 use crate::cancel::CancelToken;
-use crate::events::{Event, EventSink};
-use crate::host::{self, Host};
-use std::sync::Arc;
+use crate::events::Event;
+use crate::frontend::Core;
+use crate::host::{self, HostHandle};
+use engine::{Engine, EngineConfig};
 
 /// Exit statuses (DESIGN §3).
 pub const EXIT_OK: i32 = 0;
@@ -42,177 +43,109 @@ pub struct Run {
 
 /// Runs one prompt or slash command and shuts the extensions down.
 pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
-    let sink: Arc<dyn EventSink> = match run.mode {
-        Mode::Print => Arc::new(print::PrintSink),
-        Mode::Json => Arc::new(json::JsonSink::default()),
-    };
+    let (tx, rx) = crossbeam_channel::unbounded::<Event>();
     let entries = host::discovery::discover(&run.discovery);
-    let zut_home = run.host.zut_home.clone();
-    let cwd = run.host.cwd.clone();
-    let host = Host::start(run.host, sink.clone(), entries, cancel);
+    let (zut_home, cwd) = (run.host.zut_home.clone(), run.host.cwd.clone());
+    let (host, report) = match HostHandle::start(
+        run.host.clone(),
+        entries,
+        Some(run.discovery.clone()),
+        tx.clone(),
+        cancel,
+    ) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("zut: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let mut front: Box<dyn Front> = match run.mode {
+        Mode::Print => Box::new(print::Printer::default()),
+        Mode::Json => Box::new(json::JsonOut::default()),
+    };
     // No sessions yet: session_start carries no session.
     host.emit_event(&zut_ext::wire::EventPayload::named("session_start"));
-    let code = match run.prompt.as_deref().map(str::trim) {
-        None | Some("") => EXIT_OK,
-        Some(p) => {
-            let ctx = Ctx {
-                mode: run.mode,
-                host: &host,
-                sink: &sink,
-                cancel,
-            };
-            let make_agent = || -> Result<Agent<'_>, String> {
-                let provider = crate::provider::create(&run.provider).map_err(|e| e.to_string())?;
-                let opts = agent::Options {
-                    cwd: cwd.clone(),
-                    max_steps: run.max_steps,
-                    yolo: run.yolo,
-                    confirmer: None,
-                };
-                Ok(Agent::new(provider, &host, sink.clone(), opts, &zut_home))
-            };
-            match p.strip_prefix('/') {
-                Some(command) => ctx.command(command, make_agent),
-                None => ctx.prompt(p, make_agent),
+    let prompt = run.prompt.clone().filter(|p| !p.trim().is_empty());
+    let Some(prompt) = prompt else {
+        // Load, report, stop: a check that every extension loads.
+        host.shutdown();
+        drop(tx);
+        for e in rx.try_iter() {
+            front.show(&e);
+        }
+        let failed = report
+            .loaded
+            .iter()
+            .any(|l| matches!(l.outcome, host::Outcome::Failed(_)));
+        return if cancel.is_cancelled() {
+            EXIT_INTERRUPTED
+        } else if failed && run.mode == Mode::Json {
+            EXIT_FAILURE
+        } else {
+            EXIT_OK
+        };
+    };
+    let engine = Engine::start(
+        host.clone(),
+        tx,
+        EngineConfig {
+            provider: run.provider.clone(),
+            cwd,
+            zut_home,
+            max_steps: run.max_steps,
+            yolo: run.yolo,
+            can_confirm: false,
+        },
+    );
+    // `/name` runs a command; `//text` and ` /text` send text that starts
+    // with a slash as a prompt.
+    match prompt.strip_prefix('/') {
+        Some(rest) if !rest.starts_with('/') => engine.command(prompt.clone()),
+        Some(rest) => engine.prompt(rest.to_string()),
+        None => engine.prompt(prompt.trim_start().to_string()),
+    };
+    let mut interrupted = false;
+    let never = CancelToken::never();
+    let mut signal = cancel;
+    let mut done = false;
+    while !done {
+        crossbeam_channel::select! {
+            recv(rx) -> e => match e {
+                Ok(Event::Done) => done = true,
+                Ok(e) => front.show(&e),
+                Err(_) => done = true,
+            },
+            recv(signal.receiver()) -> _ => {
+                interrupted = true;
+                engine.abort(true);
+                signal = &never;
             }
         }
-    };
+    }
     // `done` comes after the extensions stopped, so whatever they sent on
     // their way out is reported before it, and nothing is lost.
-    host.shutdown();
-    if run.prompt.as_deref().is_some_and(|p| !p.trim().is_empty()) {
-        sink.emit(Event::Done);
+    engine.shutdown();
+    drop(engine);
+    for e in rx.try_iter() {
+        if !matches!(e, Event::Done) {
+            front.show(&e);
+        }
     }
-    if cancel.is_cancelled() {
+    front.show(&Event::Done);
+    if interrupted || cancel.is_cancelled() {
+        if run.mode == Mode::Print {
+            eprintln!("zut: interrupted");
+        }
         EXIT_INTERRUPTED
     } else {
-        code
+        front.exit_code()
     }
 }
 
-struct Ctx<'a> {
-    mode: Mode,
-    host: &'a Host,
-    sink: &'a Arc<dyn EventSink>,
-    cancel: &'a CancelToken,
-}
-
-impl Ctx<'_> {
-    fn fail(&self, message: String) -> i32 {
-        match self.mode {
-            Mode::Print => eprintln!("zut: {}", print::sanitize(&message)),
-            Mode::Json => self.sink.emit(Event::Error { message }),
-        }
-        EXIT_FAILURE
-    }
-
-    fn prompt<'h>(
-        &self,
-        text: &str,
-        make_agent: impl FnOnce() -> Result<Agent<'h>, String>,
-    ) -> i32 {
-        let mut agent = match make_agent() {
-            Ok(a) => a,
-            Err(e) => return self.fail(e),
-        };
-        let outcome = agent.prompt(text, self.cancel);
-        self.finish(outcome)
-    }
-
-    fn finish(&self, outcome: Outcome) -> i32 {
-        let print_text = |text: &Option<String>| {
-            if let (Mode::Print, Some(t)) = (self.mode, text) {
-                print::stdout_line(t);
-            }
-        };
-        match outcome {
-            Outcome::Done { text } => {
-                print_text(&text);
-                EXIT_OK
-            }
-            Outcome::MaxSteps { text } => {
-                print_text(&text);
-                self.fail(
-                    "stopped: the --max-steps limit was reached before the model finished".into(),
-                )
-            }
-            Outcome::Blocked { reason } => self.fail(format!("turn blocked: {reason}")),
-            Outcome::Failed { error } => self.fail(error),
-            Outcome::Aborted => EXIT_INTERRUPTED,
-        }
-    }
-
-    /// `/name args`: an extension command, honoured as far as this mode can.
-    fn command<'h>(
-        &self,
-        line: &str,
-        make_agent: impl FnOnce() -> Result<Agent<'h>, String>,
-    ) -> i32 {
-        let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        if host::registry::BUILTIN_COMMANDS.contains(&name.to_lowercase().as_str()) {
-            return self.fail(format!(
-                "/{name} is a command of the interactive terminal; it cannot run here"
-            ));
-        }
-        let known = self.host.command(name).is_some();
-        let reply = match self.host.invoke_command(name, args.trim(), self.cancel) {
-            Ok(r) => r,
-            Err(e) if known => return self.fail(format!("/{name}: {e}")),
-            // Unknown, or its extension is gone: the error says which.
-            Err(e) => return self.fail(e),
-        };
-        let action = if reply.action.is_empty() {
-            "noop".to_string()
-        } else {
-            reply.action.clone()
-        };
-        let text = match action.as_str() {
-            "prompt" => reply.prompt.clone(),
-            "insert" => reply.insert.clone(),
-            "display" => reply.display.clone(),
-            "open_panel" => reply
-                .open_panel
-                .as_ref()
-                .map(|p| p.title.clone())
-                .unwrap_or_default(),
-            _ => String::new(),
-        };
-        if self.mode == Mode::Json {
-            if action == "display" && reply.error.trim().is_empty() {
-                self.sink.emit(Event::ExtDisplay {
-                    extension: reply.extension.clone(),
-                    text: text.clone(),
-                });
-            }
-            self.sink.emit(Event::CommandResult {
-                name: reply.name.clone(),
-                action: action.clone(),
-                text: text.clone(),
-            });
-        }
-        if !reply.error.trim().is_empty() {
-            return self.fail(format!("/{}: {}", reply.name, reply.error.trim()));
-        }
-        match action.as_str() {
-            "prompt" if text.trim().is_empty() => EXIT_OK,
-            "prompt" => self.prompt(&text, make_agent),
-            "display" => {
-                if self.mode == Mode::Print {
-                    print::stdout_line(&text);
-                }
-                EXIT_OK
-            }
-            "noop" => EXIT_OK,
-            "insert" | "open_panel" => {
-                if self.mode == Mode::Print {
-                    eprintln!(
-                        "zut: /{} answered with {action:?}, which needs the interactive terminal; nothing was done",
-                        reply.name
-                    );
-                }
-                EXIT_OK
-            }
-            other => self.fail(format!("/{}: unknown action {other:?}", reply.name)),
-        }
-    }
+/// A non-interactive front end: renders events, knows the exit status.
+pub trait Front {
+    /// Shows one event.
+    fn show(&mut self, event: &Event);
+    /// The exit status once `done` was shown.
+    fn exit_code(&self) -> i32;
 }

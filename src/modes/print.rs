@@ -2,16 +2,45 @@
 //! pipelines; extension notes, warnings and errors go to stderr, stripped
 //! of terminal control sequences (extension text is untrusted).
 
-use crate::events::{Event, EventSink};
+use crate::events::Event;
 use std::io::Write;
 
-/// Renders host events for a person reading stderr.
+/// `-p`: notes, warnings and errors on stderr as they come; the final
+/// answer (the last assistant message of the turn, after `replace_text`)
+/// on stdout at `done`.
 #[derive(Default)]
-pub struct PrintSink;
+pub struct Printer {
+    /// What the last model step said (cleared when a new step starts).
+    last_text: Option<String>,
+    failed: bool,
+    busy_tool: Option<String>,
+    /// A command's `display` text, printed at `done` unless an error came.
+    display: Option<String>,
+}
 
-impl EventSink for PrintSink {
-    fn emit(&self, event: Event) {
+impl super::Front for Printer {
+    fn show(&mut self, event: &Event) {
         let line = match event {
+            Event::TurnStart { .. } => {
+                self.last_text = None;
+                return;
+            }
+            Event::AssistantMessage {
+                blocked: false,
+                text,
+                ..
+            } => {
+                self.last_text = Some(text.clone());
+                return;
+            }
+            Event::AssistantMessage {
+                blocked: true,
+                reason,
+                ..
+            } => {
+                self.last_text = None;
+                format!("zut: the assistant's message was {reason}")
+            }
             Event::ExtNotify {
                 extension,
                 level,
@@ -30,18 +59,67 @@ impl EventSink for PrintSink {
             Event::ExtWarning { extension, message } => {
                 format!("zut: warning: extension {extension}: {message}")
             }
-            Event::ExtDisplay { extension, text } => format!("[{extension}] {text}"),
-            Event::AssistantMessage {
-                blocked: true,
-                reason,
+            Event::ToolCall { name, .. } => {
+                self.busy_tool = Some(name.clone());
+                return;
+            }
+            Event::ToolBlocked { name, reason, .. } => {
+                format!("zut: the {name} call was blocked: {reason}")
+            }
+            Event::ToolResult {
+                name,
+                is_error: true,
+                content,
+                extension: None,
                 ..
-            } => {
-                format!("zut: the assistant's message was {reason}")
+            } if crate::agent::CONFIRMED_TOOLS.contains(&name.as_str()) => {
+                let text = crate::agent::content_text(content);
+                if !text.contains("--yolo") {
+                    return;
+                }
+                format!("zut: {text}")
+            }
+            Event::ExtOpenPanel { extension, panel } if self.busy_tool.is_some() => format!(
+                "zut: extension {extension} opened the panel {:?} and waits for input that print mode cannot give; the call ends at the extension's own timeout or the tool deadline",
+                panel.title
+            ),
+            Event::CommandResult { name, action, text } => match action.as_str() {
+                "display" => {
+                    self.display = Some(text.clone());
+                    return;
+                }
+                "insert" | "open_panel" => format!(
+                    "zut: /{name} answered with {action:?}, which needs the interactive terminal; nothing was done"
+                ),
+                _ => return,
+            },
+            Event::Error { message } => {
+                self.failed = true;
+                format!("zut: {message}")
+            }
+            Event::Done => {
+                if !self.failed {
+                    if let Some(t) = self.display.take() {
+                        stdout_line(&t);
+                    }
+                    if let Some(t) = self.last_text.take() {
+                        stdout_line(&t);
+                    }
+                }
+                return;
             }
             _ => return,
         };
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "{}", sanitize(&line));
+    }
+
+    fn exit_code(&self) -> i32 {
+        if self.failed {
+            super::EXIT_FAILURE
+        } else {
+            super::EXIT_OK
+        }
     }
 }
 

@@ -151,7 +151,7 @@ impl Sandbox {
 
 /// The pids of every process the host started.
 pub fn pids(host: &Host) -> Vec<u32> {
-    host.started().iter().map(|e| e.pid).collect()
+    host.started_pids()
 }
 
 /// Whether a process with this pid exists (a zombie counts as existing).

@@ -1,42 +1,47 @@
-//! One running extension: its process, its two threads and its state.
+//! The transport of one extension: its process, its two threads, its
+//! request table. No host state lives here.
 //!
-//! The **writer** thread owns the child's stdin and drains a bounded queue
-//! of pre-encoded frames (256 frames / 16 MiB), each write bounded by the
-//! write deadline. The **reader** thread owns stdout, splits lines (at most
-//! [`MAX_FRAME_BYTES`]), decodes frames and hands them to the host's
-//! dispatch; it also owns the end of the child's life: it observes the exit
-//! through the pidfd, escalates SIGTERM → SIGKILL when a deadline passes,
-//! reaps the child and kills whatever is left of its process group.
+//! - The **writer** thread owns the child's stdin and drains a bounded queue
+//!   of pre-encoded frames (256 frames / 16 MiB); each write is bounded by
+//!   the write deadline. Producers that find the queue full wait for room
+//!   (backpressure) up to the write deadline: a healthy extension that reads
+//!   slower than a burst arrives is never disconnected for it.
+//! - The **reader** thread owns stdout, splits lines (at most
+//!   [`MAX_FRAME_BYTES`]) and decodes frames. A reply completes its waiting
+//!   call directly through the request table (the fast path: one channel
+//!   hop each way); every other frame, every stray line, EOF and the exit
+//!   go to the dispatcher's **inbox** as one [`Inbound`] message tagged with
+//!   the instance's [`ExtId`]. When the dispatcher has not yet caught up
+//!   with this extension's earlier messages, a reply takes the inbox too,
+//!   so it can never overtake a frame the extension sent before it.
+//! - The reader also owns the end of the child's life: it observes the exit
+//!   through the pidfd, escalates SIGTERM → SIGKILL when a deadline passes,
+//!   reaps the child and kills whatever is left of its process group.
 //!
-//! A [`Ticket`] rides with a queued `tool_call` so an abandoned call can be
-//! withdrawn while still queued, or given the torn-frame allowance if its
-//! write has begun.
+//! Locks, each a leaf (never held across another lock, a channel send or
+//! I/O): `pending` (the request table), `gone` (the disconnect reason),
+//! `closing` (the shutdown deadline), `child`, `threads`.
 
 use super::deadlines::{Deadlines, MAX_FRAME_BYTES, QUEUE_BYTES, QUEUE_FRAMES};
-use super::discovery::Source;
 use super::process::{self, Wake};
 use crossbeam_channel::{Receiver, Sender};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, ExitStatus};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use zut_ext::wire::{ExtFrame, HostFrame};
+use zut_ext::wire::{DecodeError, ExtFrame, HostFrame};
 
-/// Where an extension is in its life.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Phase {
-    AwaitingHello,
-    Registering,
-    /// `auto` when the ready deadline passed without a `ready` frame.
-    Ready {
-        auto: bool,
-    },
-    /// Gone for good, with the reason.
-    Disconnected(String),
+/// One extension instance: unique for the life of the host process. The
+/// generation says which load (startup is 0, each `/reload-ext` adds one);
+/// the dispatcher drops messages of instances it no longer runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ExtId {
+    pub id: u64,
+    pub generation: u64,
 }
 
 /// What a pending call waits for.
@@ -47,38 +52,33 @@ pub enum CallKind {
     Intercept,
 }
 
-/// The reply channel of one pending call: the frame, or why none will come.
+/// The reply to one pending call: the frame, or why none will come.
 pub type Reply = Result<ExtFrame, String>;
 
-/// A registration buffered during loading, committed in load order.
-#[derive(Debug, Clone)]
-pub enum Registration {
-    Command {
-        name: String,
-        description: String,
-    },
-    Tool {
-        name: String,
-        description: String,
-        schema: serde_json::Value,
-        deferred: bool,
-        interactive: bool,
-    },
+/// One message for the dispatcher's inbox.
+#[derive(Debug)]
+pub struct Inbound {
+    pub ext: ExtId,
+    pub msg: FromExt,
 }
 
-/// Lifecycle notices to whoever is waiting on extensions (loader, shutdown).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Control {
-    Hello {
-        ext: u64,
-        result: Result<(), String>,
-    },
-    Ready {
-        ext: u64,
-    },
-    Exited {
-        ext: u64,
-    },
+/// What an extension's threads report.
+#[derive(Debug)]
+pub enum FromExt {
+    /// A decoded frame that is not a reply.
+    Frame(ExtFrame),
+    /// A reply that must not overtake earlier frames (slow path).
+    Reply(CallKind, u64, ExtFrame),
+    /// A reply nobody waits for (late, cancelled, unknown id).
+    StrayReply { frame_type: &'static str, id: String },
+    /// A frame of a type this host does not know.
+    UnknownType(String),
+    /// A stdout line that is not a frame.
+    Malformed { error: DecodeError, preview: String },
+    /// Disconnected (once), with the reason; pending calls already failed.
+    Disconnected(String),
+    /// The process is gone and reaped (its status when known). Last message.
+    Exited(Option<ExitStatus>),
 }
 
 const QUEUED: u8 = 0;
@@ -138,7 +138,7 @@ enum ToWriter {
 }
 
 /// One encoded frame on its way to the writer.
-pub struct Outgoing {
+struct Outgoing {
     bytes: Vec<u8>,
     ticket: Option<Arc<Ticket>>,
     /// Close stdin once this frame is written (`shutdown`).
@@ -150,105 +150,14 @@ pub struct Outgoing {
 pub enum SendError {
     /// The extension is gone (the reason).
     Disconnected(String),
-    /// The queue bound was hit: the extension has been disconnected.
-    Overflow(String),
 }
 
 impl std::fmt::Display for SendError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SendError::Disconnected(r) | SendError::Overflow(r) => f.write_str(r),
+            SendError::Disconnected(r) => f.write_str(r),
         }
     }
-}
-
-/// Counters of stdout lines that were not frames, per kind, for doctor.
-#[derive(Debug, Default, Clone)]
-pub struct Noise {
-    pub counts: HashMap<&'static str, u64>,
-}
-
-/// Static facts about an extension instance.
-#[derive(Debug, Clone)]
-pub struct Identity {
-    /// Unique per host process; frames of a replaced instance are ignored.
-    pub id: u64,
-    /// Position in load order.
-    pub order: usize,
-    pub name: String,
-    pub dir: PathBuf,
-    pub source: Source,
-    pub exec: String,
-    pub language: String,
-    pub log: PathBuf,
-}
-
-impl Identity {
-    /// The diagnostic block every load error carries.
-    pub fn describe(&self) -> String {
-        let language = if self.language.is_empty() {
-            "(not declared)"
-        } else {
-            &self.language
-        };
-        format!(
-            "extension {}\n  directory: {}\n  executable: {}\n  language: {}\n  log: {}",
-            self.name,
-            self.dir.display(),
-            self.exec,
-            language,
-            self.log.display()
-        )
-    }
-}
-
-/// A running (or finished) extension process.
-pub struct Ext {
-    pub ident: Identity,
-    pub pid: u32,
-    deadlines: Deadlines,
-    phase: Mutex<Phase>,
-    pub version: Mutex<String>,
-    pub tool_cancel: AtomicBool,
-    /// Unbounded channel; the spec's bounds are enforced by the two
-    /// counters, which lets the writer wait on this channel alone (the
-    /// cheapest wake-up) and lets `Stop` always get through.
-    queue: Sender<ToWriter>,
-    queued_frames: AtomicUsize,
-    queued_bytes: AtomicUsize,
-    wake: Wake,
-    /// Set at shutdown: the shared deadline for this process to exit.
-    closing: Mutex<Option<Instant>>,
-    pending: Mutex<HashMap<u64, (CallKind, Sender<Reply>)>>,
-    child: Mutex<Child>,
-    pub exit: Mutex<Option<ExitStatus>>,
-    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
-    /// `Some` while loading: registrations wait here to be committed in order.
-    pub staged: Mutex<Option<Vec<Registration>>>,
-    pub events: Mutex<HashSet<String>>,
-    pub intercepts: Mutex<HashSet<String>>,
-    /// Warnings (stray output, auto-ready…), for doctor.
-    pub warnings: Mutex<Vec<String>>,
-    /// Refused registrations (conflicts, reserved names), for doctor.
-    pub conflicts: Mutex<Vec<String>>,
-    /// `Some` until `ext_loaded` is reported: events the extension causes
-    /// meanwhile wait here, so the stream stays in load order. Warnings and
-    /// conflicts are pushed under this lock too, so each is reported once.
-    pub held: Mutex<Option<Vec<crate::events::Event>>>,
-    pub noise: Mutex<Noise>,
-    pub shutdown_acked: AtomicBool,
-}
-
-/// What the reader hands to the host for every decoded frame or incident.
-pub trait Dispatch: Send + Sync + 'static {
-    /// A decoded frame from `ext`.
-    fn frame(&self, ext: &Arc<Ext>, frame: ExtFrame);
-    /// A stdout line that could not be decoded; `preview` is its start.
-    fn malformed(&self, ext: &Arc<Ext>, error: zut_ext::wire::DecodeError, preview: String);
-    /// `ext` was disconnected (once), with the reason.
-    fn disconnected(&self, ext: &Arc<Ext>, reason: &str);
-    /// The process is gone and reaped.
-    fn exited(&self, ext: &Arc<Ext>);
 }
 
 /// Counts live host threads; tests assert it drops to zero.
@@ -266,210 +175,260 @@ const READER_STACK: usize = 256 * 1024;
 const WRITER_STACK: usize = 64 * 1024;
 const READ_CHUNK: usize = 8 * 1024;
 
-impl Ext {
-    /// Builds the extension around an already spawned process and starts its
-    /// reader and writer threads.
+/// The live connection to one extension process, shared by its two
+/// threads, the dispatcher and every caller holding the host handle.
+pub struct Conn {
+    pub ext: ExtId,
+    pub name: String,
+    pub log: PathBuf,
+    pub pid: u32,
+    deadlines: Deadlines,
+    /// Unbounded channel; the spec's bounds are kept by the two counters,
+    /// which lets the writer wait on this channel alone (the cheapest
+    /// wake-up) and lets `Stop` always get through.
+    queue: Sender<ToWriter>,
+    queued_frames: AtomicUsize,
+    queued_bytes: AtomicUsize,
+    /// The writer signals here after each frame: producers waiting for
+    /// room wake on it.
+    room_tx: Sender<()>,
+    room_rx: Receiver<()>,
+    /// Closed (dropped) on disconnect: wakes producers waiting for room.
+    gone_tx: Mutex<Option<Sender<()>>>,
+    gone_rx: Receiver<()>,
+    wake: Wake,
+    /// `Some(reason)` once disconnected.
+    gone: Mutex<Option<String>>,
+    /// Set at shutdown: the shared deadline for this process to exit.
+    closing: Mutex<Option<Instant>>,
+    /// The request table: call id → who waits for the reply.
+    pending: Mutex<HashMap<u64, (CallKind, Sender<Reply>)>>,
+    child: Mutex<Child>,
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    inbox: Sender<Inbound>,
+    /// Messages this connection put in the inbox, and how many the
+    /// dispatcher has handled: equal means a reply may take the fast path.
+    posted: AtomicU64,
+    handled: AtomicU64,
+    /// The extension advertised `tool_cancel` (set by the dispatcher).
+    pub tool_cancel: AtomicBool,
+    /// The dispatcher has handled this instance's last message (`Exited`).
+    exited_seen: AtomicBool,
+}
+
+impl Conn {
+    /// Wraps an already spawned process and starts its reader and writer.
     pub fn start(
-        ident: Identity,
+        ext: ExtId,
+        name: String,
+        log: PathBuf,
         spawned: process::Spawned,
         deadlines: Deadlines,
-        dispatch: Arc<dyn Dispatch>,
+        inbox: Sender<Inbound>,
         threads: ThreadCount,
-    ) -> io::Result<Arc<Ext>> {
+    ) -> io::Result<Arc<Conn>> {
         let (queue, queue_rx) = crossbeam_channel::unbounded();
+        let (room_tx, room_rx) = crossbeam_channel::bounded(1);
+        let (gone_tx, gone_rx) = crossbeam_channel::bounded(0);
         let process::Spawned {
             child,
             stdin,
             stdout,
             pidfd,
         } = spawned;
-        let ext = Arc::new(Ext {
+        let conn = Arc::new(Conn {
+            ext,
             pid: child.id(),
-            ident,
+            name,
+            log,
             deadlines,
-            phase: Mutex::new(Phase::AwaitingHello),
-            version: Mutex::new(String::new()),
-            tool_cancel: AtomicBool::new(false),
             queue,
             queued_frames: AtomicUsize::new(0),
             queued_bytes: AtomicUsize::new(0),
+            room_tx,
+            room_rx,
+            gone_tx: Mutex::new(Some(gone_tx)),
+            gone_rx,
             wake: Wake::new()?,
+            gone: Mutex::new(None),
             closing: Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
             child: Mutex::new(child),
-            exit: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
-            staged: Mutex::new(Some(Vec::new())),
-            events: Mutex::new(HashSet::new()),
-            intercepts: Mutex::new(HashSet::new()),
-            warnings: Mutex::new(Vec::new()),
-            conflicts: Mutex::new(Vec::new()),
-            held: Mutex::new(Some(Vec::new())),
-            noise: Mutex::new(Noise::default()),
-            shutdown_acked: AtomicBool::new(false),
+            inbox,
+            posted: AtomicU64::new(0),
+            handled: AtomicU64::new(0),
+            tool_cancel: AtomicBool::new(false),
+            exited_seen: AtomicBool::new(false),
         });
-        let name = &ext.ident.name;
+        let name = &conn.name;
         let w = {
-            let (ext, threads, dispatch) = (ext.clone(), threads.clone(), dispatch.clone());
+            let (conn, threads) = (conn.clone(), threads.clone());
             threads.fetch_add(1, Ordering::SeqCst);
             std::thread::Builder::new()
                 .name(format!("zut-w-{name}"))
                 .stack_size(WRITER_STACK)
                 .spawn(move || {
                     let _g = ThreadGuard(threads);
-                    ext.write_loop(stdin, queue_rx, &*dispatch);
+                    conn.write_loop(stdin, queue_rx);
                 })
         };
         let w = match w {
             Ok(h) => h,
             Err(e) => {
                 threads.fetch_sub(1, Ordering::SeqCst);
-                ext.kill_now();
+                conn.kill_now();
                 return Err(e);
             }
         };
         let r = {
-            let (ext, threads) = (ext.clone(), threads.clone());
+            let (conn, threads) = (conn.clone(), threads.clone());
             threads.fetch_add(1, Ordering::SeqCst);
             std::thread::Builder::new()
                 .name(format!("zut-r-{name}"))
                 .stack_size(READER_STACK)
                 .spawn(move || {
                     let _g = ThreadGuard(threads);
-                    ext.read_loop(stdout, pidfd, &*dispatch);
+                    conn.read_loop(stdout, pidfd);
                 })
         };
         match r {
-            Ok(r) => ext
-                .threads
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .extend([w, r]),
+            Ok(r) => lock(&conn.threads).extend([w, r]),
             Err(e) => {
                 threads.fetch_sub(1, Ordering::SeqCst);
-                ext.stop_writer();
-                ext.kill_now();
+                conn.mark_gone("cannot start its reader thread");
+                conn.kill_now();
                 let _ = w.join();
                 return Err(e);
             }
         }
-        Ok(ext)
+        Ok(conn)
     }
 
-    /// The current phase.
-    pub fn phase(&self) -> Phase {
-        lock(&self.phase).clone()
-    }
-
-    /// Moves to `phase` unless disconnected; returns whether it changed.
-    pub fn set_phase(&self, phase: Phase) -> bool {
-        let mut p = lock(&self.phase);
-        if matches!(*p, Phase::Disconnected(_)) {
-            return false;
-        }
-        *p = phase;
-        true
+    /// Why it is disconnected, if it is.
+    pub fn gone(&self) -> Option<String> {
+        lock(&self.gone).clone()
     }
 
     /// Whether the extension can still be talked to.
     pub fn connected(&self) -> bool {
-        !matches!(*lock(&self.phase), Phase::Disconnected(_))
+        lock(&self.gone).is_none()
     }
 
-    /// Queues a frame. Overflowing the bound disconnects the extension.
-    pub fn send(
-        &self,
-        frame: &HostFrame,
-        dispatch: &dyn Dispatch,
-        me: &Arc<Ext>,
-    ) -> Result<(), SendError> {
-        self.send_bytes(zut_ext::wire::encode_line(frame), None, false, dispatch, me)
+    /// Queues a frame, waiting for room while the extension makes progress.
+    pub fn send(&self, frame: &HostFrame) -> Result<(), SendError> {
+        self.send_bytes(frame, None, false)
     }
 
-    /// Queues `shutdown`; stdin is closed once it is written.
-    pub fn send_shutdown(&self, dispatch: &dyn Dispatch, me: &Arc<Ext>) -> Result<(), SendError> {
-        self.send_bytes(
-            zut_ext::wire::encode_line(&HostFrame::Shutdown),
-            None,
-            true,
-            dispatch,
-            me,
-        )
+    /// Queues a frame only if there is room now (the dispatcher never waits
+    /// on an extension); a full queue disconnects it.
+    pub fn try_send(&self, frame: &HostFrame) -> Result<(), SendError> {
+        self.send_bytes(frame, None, true)
+    }
+
+    /// Queues `shutdown` without waiting; stdin is closed once it is written.
+    pub fn send_shutdown(&self) {
+        if !self.connected() {
+            return;
+        }
+        log::debug!("{} <- shutdown", self.name);
+        let out = Outgoing {
+            bytes: zut_ext::wire::encode_line(&HostFrame::Shutdown),
+            ticket: None,
+            close_after: true,
+        };
+        // Past the bounds on purpose: shutdown must always get through.
+        self.queued_frames.fetch_add(1, Ordering::SeqCst);
+        self.queued_bytes.fetch_add(out.bytes.len(), Ordering::SeqCst);
+        let _ = self.queue.send(ToWriter::Frame(out));
     }
 
     /// Queues a frame with a ticket for later withdrawal.
-    pub fn send_tracked(
-        &self,
-        frame: &HostFrame,
-        dispatch: &dyn Dispatch,
-        me: &Arc<Ext>,
-    ) -> Result<Arc<Ticket>, SendError> {
+    pub fn send_tracked(&self, frame: &HostFrame) -> Result<Arc<Ticket>, SendError> {
         let ticket = Ticket::new();
-        self.send_bytes(
-            zut_ext::wire::encode_line(frame),
-            Some(ticket.clone()),
-            false,
-            dispatch,
-            me,
-        )?;
+        self.send_bytes(frame, Some(ticket.clone()), false)?;
         Ok(ticket)
     }
 
     fn send_bytes(
         &self,
-        bytes: Vec<u8>,
+        frame: &HostFrame,
         ticket: Option<Arc<Ticket>>,
-        close_after: bool,
-        dispatch: &dyn Dispatch,
-        me: &Arc<Ext>,
+        no_wait: bool,
     ) -> Result<(), SendError> {
-        if let Phase::Disconnected(r) = self.phase() {
+        if let Some(r) = self.gone() {
             return Err(SendError::Disconnected(r));
         }
-        let len = bytes.len();
-        let frames = self.queued_frames.fetch_add(1, Ordering::SeqCst);
-        let before = self.queued_bytes.fetch_add(len, Ordering::SeqCst);
-        // A single frame larger than the byte bound is allowed on an empty
-        // queue, or it could never be sent at all.
-        let overflow = frames >= QUEUE_FRAMES || (before > 0 && before + len > QUEUE_BYTES);
-        let sent = !overflow
-            && self
-                .queue
-                .send(ToWriter::Frame(Outgoing {
-                    bytes,
-                    ticket,
-                    close_after,
-                }))
-                .is_ok();
-        if sent {
-            return Ok(());
-        }
-        self.queued_frames.fetch_sub(1, Ordering::SeqCst);
-        self.queued_bytes.fetch_sub(len, Ordering::SeqCst);
-        let reason = if overflow {
-            format!(
-                "disconnected: the host->extension queue overflowed ({QUEUE_FRAMES} frames / {} MiB); the extension is not reading its stdin",
-                QUEUE_BYTES >> 20
-            )
-        } else {
-            "disconnected: its stdin writer has stopped".to_string()
+        log::debug!("{} <- {}", self.name, host_frame_type(frame));
+        let out = Outgoing {
+            bytes: zut_ext::wire::encode_line(frame),
+            ticket,
+            close_after: false,
         };
-        self.disconnect(&reason, dispatch, me);
-        Err(SendError::Overflow(reason))
+        let len = out.bytes.len();
+        let mut deadline = Instant::now() + self.deadlines.write;
+        loop {
+            let frames = self.queued_frames.load(Ordering::SeqCst);
+            let bytes = self.queued_bytes.load(Ordering::SeqCst);
+            // A single frame larger than the byte bound is allowed on an
+            // empty queue, or it could never be sent at all.
+            if frames < QUEUE_FRAMES && (bytes == 0 || bytes + len <= QUEUE_BYTES) {
+                self.queued_frames.fetch_add(1, Ordering::SeqCst);
+                self.queued_bytes.fetch_add(len, Ordering::SeqCst);
+                if self.queue.send(ToWriter::Frame(out)).is_ok() {
+                    return Ok(());
+                }
+                let r = self
+                    .gone()
+                    .unwrap_or_else(|| "disconnected: its stdin writer has stopped".into());
+                return Err(SendError::Disconnected(r));
+            }
+            if let Some(r) = self.gone() {
+                return Err(SendError::Disconnected(r));
+            }
+            let now = Instant::now();
+            if no_wait || now >= deadline {
+                let reason = format!(
+                    "disconnected: the host->extension queue stayed full ({QUEUE_FRAMES} frames / {} MiB) for {} ms; the extension is not reading its stdin",
+                    QUEUE_BYTES >> 20,
+                    self.deadlines.write.as_millis()
+                );
+                self.disconnect(&reason);
+                return Err(SendError::Disconnected(reason));
+            }
+            crossbeam_channel::select! {
+                // The writer made progress: the extension is reading.
+                recv(self.room_rx) -> _ => deadline = Instant::now() + self.deadlines.write,
+                recv(self.gone_rx) -> _ => {}
+                default(deadline - now) => {}
+            }
+        }
     }
 
     /// Tells the writer to stop after the frame it is writing, if any.
     fn stop_writer(&self) {
         let _ = self.queue.send(ToWriter::Stop);
+        self.wake.wake();
     }
 
     /// Registers a pending call and returns its reply receiver.
     pub fn expect(&self, id: u64, kind: CallKind) -> Receiver<Reply> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        if let Phase::Disconnected(r) = self.phase() {
-            let _ = tx.send(Err(r));
-        } else {
-            lock(&self.pending).insert(id, (kind, tx));
+        let gone = lock(&self.gone).clone();
+        match gone {
+            Some(r) => {
+                let _ = tx.send(Err(format!("extension {} {r}", self.name)));
+            }
+            None => {
+                lock(&self.pending).insert(id, (kind, tx));
+                // A disconnect may have drained the table just before the
+                // insert: fail the call now rather than let it wait.
+                if let Some(r) = self.gone() {
+                    if let Some((_, tx)) = lock(&self.pending).remove(&id) {
+                        let _ = tx.send(Err(format!("extension {} {r}", self.name)));
+                    }
+                }
+            }
         }
         rx
     }
@@ -492,25 +451,66 @@ impl Ext {
         waiter.is_some_and(|(_, tx)| tx.send(Ok(frame)).is_ok())
     }
 
+    /// The dispatcher saw the `Exited` message: nothing more will come.
+    pub fn mark_exited_seen(&self) {
+        self.exited_seen.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`Conn::mark_exited_seen`] was called.
+    pub fn exited_seen(&self) -> bool {
+        self.exited_seen.load(Ordering::SeqCst)
+    }
+
+    /// The dispatcher handled one of this connection's inbox messages.
+    pub fn handled_one(&self) {
+        self.handled.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Posts to the dispatcher's inbox; false when the dispatcher is gone.
+    fn post(&self, msg: FromExt) -> bool {
+        self.posted.fetch_add(1, Ordering::SeqCst);
+        if self.inbox.send(Inbound { ext: self.ext, msg }).is_err() {
+            // The dispatcher is gone (host dropped): nothing to tell.
+            self.handled.fetch_add(1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    fn mark_gone(&self, reason: &str) -> bool {
+        let mut g = lock(&self.gone);
+        if g.is_some() {
+            return false;
+        }
+        *g = Some(reason.to_string());
+        true
+    }
+
     /// Disconnects once: fails every pending call at once, stops both
-    /// threads and lets the reader end the process. Later calls do nothing.
-    pub fn disconnect(&self, reason: &str, dispatch: &dyn Dispatch, me: &Arc<Ext>) {
-        {
-            let mut p = lock(&self.phase);
-            if matches!(*p, Phase::Disconnected(_)) {
-                return;
-            }
-            *p = Phase::Disconnected(reason.to_string());
+    /// threads, lets the reader end the process, and tells the dispatcher.
+    /// Later calls do nothing. Callable from any thread.
+    pub fn disconnect(&self, reason: &str) {
+        if !self.mark_gone(reason) {
+            return;
         }
-        process::log_line(&self.ident.log, reason);
-        // Registry and event stream first, so a caller woken below already
-        // sees the extension gone.
-        dispatch.disconnected(me, reason);
-        for (_, (_, tx)) in lock(&self.pending).drain() {
-            let _ = tx.send(Err(format!("extension {} {reason}", self.ident.name)));
-        }
+        process::log_line(&self.log, reason);
+        log::info!("extension {} {reason}", self.name);
+        lock(&self.gone_tx).take();
         self.stop_writer();
-        self.wake.wake();
+        if !self.post(FromExt::Disconnected(reason.to_string())) {
+            self.fail_pending();
+        }
+    }
+
+    /// Fails every pending call with the disconnect reason. The dispatcher
+    /// calls it once it has reported the disconnect, so a woken caller
+    /// already sees the extension gone.
+    pub fn fail_pending(&self) {
+        let reason = self.gone().unwrap_or_else(|| "disconnected".into());
+        let drained: Vec<_> = lock(&self.pending).drain().collect();
+        for (_, (_, tx)) in drained {
+            let _ = tx.send(Err(format!("extension {} {reason}", self.name)));
+        }
     }
 
     /// Starts a graceful stop: the process must exit by `deadline`, after
@@ -520,17 +520,25 @@ impl Ext {
         self.wake.wake();
     }
 
-    /// Joins both threads; call after [`Ext::begin_close`] or a disconnect.
-    pub fn join(&self) {
-        let handles: Vec<_> = lock(&self.threads).drain(..).collect();
-        for h in handles {
-            let _ = h.join();
-        }
-    }
-
     /// Whether a graceful stop has begun.
     pub fn closing(&self) -> bool {
         lock(&self.closing).is_some()
+    }
+
+    /// Joins both threads; call after [`Conn::begin_close`] or a disconnect.
+    pub fn join(&self) {
+        let handles: Vec<_> = lock(&self.threads).drain(..).collect();
+        for h in handles {
+            if let Err(panic) = h.join() {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                log::error!("a thread of extension {} panicked: {what}", self.name);
+                process::log_line(&self.log, &format!("zut: a host thread panicked: {what}"));
+            }
+        }
     }
 
     /// Sends SIGKILL to the whole group right away (spawn failures).
@@ -541,12 +549,7 @@ impl Ext {
 
     // ----- writer -----
 
-    fn write_loop(
-        self: &Arc<Self>,
-        mut stdin: ChildStdin,
-        queue: Receiver<ToWriter>,
-        dispatch: &dyn Dispatch,
-    ) {
+    fn write_loop(&self, mut stdin: ChildStdin, queue: Receiver<ToWriter>) {
         // A plain `recv` (not a `select!`) spins briefly before parking,
         // which saves a thread wake-up per frame under load. Stopping is a
         // message on the same channel; frames queued before a disconnect
@@ -555,6 +558,7 @@ impl Ext {
             self.queued_frames.fetch_sub(1, Ordering::SeqCst);
             self.queued_bytes
                 .fetch_sub(out.bytes.len(), Ordering::SeqCst);
+            let _ = self.room_tx.try_send(());
             if !self.connected() {
                 return;
             }
@@ -576,7 +580,7 @@ impl Ext {
             match result {
                 Ok(()) if out.close_after => return, // dropping stdin sends EOF
                 Ok(()) => {}
-                Err(Some(reason)) => return self.disconnect(&reason, dispatch, self),
+                Err(Some(reason)) => return self.disconnect(&reason),
                 Err(None) => return,
             }
         }
@@ -588,7 +592,7 @@ impl Ext {
         let deadline = Instant::now() + self.deadlines.write;
         while !buf.is_empty() {
             match stdin.write(buf) {
-                Ok(0) => return Err(Some("disconnected: its stdin is closed".into())),
+                Ok(0) => return Err(Some(self.closed_stdin_reason())),
                 Ok(n) => buf = &buf[n..],
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -618,7 +622,7 @@ impl Ext {
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                    return Err(Some("disconnected: its stdin is closed".into()))
+                    return Err(Some(self.closed_stdin_reason()))
                 }
                 Err(e) => return Err(Some(format!("disconnected: write failed: {e}"))),
             }
@@ -626,14 +630,18 @@ impl Ext {
         Ok(())
     }
 
+    /// Why stdin closed: a process that died says how, not just "closed".
+    fn closed_stdin_reason(&self) -> String {
+        let status = process::try_reap(&mut lock(&self.child));
+        match status {
+            Some(s) => format!("exited: {}", process::describe_exit(s)),
+            None => "disconnected: it closed its stdin".into(),
+        }
+    }
+
     // ----- reader -----
 
-    fn read_loop(
-        self: &Arc<Self>,
-        mut stdout: ChildStdout,
-        pidfd: Option<OwnedFd>,
-        dispatch: &dyn Dispatch,
-    ) {
+    fn read_loop(&self, mut stdout: ChildStdout, pidfd: Option<OwnedFd>) {
         let fd = stdout.as_raw_fd();
         let pidfd = pidfd.as_ref().map(|f| f.as_raw_fd());
         let mut lines = LineBuffer::default();
@@ -662,11 +670,7 @@ impl Ext {
             let ready = match process::wait_ready(fd, libc::POLLIN, wake, watch_exit, deadline) {
                 Ok(r) => r,
                 Err(e) => {
-                    self.disconnect(
-                        &format!("disconnected: polling its stdout failed: {e}"),
-                        dispatch,
-                        self,
-                    );
+                    self.disconnect(&format!("disconnected: polling its stdout failed: {e}"));
                     break;
                 }
             };
@@ -678,57 +682,89 @@ impl Ext {
                     Ok(true) => {}
                     Ok(false) => break, // EOF
                     Err(e) => {
-                        self.disconnect(
-                            &format!("disconnected: reading its stdout failed: {e}"),
-                            dispatch,
-                            self,
-                        );
+                        self.disconnect(&format!("disconnected: reading its stdout failed: {e}"));
                         break;
                     }
                 }
-                let over = lines.for_each_line(|line| self.on_line(line, dispatch));
+                let over = lines.for_each_line(|line| self.on_line(line));
                 if over {
                     let msg = format!(
                         "disconnected: it wrote a stdout line longer than the {} MiB frame limit",
                         MAX_FRAME_BYTES >> 20
                     );
-                    self.disconnect(&msg, dispatch, self);
+                    self.disconnect(&msg);
                     break;
                 }
             }
         }
-        self.finish(pidfd, dispatch);
+        self.finish(pidfd);
     }
 
-    fn on_line(self: &Arc<Self>, line: &[u8], dispatch: &dyn Dispatch) {
+    fn on_line(&self, line: &[u8]) {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
         match zut_ext::wire::decode_ext_frame(line) {
-            Ok(ExtFrame::Unknown) if self.phase() != Phase::AwaitingHello => {
+            Ok(ExtFrame::Unknown) => {
                 let name = serde_json::from_slice::<serde_json::Value>(line)
                     .ok()
                     .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
                     .unwrap_or_default();
-                process::log_line(
-                    &self.ident.log,
-                    &format!("frame of unknown type {name:?} ignored"),
-                );
+                log::debug!("{} -> {name} (unknown)", self.name);
+                let _ = self.post(FromExt::UnknownType(name));
             }
-            Ok(frame) => dispatch.frame(self, frame),
-            Err(e) => {
+            Ok(frame) => {
+                log::debug!("{} -> {}", self.name, frame.type_name());
+                self.on_frame(frame)
+            }
+            Err(error) => {
                 let mut preview =
                     String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
                 preview.retain(|c| !c.is_control());
-                dispatch.malformed(self, e, preview);
+                let _ = self.post(FromExt::Malformed { error, preview });
             }
+        }
+    }
+
+    /// Replies complete their call here unless earlier messages of this
+    /// extension still wait in the inbox; everything else is posted.
+    fn on_frame(&self, frame: ExtFrame) {
+        let (kind, id) = match &frame {
+            ExtFrame::ToolResult { id, .. } => (CallKind::Tool, id),
+            ExtFrame::CommandResponse { id, .. } => (CallKind::Command, id),
+            ExtFrame::EventInterceptResponse { id, .. } => (CallKind::Intercept, id),
+            _ => {
+                let _ = self.post(FromExt::Frame(frame));
+                return;
+            }
+        };
+        let Ok(waiting) = id.parse::<u64>() else {
+            let id = id.clone();
+            let _ = self.post(FromExt::StrayReply {
+                frame_type: frame.type_name(),
+                id,
+            });
+            return;
+        };
+        let caught_up =
+            self.posted.load(Ordering::SeqCst) == self.handled.load(Ordering::SeqCst);
+        if !caught_up {
+            let _ = self.post(FromExt::Reply(kind, waiting, frame));
+            return;
+        }
+        let frame_type = frame.type_name();
+        if !self.resolve(waiting, kind, frame) {
+            let _ = self.post(FromExt::StrayReply {
+                frame_type,
+                id: waiting.to_string(),
+            });
         }
     }
 
     /// Ends the process's life: waits for it to exit (until the closing
     /// deadline, or briefly after an EOF), escalates SIGTERM then SIGKILL,
     /// reaps it, and kills what is left of its process group.
-    fn finish(self: &Arc<Self>, pidfd: Option<std::os::fd::RawFd>, dispatch: &dyn Dispatch) {
+    fn finish(&self, pidfd: Option<std::os::fd::RawFd>) {
         let closing = *lock(&self.closing);
         let first_wait = match (closing, self.connected()) {
             (Some(d), _) => d,
@@ -738,19 +774,13 @@ impl Ext {
         let mut status = self.wait_exit(pidfd, first_wait);
         if self.connected() && closing.is_some() {
             let how = status.map_or_else(|| "still running".to_string(), process::describe_exit);
-            self.disconnect(&format!("stopped at shutdown ({how})"), dispatch, self);
+            self.disconnect(&format!("stopped at shutdown ({how})"));
         } else if self.connected() {
-            let reason = match (&status, self.phase()) {
-                (Some(s), Phase::AwaitingHello) => {
-                    format!("exited before hello: {}", process::describe_exit(*s))
-                }
-                (None, Phase::AwaitingHello) => {
-                    "closed its stdout before hello without exiting".to_string()
-                }
-                (Some(s), _) => format!("exited: {}", process::describe_exit(*s)),
-                (None, _) => "closed its stdout".to_string(),
+            let reason = match &status {
+                Some(s) => format!("exited: {}", process::describe_exit(*s)),
+                None => "closed its stdout".to_string(),
             };
-            self.disconnect(&reason, dispatch, self);
+            self.disconnect(&reason);
         }
         if status.is_none() {
             process::kill_group(self.pid, libc::SIGTERM);
@@ -765,13 +795,12 @@ impl Ext {
         }
         if let Some(s) = status {
             process::log_line(
-                &self.ident.log,
-                &format!("{} ended: {}", self.ident.name, process::describe_exit(s)),
+                &self.log,
+                &format!("{} ended: {}", self.name, process::describe_exit(s)),
             );
         }
-        *lock(&self.exit) = status;
         self.stop_writer();
-        dispatch.exited(self);
+        let _ = self.post(FromExt::Exited(status));
     }
 
     /// Waits for the child to exit until `deadline`; reaps it if it did.
@@ -797,6 +826,23 @@ impl Ext {
                 ),
             }
         }
+    }
+}
+
+/// The wire `type` of a host frame, for tracing.
+pub fn host_frame_type(frame: &HostFrame) -> &'static str {
+    match frame {
+        HostFrame::HelloAck { .. } => "hello_ack",
+        HostFrame::CommandInvoked { .. } => "command_invoked",
+        HostFrame::ToolCall { .. } => "tool_call",
+        HostFrame::ToolCancel { .. } => "tool_cancel",
+        HostFrame::Event(_) => "event",
+        HostFrame::EventIntercept { .. } => "event_intercept",
+        HostFrame::PanelKey { .. } => "panel_key",
+        HostFrame::PanelClose { .. } => "panel_close",
+        HostFrame::PanelResize { .. } => "panel_resize",
+        HostFrame::Shutdown => "shutdown",
+        HostFrame::Unknown => "unknown",
     }
 }
 

@@ -1,0 +1,1370 @@
+//! The dispatcher: the one thread that owns the host's state.
+//!
+//! It owns every extension's phase, registrations, subscriptions, warnings
+//! and load order, the registry, and the session identity. It runs one
+//! `select!` over an urgent lane (shutdown, reload), the command channel
+//! from the [`super::HostHandle`], the inbox that every extension's threads
+//! post to, and `after(nearest deadline)`. Nothing else changes host state.
+//!
+//! What callers need on their own threads (the routes of tools and
+//! commands, who subscribed to what) is published after every change as an
+//! immutable [`View`] behind one leaf lock; a tool call reads it, talks to
+//! the extension's connection directly and waits for its reply there, so
+//! the dispatcher is never on the hot path of a call.
+//!
+//! Loading (startup and `/reload-ext`): every extension starts at once; the
+//! handshakes run concurrently; registrations and the events an extension
+//! causes are held until every handshake has settled, then committed and
+//! reported in load order, so "first registration wins" and the event
+//! stream never depend on timing. What is held per extension is bounded.
+
+use super::deadlines::Deadlines;
+use super::discovery::{self, Entry, Status};
+use super::manifest::{self, Exec, Manifest};
+use super::process;
+use super::registry::{CommandEntry, Registry, ToolEntry};
+use super::transport::{Conn, ExtId, FromExt, Inbound, ThreadCount};
+use super::{EventOut, ExtReport, HostConfig, LoadReport, Loaded, Outcome, Phase, View, ViewExt, ZUT_VERSION};
+use crate::events::{Event, ReloadError};
+use crossbeam_channel::{Receiver, Sender};
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use zut_ext::wire::{
+    DecodeError, EventPayload, ExtFrame, HostFrame, Panel, SessionInfo, INTERCEPTABLE_EVENTS,
+    KNOWN_EVENTS, PROTOCOL_VERSION,
+};
+
+/// Requests from the handle.
+pub(super) enum Command {
+    /// Start these entries (startup); answered when all have settled.
+    Load {
+        entries: Vec<Entry>,
+        reply: Sender<LoadReport>,
+    },
+    /// Give up on handshakes still running (the user interrupted).
+    AbortLoad,
+    /// A snapshot of every extension for doctor, `/ext` and tests.
+    Report { reply: Sender<Vec<ExtReport>> },
+    /// The active session changed; `event` (if any) was just broadcast.
+    Session {
+        info: Option<SessionInfo>,
+        event: Option<String>,
+        states: HashMap<String, Value>,
+    },
+    /// An extension's state on the active branch (`None` clears).
+    State { extension: String, state: Option<Value> },
+}
+
+/// The urgent lane, checked before anything else.
+pub(super) enum Urgent {
+    /// Stop everything, rediscover with the same inputs, start again.
+    Reload { reply: Sender<LoadReport> },
+    /// Stop everything and end the dispatcher.
+    Shutdown { reply: Sender<Vec<ExtReport>> },
+}
+
+/// Most events one extension may cause before it is reported loaded, and
+/// their bytes: past either it is disconnected (a flood before `ready`).
+const HELD_EVENTS: usize = 1024;
+const HELD_BYTES: usize = 4 * 1024 * 1024;
+/// Stray stdout lines of one kind written to the extension log before only
+/// counting the rest.
+const NOISE_LOGGED: u64 = 20;
+
+/// A registration held until the load is committed.
+#[derive(Debug, Clone)]
+enum Registration {
+    Command {
+        name: String,
+        description: String,
+    },
+    Tool {
+        name: String,
+        description: String,
+        schema: Value,
+        deferred: bool,
+        interactive: bool,
+    },
+}
+
+/// Everything the dispatcher knows about one discovered directory.
+struct ExtState {
+    entry: Entry,
+    /// `None` for skipped, theme-only and failed-to-start entries.
+    conn: Option<Arc<Conn>>,
+    id: u64,
+    phase: Phase,
+    /// Why it could not be loaded (manifest or spawn errors).
+    failed: Option<String>,
+    version: String,
+    events: BTreeSet<String>,
+    intercepts: BTreeSet<String>,
+    warnings: Vec<String>,
+    conflicts: Vec<String>,
+    noise: HashMap<&'static str, u64>,
+    /// Registrations until the load commits (`None` after).
+    staged: Option<Vec<Registration>>,
+    /// Events it caused until its `ext_loaded` is out (`None` after).
+    held: Option<Vec<Event>>,
+    held_bytes: usize,
+    /// Hello or ready deadline while handshaking.
+    deadline: Option<Instant>,
+    /// Set once its threads reported the exit.
+    exited: Option<Option<std::process::ExitStatus>>,
+    /// It answered `shutdown` with `shutdown_ack`.
+    acked: bool,
+}
+
+impl ExtState {
+
+    fn log(&self) -> std::path::PathBuf {
+        self.conn
+            .as_ref()
+            .map(|c| c.log.clone())
+            .unwrap_or_default()
+    }
+
+    fn handshaking(&self) -> bool {
+        matches!(self.phase, Phase::AwaitingHello | Phase::Registering)
+    }
+
+    fn describe(&self, zut_home: &std::path::Path) -> String {
+        describe(&self.entry, zut_home)
+    }
+}
+
+/// The diagnostic block every load error carries.
+fn describe(entry: &Entry, zut_home: &std::path::Path) -> String {
+    let m = entry.manifest();
+    let language = m
+        .map(|m| m.language.as_str())
+        .filter(|l| !l.is_empty())
+        .unwrap_or("(not declared)");
+    let exec = m
+        .and_then(|m| m.exec.as_ref())
+        .map(|e| e.configured().to_string())
+        .unwrap_or_default();
+    let log = crate::paths::ext_log(zut_home, &entry.name());
+    format!(
+        "extension {}\n  directory: {}\n  executable: {}\n  language: {}\n  log: {}",
+        entry.name(),
+        entry.dir.display(),
+        exec,
+        language,
+        log.display()
+    )
+}
+
+/// What the dispatcher is in the middle of.
+enum Job {
+    Idle,
+    /// Handshakes running; answer `reply` when all have settled.
+    Loading {
+        reply: Sender<LoadReport>,
+        reload: Option<usize>,
+    },
+    /// Old instances are stopping; then `then`.
+    Stopping { then: AfterStop },
+}
+
+enum AfterStop {
+    Reload { reply: Sender<LoadReport>, stopped: usize },
+    Shutdown { reply: Sender<Vec<ExtReport>> },
+}
+
+pub(super) struct Dispatcher {
+    config: HostConfig,
+    /// The inputs of discovery, kept for `/reload-ext`.
+    discovery: Option<discovery::Options>,
+    events: EventOut,
+    inbox_tx: Sender<Inbound>,
+    inbox: Receiver<Inbound>,
+    commands: Receiver<Command>,
+    urgent: Receiver<Urgent>,
+    exts: Vec<ExtState>,
+    /// Instances of earlier generations still shutting down.
+    retired: Vec<Arc<Conn>>,
+    /// Their states, for the final report.
+    stopped: Vec<ExtState>,
+    registry: Registry,
+    generation: u64,
+    next_id: Arc<std::sync::atomic::AtomicU64>,
+    session: Option<SessionInfo>,
+    last_session_event: Option<String>,
+    states: HashMap<String, Value>,
+    view: Arc<Mutex<Arc<View>>>,
+    threads: ThreadCount,
+    job: Job,
+    /// Every connection ever started, joined before the dispatcher ends.
+    all: Vec<Arc<Conn>>,
+    pids: Arc<Mutex<Vec<u32>>>,
+}
+
+/// Where the handle finds the dispatcher.
+pub(super) struct Channels {
+    pub commands: Sender<Command>,
+    pub urgent: Sender<Urgent>,
+}
+
+impl Dispatcher {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn start(
+        config: HostConfig,
+        discovery: Option<discovery::Options>,
+        events: EventOut,
+        view: Arc<Mutex<Arc<View>>>,
+        threads: ThreadCount,
+        next_id: Arc<std::sync::atomic::AtomicU64>,
+        pids: Arc<Mutex<Vec<u32>>>,
+    ) -> std::io::Result<(Channels, std::thread::JoinHandle<()>)> {
+        let (cmd_tx, cmd_rx) = crossbeam_channel::unbounded();
+        let (urgent_tx, urgent_rx) = crossbeam_channel::unbounded();
+        let (inbox_tx, inbox_rx) = crossbeam_channel::unbounded();
+        let mut d = Dispatcher {
+            config,
+            discovery,
+            events,
+            inbox_tx,
+            inbox: inbox_rx,
+            commands: cmd_rx,
+            urgent: urgent_rx,
+            exts: Vec::new(),
+            retired: Vec::new(),
+            stopped: Vec::new(),
+            registry: Registry::default(),
+            generation: 0,
+            next_id,
+            session: None,
+            last_session_event: None,
+            states: HashMap::new(),
+            view,
+            threads,
+            job: Job::Idle,
+            all: Vec::new(),
+            pids,
+        };
+        let handle = std::thread::Builder::new()
+            .name("zut-dispatch".into())
+            .spawn(move || d.run())?;
+        Ok((
+            Channels {
+                commands: cmd_tx,
+                urgent: urgent_tx,
+            },
+            handle,
+        ))
+    }
+
+    fn run(&mut self) {
+        loop {
+            if let Ok(u) = self.urgent.try_recv() {
+                self.on_urgent(u);
+                if self.step_job() {
+                    break;
+                }
+                continue;
+            }
+            let deadline = self.nearest_deadline();
+            let timer = deadline
+                .map(crossbeam_channel::at)
+                .unwrap_or_else(crossbeam_channel::never);
+            crossbeam_channel::select! {
+                recv(self.urgent) -> u => match u {
+                    Ok(u) => if self.on_urgent(u) { break },
+                    Err(_) => { if self.on_urgent(Urgent::Shutdown { reply: crossbeam_channel::bounded(1).0 }) { break } }
+                },
+                recv(self.commands) -> c => match c {
+                    Ok(c) => self.on_command(c),
+                    // The handle is gone: stop everything.
+                    Err(_) => { if self.on_urgent(Urgent::Shutdown { reply: crossbeam_channel::bounded(1).0 }) { break } }
+                },
+                recv(self.inbox) -> m => if let Ok(m) = m { self.on_inbound(m) },
+                recv(timer) -> _ => self.on_deadlines(),
+            }
+            if self.step_job() {
+                break;
+            }
+        }
+        for conn in &self.all {
+            conn.join();
+        }
+        self.publish();
+    }
+
+    fn nearest_deadline(&self) -> Option<Instant> {
+        self.exts.iter().filter_map(|e| e.deadline).min()
+    }
+
+    // ----- commands -----
+
+    /// Returns true when the dispatcher must end now.
+    fn on_urgent(&mut self, u: Urgent) -> bool {
+        match u {
+            Urgent::Reload { reply } => {
+                let stopped = self
+                    .exts
+                    .iter()
+                    .filter(|e| e.conn.as_ref().is_some_and(|c| c.connected()))
+                    .count();
+                // A load in progress is answered with what it has so far.
+                if let Job::Loading { reply: r, .. } = std::mem::replace(&mut self.job, Job::Idle)
+                {
+                    let _ = r.send(self.report_load(None));
+                }
+                self.stop_all(true);
+                self.job = Job::Stopping {
+                    then: AfterStop::Reload { reply, stopped },
+                };
+                false
+            }
+            Urgent::Shutdown { reply } => {
+                if let Job::Loading { reply: r, .. } = std::mem::replace(&mut self.job, Job::Idle)
+                {
+                    for e in &self.exts {
+                        if let (Some(c), true) = (&e.conn, e.handshaking()) {
+                            c.disconnect("interrupted while loading");
+                        }
+                    }
+                    let _ = r.send(self.report_load(None));
+                }
+                self.stop_all(false);
+                self.job = Job::Stopping {
+                    then: AfterStop::Shutdown { reply },
+                };
+                false
+            }
+        }
+    }
+
+    fn on_command(&mut self, c: Command) {
+        match c {
+            Command::Load { entries, reply } => {
+                self.start_entries(entries);
+                self.job = Job::Loading {
+                    reply,
+                    reload: None,
+                };
+            }
+            Command::AbortLoad => {
+                if matches!(self.job, Job::Loading { .. }) {
+                    for e in &self.exts {
+                        if let (Some(c), true) = (&e.conn, e.handshaking()) {
+                            c.disconnect("interrupted while loading");
+                        }
+                    }
+                }
+            }
+            Command::Report { reply } => {
+                let _ = reply.send(self.exts.iter().map(|e| self.ext_report(e)).collect());
+            }
+            Command::Session {
+                info,
+                event,
+                states,
+            } => {
+                self.session = info;
+                if event.is_some() {
+                    self.last_session_event = event;
+                }
+                self.states = states;
+            }
+            Command::State { extension, state } => match state {
+                Some(v) => {
+                    self.states.insert(extension, v);
+                }
+                None => {
+                    self.states.remove(&extension);
+                }
+            },
+        }
+    }
+
+    /// Advances the current job; true when the dispatcher must end.
+    fn step_job(&mut self) -> bool {
+        match &self.job {
+            Job::Idle => false,
+            Job::Loading { .. } => {
+                if self.exts.iter().any(|e| e.handshaking()) {
+                    return false;
+                }
+                let Job::Loading { reply, reload } = std::mem::replace(&mut self.job, Job::Idle)
+                else {
+                    return false;
+                };
+                self.commit();
+                let report = self.report_load(reload);
+                if let Some(stopped) = reload {
+                    let errors: Vec<ReloadError> = report
+                        .loaded
+                        .iter()
+                        .filter_map(|l| match &l.outcome {
+                            Outcome::Failed(m) => Some(ReloadError {
+                                extension: l.entry.name(),
+                                message: m.clone(),
+                            }),
+                            _ => None,
+                        })
+                        .collect();
+                    self.emit(Event::Reload {
+                        stopped,
+                        loaded: report.loaded.iter().filter(|l| !matches!(l.outcome, Outcome::Skipped)).count(),
+                        ready: report
+                            .loaded
+                            .iter()
+                            .filter(|l| matches!(&l.outcome, Outcome::Started(r) if matches!(r.phase, Phase::Ready { .. })))
+                            .count(),
+                        errors,
+                    });
+                }
+                let _ = reply.send(report);
+                false
+            }
+            Job::Stopping { .. } => {
+                let still = self.retired.iter().any(|c| !c.exited_seen());
+                if still {
+                    return false;
+                }
+                for c in self.retired.drain(..) {
+                    c.join();
+                }
+                let Job::Stopping { then } = std::mem::replace(&mut self.job, Job::Idle) else {
+                    return false;
+                };
+                match then {
+                    AfterStop::Shutdown { reply } => {
+                        let report = self
+                            .exts
+                            .iter()
+                            .filter(|e| e.conn.is_some())
+                            .map(|e| self.ext_report(e))
+                            .collect();
+                        let _ = reply.send(report);
+                        true
+                    }
+                    AfterStop::Reload { reply, stopped } => {
+                        self.stopped.clear();
+                        self.generation += 1;
+                        self.registry = Registry::default();
+                        self.publish();
+                        let entries = self
+                            .discovery
+                            .as_ref()
+                            .map(discovery::discover)
+                            .unwrap_or_default();
+                        self.start_entries(entries);
+                        self.job = Job::Loading {
+                            reply,
+                            reload: Some(stopped),
+                        };
+                        // Nothing to wait for (no extensions): finish now.
+                        self.step_job()
+                    }
+                }
+            }
+        }
+    }
+
+    /// `shutdown` to every running instance at once, one shared deadline;
+    /// their reader threads escalate to SIGTERM and SIGKILL past it.
+    fn stop_all(&mut self, reload: bool) {
+        let deadline = Instant::now() + self.config.deadlines.shutdown_grace;
+        for e in &self.exts {
+            if let Some(c) = &e.conn {
+                // Closing first: an extension that exits right after the
+                // `shutdown` frame is then an orderly exit, not a crash.
+                c.begin_close(deadline);
+                c.send_shutdown();
+                self.retired.push(c.clone());
+            }
+        }
+        if !reload {
+            // Shutting down: the extensions stay in place, so what they
+            // send on their way out is still reported (nothing is lost).
+            return;
+        }
+        // A reload replaces every instance: what the old ones still send
+        // is dropped, and their status and widgets go.
+        let exts: Vec<ExtState> = self.exts.drain(..).collect();
+        for e in exts {
+            if e.held.is_none() && !matches!(e.phase, Phase::Disconnected(_)) {
+                let _ = self.events.send(Event::ExtChromeClear {
+                    extension: e.entry.name(),
+                });
+            }
+            self.stopped.push(e);
+        }
+        self.registry = Registry::default();
+        self.publish();
+    }
+
+    // ----- loading -----
+
+    fn start_entries(&mut self, entries: Vec<Entry>) {
+        let now = Instant::now();
+        for entry in entries {
+            let id = self.next_id();
+            let mut st = ExtState {
+                entry,
+                conn: None,
+                id,
+                phase: Phase::Disconnected(String::new()),
+                failed: None,
+                version: String::new(),
+                events: BTreeSet::new(),
+                intercepts: BTreeSet::new(),
+                warnings: Vec::new(),
+                conflicts: Vec::new(),
+                noise: HashMap::new(),
+                staged: Some(Vec::new()),
+                held: Some(Vec::new()),
+                held_bytes: 0,
+                deadline: None,
+                exited: None,
+                acked: false,
+            };
+            match st.entry.status.clone() {
+                Status::Load(m) if m.theme_only() => st.phase = Phase::Ready { auto: false },
+                Status::Load(m) => match self.spawn(id, &st.entry, &m) {
+                    Ok(conn) => {
+                        st.conn = Some(conn);
+                        st.phase = Phase::AwaitingHello;
+                        st.deadline = Some(now + self.config.deadlines.hello);
+                        st.version = m.version.clone();
+                    }
+                    Err(e) => st.failed = Some(e),
+                },
+                Status::Invalid(e) => st.failed = Some(e.to_string()),
+                Status::Disabled(_) | Status::Shadowed { .. } => {}
+            }
+            self.exts.push(st);
+        }
+    }
+
+    fn next_id(&self) -> u64 {
+        self.next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Resolves the executable, opens the log and starts the process.
+    fn spawn(&mut self, id: u64, entry: &Entry, m: &Manifest) -> Result<Arc<Conn>, String> {
+        let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
+        let describe = describe(entry, &self.config.zut_home);
+        let fail = |what: String| format!("failed to start: {what}\n{describe}");
+        let program = match &m.exec {
+            Some(Exec::Relative { path, .. }) => {
+                if path.is_dir() {
+                    return Err(fail(format!("executable {} is a directory", path.display())));
+                }
+                if !path.is_file() {
+                    return Err(fail(format!("executable {} does not exist", path.display())));
+                }
+                if !manifest::is_executable(path) {
+                    return Err(fail(format!(
+                        "executable {} is not executable (chmod +x it)",
+                        path.display()
+                    )));
+                }
+                path.clone()
+            }
+            Some(Exec::Launcher { configured }) => {
+                manifest::find_on_path(configured, self.config.search_path.as_deref())
+                    .map_err(fail)?
+            }
+            None => return Err(fail("no exec".into())),
+        };
+        let stderr = process::open_log(&log, &m.name, &m.version)
+            .map_err(|e| fail(format!("cannot open log: {e}")))?;
+        let spawned = process::spawn(&program, &m.args, &m.dir, stderr)
+            .map_err(|e| fail(format!("spawn: {e}")))?;
+        let ext = ExtId {
+            id,
+            generation: self.generation,
+        };
+        let conn = Conn::start(
+            ext,
+            m.name.clone(),
+            log,
+            spawned,
+            self.config.deadlines,
+            self.inbox_tx.clone(),
+            self.threads.clone(),
+        )
+        .map_err(|e| format!("failed to start: cannot start threads: {e}\n{describe}"))?;
+        self.all.push(conn.clone());
+        self.pids.lock().unwrap_or_else(|p| p.into_inner()).push(conn.pid);
+        Ok(conn)
+    }
+
+    /// Commits every held registration in load order, then reports each
+    /// extension (`ext_loaded` or `ext_error`, its warnings, then what it
+    /// sent while loading) and replays the latest session event to those
+    /// that want it.
+    fn commit(&mut self) {
+        for i in 0..self.exts.len() {
+            let staged = self.exts[i].staged.take().unwrap_or_default();
+            if self.exts[i].conn.as_ref().is_some_and(|c| c.connected()) {
+                for reg in staged {
+                    self.apply_registration(i, reg);
+                }
+            }
+        }
+        let home = self.config.zut_home.clone();
+        for i in 0..self.exts.len() {
+            let e = &mut self.exts[i];
+            let held = e.held.take().unwrap_or_default();
+            let name = e.entry.name();
+            if let Some(message) = &e.failed {
+                let _ = self.events.send(Event::ExtError {
+                    extension: name,
+                    message: message.clone(),
+                });
+                continue;
+            }
+            match (&e.entry.status, &e.phase, &e.conn) {
+                (Status::Disabled(_), _, _) if e.entry.source == discovery::Source::Flag => {
+                    let _ = self.events.send(Event::ExtWarning {
+                        extension: name,
+                        message: "not loaded: it is disabled in its extension.json (\"enabled\": false)".into(),
+                    });
+                }
+                (Status::Disabled(_) | Status::Shadowed { .. }, _, _) => {}
+                (_, Phase::Disconnected(reason), Some(_)) => {
+                    let message = format!(
+                        "failed to load: {reason}\n{}{}",
+                        e.describe(&home),
+                        stderr_tail(reason, &e.log())
+                    );
+                    e.failed = Some(message.clone());
+                    let _ = self.events.send(Event::ExtError {
+                        extension: name,
+                        message,
+                    });
+                }
+                _ => {
+                    let (commands, tools) = registered(&self.registry, e.id);
+                    let _ = self.events.send(Event::ExtLoaded {
+                        extension: name.clone(),
+                        version: e.version.clone(),
+                        commands,
+                        tools,
+                        source: e.entry.source.as_str().to_string(),
+                    });
+                    for message in e.warnings.iter().chain(e.conflicts.iter()) {
+                        let _ = self.events.send(Event::ExtWarning {
+                            extension: name.clone(),
+                            message: message.clone(),
+                        });
+                    }
+                    for ev in held {
+                        let _ = self.events.send(ev);
+                    }
+                }
+            }
+        }
+        self.publish();
+        if let Some(event) = self.last_session_event.clone() {
+            for e in &self.exts {
+                if let (Some(c), true) = (&e.conn, e.events.contains(&event)) {
+                    let payload = EventPayload {
+                        session: self.session.clone(),
+                        state: self.states.get(&e.entry.name()).cloned(),
+                        ..EventPayload::named(&event)
+                    };
+                    let _ = c.try_send(&HostFrame::Event(payload));
+                }
+            }
+        }
+    }
+
+    fn report_load(&self, reload: Option<usize>) -> LoadReport {
+        let _ = reload;
+        LoadReport {
+            generation: self.generation,
+            loaded: self
+                .exts
+                .iter()
+                .map(|e| Loaded {
+                    entry: e.entry.clone(),
+                    outcome: match (&e.failed, &e.entry.status, &e.conn) {
+                        (Some(m), _, _) => Outcome::Failed(m.clone()),
+                        (None, Status::Disabled(_) | Status::Shadowed { .. }, _) => {
+                            Outcome::Skipped
+                        }
+                        (None, _, None) => Outcome::ThemeOnly,
+                        (None, _, Some(_)) => Outcome::Started(Box::new(self.ext_report(e))),
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    fn ext_report(&self, e: &ExtState) -> ExtReport {
+        let (commands, tools) = registered(&self.registry, e.id);
+        let tool_kinds = self
+            .registry
+            .tools()
+            .filter(|t| t.ext == e.id)
+            .map(|t| (t.name.clone(), t.deferred, t.interactive))
+            .collect();
+        ExtReport {
+            id: e.id,
+            name: e.entry.name(),
+            source: e.entry.source.as_str().to_string(),
+            pid: e.conn.as_ref().map(|c| c.pid),
+            log: e.log(),
+            version: e.version.clone(),
+            phase: e.phase.clone(),
+            warnings: e.warnings.clone(),
+            conflicts: e.conflicts.clone(),
+            noise: e.noise.clone(),
+            commands,
+            tools,
+            tool_kinds,
+            exit: e.exited.flatten(),
+            error: e.failed.clone(),
+            shutdown_acked: e.acked,
+        }
+    }
+
+    /// Publishes what callers need: routes and subscriptions of the
+    /// extensions reported loaded and still connected.
+    fn publish(&self) {
+        let exts = self
+            .exts
+            .iter()
+            .filter(|e| e.held.is_none())
+            .filter_map(|e| {
+                let conn = e.conn.as_ref()?;
+                conn.connected().then(|| ViewExt {
+                    conn: conn.clone(),
+                    id: e.id,
+                    name: e.entry.name(),
+                    events: e.events.iter().cloned().collect(),
+                    intercepts: e.intercepts.iter().cloned().collect(),
+                })
+            })
+            .collect();
+        let view = View {
+            generation: self.generation,
+            registry: self.registry.clone(),
+            exts,
+            deadlines: self.config.deadlines,
+        };
+        *self.view.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(view);
+    }
+
+    // ----- deadlines -----
+
+    fn on_deadlines(&mut self) {
+        let now = Instant::now();
+        let d: Deadlines = self.config.deadlines;
+        let mut changed = false;
+        for i in 0..self.exts.len() {
+            let e = &mut self.exts[i];
+            if !e.deadline.is_some_and(|t| t <= now) {
+                continue;
+            }
+            e.deadline = None;
+            match e.phase {
+                Phase::AwaitingHello => {
+                    if let Some(c) = &e.conn {
+                        c.disconnect(&format!(
+                            "sent no hello within {} ms (write each frame as one line and flush stdout after it)",
+                            d.hello.as_millis()
+                        ));
+                    }
+                }
+                Phase::Registering => {
+                    let msg = format!(
+                        "sent no ready frame within {} ms; auto-readied",
+                        d.ready.as_millis()
+                    );
+                    process::log_line(&e.log(), &msg);
+                    e.warnings.push(msg);
+                    e.phase = Phase::Ready { auto: true };
+                    changed = true;
+                }
+                _ => {}
+            }
+        }
+        if changed {
+            self.after_ready_change();
+        }
+    }
+
+    fn after_ready_change(&mut self) {}
+
+    // ----- the inbox -----
+
+    fn index_of(&self, ext: ExtId) -> Option<usize> {
+        if ext.generation != self.generation {
+            return None;
+        }
+        self.exts.iter().position(|e| e.id == ext.id)
+    }
+
+    fn on_inbound(&mut self, m: Inbound) {
+        let conn = self
+            .all
+            .iter()
+            .find(|c| c.ext == m.ext)
+            .cloned();
+        let exited = matches!(m.msg, FromExt::Exited(_));
+        self.handle_inbound(m);
+        // Counted only now: a reply may take the fast path once every
+        // earlier message of its extension has been fully handled.
+        if let Some(c) = &conn {
+            if exited {
+                c.mark_exited_seen();
+            }
+            c.handled_one();
+        }
+    }
+
+    fn handle_inbound(&mut self, m: Inbound) {
+        let conn = self.all.iter().find(|c| c.ext == m.ext).cloned();
+        let Some(i) = self.index_of(m.ext) else {
+            // A stopped instance: its exit and ack are recorded for the
+            // final report; its frames (an earlier generation's, or sent on
+            // its way out) are logged, not shown.
+            if let Some(st) = self.stopped.iter_mut().find(|e| e.id == m.ext.id) {
+                match &m.msg {
+                    FromExt::Exited(status) => st.exited = Some(*status),
+                    FromExt::Frame(ExtFrame::ShutdownAck) => st.acked = true,
+                    _ => {}
+                }
+            }
+            if let (FromExt::Frame(f), Some(c)) = (&m.msg, &conn) {
+                process::log_line(
+                    &c.log,
+                    &format!("{} frame after shutdown began: logged, not shown", f.type_name()),
+                );
+            }
+            return;
+        };
+        match m.msg {
+            FromExt::Frame(frame) => self.on_frame(i, frame),
+            FromExt::Reply(kind, id, frame) => {
+                let frame_type = frame.type_name();
+                let resolved = self.exts[i]
+                    .conn
+                    .as_ref()
+                    .is_some_and(|c| c.resolve(id, kind, frame));
+                if !resolved {
+                    self.stray_reply(i, frame_type, &id.to_string());
+                }
+            }
+            FromExt::StrayReply { frame_type, id } => self.stray_reply(i, frame_type, &id),
+            FromExt::UnknownType(name) => {
+                if self.exts[i].phase == Phase::AwaitingHello {
+                    self.violation(i, format!("protocol violation: sent a frame of unknown type {name:?} before hello (hello must be the first frame)"));
+                } else {
+                    let n = self.exts[i].noise.entry("unknown frame type").or_insert(0);
+                    *n += 1;
+                    let seen = *n;
+                    if seen <= NOISE_LOGGED {
+                        process::log_line(&self.exts[i].log(), &format!("frame of unknown type {name:?} ignored"));
+                    }
+                }
+            }
+            FromExt::Malformed { error, preview } => self.malformed(i, error, preview),
+            FromExt::Disconnected(reason) => self.on_disconnected(i, reason),
+            FromExt::Exited(status) => {
+                self.exts[i].exited = Some(status);
+            }
+        }
+    }
+
+    fn stray_reply(&self, i: usize, frame_type: &str, id: &str) {
+        // Authors want to know: it usually means a reply came after the
+        // deadline or after a tool_cancel.
+        process::log_line(
+            &self.exts[i].log(),
+            &format!("{frame_type} for id {id} ignored: nobody waits for it (late, cancelled or unknown)"),
+        );
+    }
+
+    fn violation(&self, i: usize, why: String) {
+        if let Some(c) = &self.exts[i].conn {
+            c.disconnect(&why);
+        }
+    }
+
+    fn on_disconnected(&mut self, i: usize, reason: String) {
+        let e = &mut self.exts[i];
+        let reason = match (&e.phase, reason.strip_prefix("exited: ")) {
+            (Phase::AwaitingHello, Some(how)) => format!("exited before hello: {how}"),
+            (Phase::AwaitingHello, None) if reason == "closed its stdout" => {
+                "closed its stdout before hello without exiting".to_string()
+            }
+            _ => reason,
+        };
+        e.phase = Phase::Disconnected(reason.clone());
+        e.deadline = None;
+        let closing = e.conn.as_ref().is_some_and(|c| c.closing());
+        self.registry.remove_extension(e.id, &reason);
+        if e.held.is_none() && !closing {
+            let name = e.entry.name();
+            let _ = self.events.send(Event::ExtError {
+                extension: name.clone(),
+                message: format!("{reason}{}", stderr_tail(&reason, &e.log())),
+            });
+            let _ = self.events.send(Event::ExtChromeClear { extension: name });
+        }
+        self.publish();
+        // Callers woken now already see the extension gone, in the
+        // registry and on the event stream.
+        if let Some(c) = &self.exts[i].conn {
+            c.fail_pending();
+        }
+    }
+
+    /// Emits an event an extension caused; until its `ext_loaded` is out
+    /// it is held and reported right after it (bounded).
+    fn emit_from(&mut self, i: usize, event: Event) {
+        let e = &mut self.exts[i];
+        match e.held.as_mut() {
+            None => {
+                let _ = self.events.send(event);
+            }
+            Some(held) => {
+                let size = event_size(&event);
+                if held.len() >= HELD_EVENTS || e.held_bytes + size > HELD_BYTES {
+                    let why = format!(
+                        "disconnected: it sent more than {HELD_EVENTS} events or {} MiB before it was loaded",
+                        HELD_BYTES >> 20
+                    );
+                    if let Some(c) = &e.conn {
+                        c.disconnect(&why);
+                    }
+                    return;
+                }
+                e.held_bytes += size;
+                held.push(event);
+            }
+        }
+    }
+
+    fn emit(&self, event: Event) {
+        let _ = self.events.send(event);
+    }
+
+    /// Records a warning (or, with `conflict`, a refused registration) for
+    /// doctor, and reports it now unless `ext_loaded` is still to come.
+    fn record_warning(&mut self, i: usize, message: String, conflict: bool) {
+        let e = &mut self.exts[i];
+        if conflict {
+            e.conflicts.push(message.clone());
+        } else {
+            e.warnings.push(message.clone());
+        }
+        if e.held.is_none() {
+            let _ = self.events.send(Event::ExtWarning {
+                extension: e.entry.name(),
+                message,
+            });
+        }
+    }
+
+    fn count_noise(&mut self, i: usize, kind: &'static str, warning: String) -> u64 {
+        let n = self.exts[i].noise.entry(kind).or_insert(0);
+        *n += 1;
+        let seen = *n;
+        if seen == 1 {
+            self.record_warning(i, warning, false);
+        }
+        seen
+    }
+
+    fn malformed(&mut self, i: usize, error: DecodeError, preview: String) {
+        let (kind, warning) = match &error {
+            DecodeError::BadFrame { frame_type, error } if self.exts[i].phase == Phase::AwaitingHello => {
+                return self.violation(i, format!("protocol violation: sent a malformed {frame_type} frame before hello: {error}"));
+            }
+            DecodeError::BadFrame { frame_type, error } => {
+                ("malformed frame", format!("malformed {frame_type} frame skipped: {error}"))
+            }
+            DecodeError::InvalidUtf8 => (
+                "invalid utf-8",
+                "wrote a stdout line that is not valid UTF-8 (skipped; stdout is reserved for protocol frames)".into(),
+            ),
+            DecodeError::NotAnObject(_) => (
+                "not a frame",
+                format!("wrote a stdout line that is not a JSON frame (skipped; stdout is reserved for protocol frames): {preview}"),
+            ),
+        };
+        let seen = self.count_noise(i, kind, warning);
+        // A flood must not fill the disk: the first lines are logged, the
+        // rest only counted (doctor shows the count).
+        let log = self.exts[i].log();
+        if seen <= NOISE_LOGGED {
+            process::log_line(&log, &format!("stdout line skipped ({error}): {preview}"));
+        }
+        if seen == NOISE_LOGGED {
+            process::log_line(&log, &format!("further {kind} lines are counted, not logged"));
+        }
+    }
+
+    fn on_frame(&mut self, i: usize, frame: ExtFrame) {
+        let name = self.exts[i].entry.name();
+        if self.exts[i].phase == Phase::AwaitingHello {
+            return match frame {
+                ExtFrame::Hello {
+                    protocol_version,
+                    name,
+                    version,
+                    capabilities,
+                } => self.on_hello(i, protocol_version, name, version, capabilities),
+                other => self.violation(
+                    i,
+                    format!(
+                        "protocol violation: sent a {} frame before hello (hello must be the first frame)",
+                        other.type_name()
+                    ),
+                ),
+            };
+        }
+        match frame {
+            ExtFrame::Hello { .. } => {
+                process::log_line(&self.exts[i].log(), "duplicate hello ignored")
+            }
+            ExtFrame::RegisterCommand { name, description } => {
+                self.register(i, Registration::Command { name, description })
+            }
+            ExtFrame::RegisterTool {
+                name,
+                description,
+                schema,
+                deferred,
+                interactive,
+            } => self.register(
+                i,
+                Registration::Tool {
+                    name,
+                    description,
+                    schema: schema.unwrap_or(Value::Null),
+                    deferred,
+                    interactive,
+                },
+            ),
+            ExtFrame::Ready => {
+                let e = &mut self.exts[i];
+                if e.phase == Phase::Registering {
+                    e.phase = Phase::Ready { auto: false };
+                    e.deadline = None;
+                }
+            }
+            ExtFrame::Subscribe { events, intercept } => self.on_subscribe(i, events, intercept),
+            f @ (ExtFrame::ToolResult { .. }
+            | ExtFrame::CommandResponse { .. }
+            | ExtFrame::EventInterceptResponse { .. }) => {
+                // Replies normally complete their call on the reader; one
+                // that reaches here had no numeric id.
+                self.stray_reply(i, f.type_name(), "(not a host id)");
+            }
+            ExtFrame::Notify { level, message } => {
+                if !message.trim().is_empty() {
+                    self.emit_from(
+                        i,
+                        Event::ExtNotify {
+                            extension: name,
+                            level: normalise_level(&level),
+                            message,
+                        },
+                    )
+                }
+            }
+            ExtFrame::Status { key, level, text } => self.emit_from(
+                i,
+                Event::ExtStatus {
+                    extension: name,
+                    key,
+                    level: normalise_level(&level),
+                    text,
+                },
+            ),
+            ExtFrame::Widget {
+                id, title, lines, ..
+            } => self.emit_from(
+                i,
+                Event::ExtWidget {
+                    extension: name,
+                    id,
+                    position: "above_input".into(),
+                    title,
+                    lines,
+                },
+            ),
+            ExtFrame::WidgetClear { id } => self.emit_from(
+                i,
+                Event::ExtWidgetClear {
+                    extension: name,
+                    id,
+                },
+            ),
+            ExtFrame::Alert { kind, reason } => self.emit_from(
+                i,
+                Event::ExtAlert {
+                    extension: name,
+                    kind,
+                    reason,
+                },
+            ),
+            ExtFrame::ClearNotes => self.emit_from(i, Event::ExtClearNotes { extension: name }),
+            ExtFrame::Submit { text } => {
+                let text = text.trim();
+                if !text.is_empty() {
+                    self.emit_from(
+                        i,
+                        Event::ExtSubmit {
+                            extension: name,
+                            text: text.to_string(),
+                        },
+                    )
+                }
+            }
+            ExtFrame::SubmitSlash { text } => {
+                let text = text.trim();
+                if text.starts_with('/') {
+                    self.emit_from(
+                        i,
+                        Event::ExtSubmitSlash {
+                            extension: name,
+                            text: text.to_string(),
+                        },
+                    )
+                } else {
+                    process::log_line(
+                        &self.exts[i].log(),
+                        "submit_slash refused: text does not start with '/'",
+                    );
+                }
+            }
+            ExtFrame::OpenPanel { panel } => self.emit_from(
+                i,
+                Event::ExtOpenPanel {
+                    extension: name,
+                    panel,
+                },
+            ),
+            ExtFrame::PanelRender {
+                panel_id,
+                title,
+                lines,
+                footer,
+            } => self.emit_from(
+                i,
+                Event::ExtPanelRender {
+                    extension: name,
+                    panel: Panel {
+                        id: panel_id,
+                        title,
+                        lines,
+                        footer,
+                    },
+                },
+            ),
+            ExtFrame::PanelClose { panel_id } => self.emit_from(
+                i,
+                Event::ExtPanelClose {
+                    extension: name,
+                    panel_id,
+                },
+            ),
+            ExtFrame::ShutdownAck => self.exts[i].acked = true,
+            ExtFrame::Unknown => {}
+        }
+    }
+
+    fn on_hello(
+        &mut self,
+        i: usize,
+        protocol_version: u32,
+        name: String,
+        version: String,
+        caps: Vec<String>,
+    ) {
+        if protocol_version != PROTOCOL_VERSION {
+            return self.violation(i, format!("unsupported protocol version {protocol_version} in hello (zut speaks {PROTOCOL_VERSION})"));
+        }
+        let expected = self.exts[i].entry.name();
+        if name != expected {
+            return self.violation(
+                i,
+                format!("hello names the extension {name:?} but its extension.json says {expected:?}"),
+            );
+        }
+        let e = &mut self.exts[i];
+        e.version = version;
+        let Some(conn) = e.conn.clone() else { return };
+        conn.tool_cancel.store(
+            caps.iter().any(|c| c == zut_ext::wire::CAP_TOOL_CANCEL),
+            std::sync::atomic::Ordering::SeqCst,
+        );
+        let ack = HostFrame::HelloAck {
+            protocol_version: PROTOCOL_VERSION,
+            zut_version: ZUT_VERSION.to_string(),
+            provider: self.config.provider.clone(),
+            model: self.config.model.clone(),
+            cwd: self.config.cwd.display().to_string(),
+            extension_dir: e.entry.dir.display().to_string(),
+            data_dir: e.entry.dir.display().to_string(),
+            session: self.session.clone(),
+        };
+        if conn.try_send(&ack).is_ok() {
+            e.phase = Phase::Registering;
+            e.deadline = Some(Instant::now() + self.config.deadlines.ready);
+        }
+    }
+
+    fn on_subscribe(&mut self, i: usize, events: Vec<String>, intercept: Vec<String>) {
+        let e = &mut self.exts[i];
+        let log = e.log();
+        for ev in events {
+            if !KNOWN_EVENTS.contains(&ev.as_str()) {
+                process::log_line(&log, &format!("subscribe: unknown event {ev:?} (kept, never sent)"));
+            }
+            e.events.insert(ev);
+        }
+        for ev in intercept {
+            if INTERCEPTABLE_EVENTS.contains(&ev.as_str()) {
+                e.intercepts.insert(ev);
+            } else {
+                process::log_line(
+                    &log,
+                    &format!("subscribe: event {ev:?} cannot be intercepted (ignored)"),
+                );
+            }
+        }
+        if e.held.is_none() {
+            self.publish();
+        }
+    }
+
+    fn register(&mut self, i: usize, reg: Registration) {
+        if let Some(staged) = self.exts[i].staged.as_mut() {
+            staged.push(reg);
+            return;
+        }
+        self.apply_registration(i, reg);
+        self.publish();
+    }
+
+    /// Applies a registration now; refusals go to the extension's log, its
+    /// conflicts (doctor) and, after loading, the event stream.
+    fn apply_registration(&mut self, i: usize, reg: Registration) {
+        let (id, name) = (self.exts[i].id, self.exts[i].entry.name());
+        let result = match reg {
+            Registration::Command {
+                name: cmd,
+                description,
+            } => self.registry.add_command(CommandEntry {
+                name: cmd,
+                description,
+                ext: id,
+                extension: name,
+            }),
+            Registration::Tool {
+                name: tool,
+                description,
+                schema,
+                deferred,
+                interactive,
+            } => self.registry.add_tool(ToolEntry {
+                name: tool,
+                description,
+                schema,
+                deferred,
+                interactive,
+                ext: id,
+                extension: name,
+            }),
+        };
+        if let Err(reason) = result {
+            process::log_line(&self.exts[i].log(), &reason);
+            self.record_warning(i, reason, true);
+        }
+    }
+}
+
+/// Names an extension registered, commands and tools.
+fn registered(registry: &Registry, id: u64) -> (Vec<String>, Vec<String>) {
+    (
+        registry
+            .commands()
+            .filter(|c| c.ext == id)
+            .map(|c| c.name.clone())
+            .collect(),
+        registry
+            .tools()
+            .filter(|t| t.ext == id)
+            .map(|t| t.name.clone())
+            .collect(),
+    )
+}
+
+/// Rough size of an event held while loading (its text fields).
+fn event_size(e: &Event) -> usize {
+    64 + match e {
+        Event::ExtNotify { message, .. } => message.len(),
+        Event::ExtWidget { lines, title, .. } => {
+            title.len() + lines.iter().map(String::len).sum::<usize>()
+        }
+        Event::ExtOpenPanel { panel, .. } | Event::ExtPanelRender { panel, .. } => {
+            panel.title.len() + panel.lines.iter().map(String::len).sum::<usize>()
+        }
+        Event::ExtStatus { text, .. } | Event::ExtSubmit { text, .. } => text.len(),
+        _ => 0,
+    }
+}
+
+/// `info`, `success`, `warn`, `error`; anything else reads as `info`.
+fn normalise_level(level: &str) -> String {
+    match level.trim().to_ascii_lowercase().as_str() {
+        l @ ("success" | "warn" | "error") => l.to_string(),
+        "warning" => "warn".to_string(),
+        _ => "info".to_string(),
+    }
+}
+
+/// Lines of an extension's stderr shown with a failure.
+const STDERR_TAIL_LINES: usize = 5;
+
+/// The last lines the extension wrote to stderr (its log) this run, as a
+/// block to append to a failure, so a crash explains itself; zut's own log
+/// lines are left out. Empty when there is nothing to show.
+fn stderr_tail(reason: &str, log: &std::path::Path) -> String {
+    if !(reason.contains("exited") || reason.contains("closed its stdout") || reason.contains("no hello")) {
+        return String::new();
+    }
+    let Ok(text) = read_tail(log, 16 * 1024) else {
+        return String::new();
+    };
+    // Only this run's part of the log: after the last start header.
+    let run = text.rfind("[zut] starting ").map_or(&text[..], |i| &text[i..]);
+    let lines: Vec<&str> = run
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("[zut] "))
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let tail = &lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..];
+    let tail: Vec<String> = tail
+        .iter()
+        .map(|l| format!("    {}", crate::modes::print::sanitize(l)))
+        .collect();
+    format!("\n  last lines of its stderr:\n{}", tail.join("\n"))
+}
+
+fn read_tail(path: &std::path::Path, max: u64) -> std::io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(max)))?;
+    let mut buf = Vec::new();
+    f.take(max).read_to_end(&mut buf)?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
