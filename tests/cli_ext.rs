@@ -532,6 +532,10 @@ fn enable_disable_round_trip_keeps_every_other_byte() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.err.starts_with("disabled odd"), "{r:?}");
     assert!(r.err.contains("next time zut starts"), "{r:?}");
+    assert!(
+        !r.err.contains("reload-ext"),
+        "no interactive-only advice: {r:?}"
+    );
     assert_eq!(
         fs::read_to_string(&manifest).unwrap(),
         ODD.replacen("true ,", "false ,", 1)
@@ -629,8 +633,8 @@ fn remove_deletes_and_unknown_names_get_suggestions() {
     assert!(!r.err.contains("did you mean"), "{r:?}");
     assert!(r.err.contains("zut ext list"), "{r:?}");
 
-    let r = env.run(&["remove", "hello"]);
-    assert_eq!(r.code, 0, "{r:?}");
+    let r = env.run(&["remove", "hello", "--yes"]);
+    assert_eq!(r.code, 0, "--yes is accepted and changes nothing: {r:?}");
     assert!(
         r.err.contains(&format!(
             "removed {}",
@@ -640,6 +644,9 @@ fn remove_deletes_and_unknown_names_get_suggestions() {
     );
     assert_eq!(env.installed(), Vec::<String>::new());
     assert_eq!(env.run(&["remove"]).code, 2);
+    assert_eq!(env.run(&["install", s(&src)]).code, 0);
+    assert_eq!(env.run(&["rm", "-y", "hello"]).code, 0);
+    assert_eq!(env.installed(), Vec::<String>::new());
 }
 
 #[test]
@@ -769,22 +776,30 @@ fn logs_print_follow_and_missing() {
 fn usage_and_help() {
     let env = Env::new();
     let r = env.run(&[]);
-    assert_eq!(r.code, 0);
+    assert_eq!(r.code, 2, "no command is a usage error, after the help");
+    assert!(r.out.is_empty(), "{r:?}");
     for sub in [
         "list", "install", "remove", "enable", "disable", "logs", "doctor",
     ] {
-        assert!(r.out.contains(sub), "{sub}: {r:?}");
+        assert!(r.err.contains(sub), "{sub}: {r:?}");
     }
+    let r = env.run(&["help"]);
+    assert_eq!(r.code, 0);
+    assert!(r.out.contains("doctor"), "{r:?}");
     let r = env.run(&["install", "--help"]);
     assert_eq!(r.code, 0);
-    assert!(r.out.contains("--build=go|cargo") && r.out.contains("--force"));
-    assert_eq!(env.run(&["help", "logs"]).code, 0);
+    assert!(r.out.contains("--build <go|cargo>") && r.out.contains("--force"));
+    let r = env.run(&["help", "logs"]);
+    assert_eq!(r.code, 0);
+    assert!(r.out.contains("--follow"), "{r:?}");
+    let r = env.run(&["install", "--build", "make", "./x"]);
+    assert_eq!(r.code, 2, "{r:?}");
     let r = env.run(&["instal"]);
     assert_eq!(r.code, 2);
     assert!(r.err.contains("did you mean \"install\""), "{r:?}");
     let r = env.run(&["install"]);
     assert_eq!(r.code, 2);
-    assert!(r.err.contains("usage: zut ext install"), "{r:?}");
+    assert!(r.err.contains("zut ext install --help"), "{r:?}");
     assert_eq!(env.run(&["install", "a", "b"]).code, 2);
     assert_eq!(env.run(&["list", "--bogus"]).code, 2);
     let r = env.run(&["doctor"]);

@@ -486,7 +486,15 @@ fn execute(
             r.activate_tools,
         ),
         None => (
-            ToolOutput::error(format!("unknown tool {name:?}")),
+            ToolOutput::error(
+                match crate::host::discovery::disabled_hint_installed(
+                    &host.config().cwd,
+                    &host.config().zut_home,
+                ) {
+                    Some(hint) => format!("no tool {name:?}; {hint}"),
+                    None => format!("unknown tool {name:?}"),
+                },
+            ),
             None,
             Vec::new(),
         ),

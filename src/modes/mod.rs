@@ -47,6 +47,7 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
         Mode::Json => Arc::new(json::JsonSink::default()),
     };
     let entries = host::discovery::discover(&run.discovery);
+    let disabled_hint = host::discovery::disabled_hint(&entries);
     let zut_home = run.host.zut_home.clone();
     let cwd = run.host.cwd.clone();
     let host = Host::start(run.host, sink.clone(), entries, cancel);
@@ -60,6 +61,7 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
                 host: &host,
                 sink: &sink,
                 cancel,
+                disabled_hint,
             };
             let make_agent = || -> Result<Agent<'_>, String> {
                 let provider = crate::provider::create(&run.provider).map_err(|e| e.to_string())?;
@@ -95,6 +97,8 @@ struct Ctx<'a> {
     host: &'a Host,
     sink: &'a Arc<dyn EventSink>,
     cancel: &'a CancelToken,
+    /// Said after "unknown command" when disabled extensions may have it.
+    disabled_hint: Option<String>,
 }
 
 impl Ctx<'_> {
@@ -159,7 +163,14 @@ impl Ctx<'_> {
             Ok(r) => r,
             Err(e) if known => return self.fail(format!("/{name}: {e}")),
             // Unknown, or its extension is gone: the error says which.
-            Err(e) => return self.fail(e),
+            Err(e) => {
+                return self.fail(match &self.disabled_hint {
+                    Some(hint) if e.starts_with("unknown command") => {
+                        format!("no command /{name}; {hint}")
+                    }
+                    _ => e,
+                })
+            }
         };
         let action = if reply.action.is_empty() {
             "noop".to_string()

@@ -298,6 +298,9 @@ pub struct Settings {
     pub zut_home: PathBuf,
 }
 
+/// The providers `--provider` accepts.
+pub const NAMES: &[&str] = &["anthropic", "openai", "script"];
+
 /// Builds the provider the settings name.
 pub fn create(settings: &Settings) -> Result<Box<dyn Provider>, ProviderError> {
     match settings.provider.as_str() {
