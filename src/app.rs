@@ -1,4 +1,4 @@
-//! The command line: flags (DESIGN §3), logging, signals, mode selection.
+//! The command line: flags (documented in zut(1)), logging, signals, mode selection.
 //! `main` only maps [`main`]'s result to the process exit status.
 
 use crate::cancel::{self, Canceller};

@@ -244,3 +244,22 @@ fn a_disabled_extension_is_named_for_an_unknown_command_or_tool() {
     let err = text(&out.stderr);
     assert!(err.contains("unknown command /forecast"), "{err}");
 }
+
+#[test]
+fn extensions_hear_turn_end_with_max_steps() {
+    let sb = Sandbox::new();
+    let marker = sb.path("marker");
+    let ext = sb.fixture("fx-events", &[opt("marker", &marker)]);
+    let (out, _) = run_scripted(
+        &sb,
+        &[ext],
+        &[json!({"tool_calls": [{"id": "c1", "name": "read", "args": {"path": "."}}]})],
+        &["--max-steps", "1", "-p", "go"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let seen = fs::read_to_string(&marker).unwrap();
+    assert!(
+        seen.contains(r#"event:turn_end:{"stop": "max_steps"}"#),
+        "{seen}"
+    );
+}

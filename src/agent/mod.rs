@@ -235,11 +235,8 @@ impl<'h> Agent<'h> {
                 return self.end_aborted();
             }
         }
-        self.emit(Event::TurnEnd {
-            stop: "max_steps".into(),
-            error: String::new(),
-        });
-        Outcome::MaxSteps { text: last_text }
+        // Extensions hear it too, like every other end of a turn.
+        self.end_turn("max_steps", Outcome::MaxSteps { text: last_text })
     }
 
     fn end_aborted(&self) -> Outcome {

@@ -210,7 +210,7 @@ pub struct Ext {
     phase: Mutex<Phase>,
     pub version: Mutex<String>,
     pub tool_cancel: AtomicBool,
-    /// Unbounded channel; the spec's bounds are enforced by the two
+    /// Unbounded channel; the protocol's bounds are enforced by the two
     /// counters, which lets the writer wait on this channel alone (the
     /// cheapest wake-up) and lets `Stop` always get through.
     queue: Sender<ToWriter>,

@@ -1,7 +1,7 @@
 //! The extension host: starts extensions, routes their frames, answers the
 //! agent's calls, and stops them.
 //!
-//! Shape (DESIGN §1): two OS threads per extension ([`ext`]), and a central
+//! Shape: two OS threads per extension ([`ext`]), and a central
 //! dispatcher — [`Shared`] — that owns the registry, the pending-call tables
 //! and the lifecycle channel. Reader threads run the dispatcher's routing
 //! directly (a reply goes from the reader to the waiting caller in one

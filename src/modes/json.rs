@@ -15,7 +15,7 @@ pub struct JsonSink {
 impl EventSink for JsonSink {
     fn emit(&self, event: Event) {
         // `submit` asks the interactive editor to queue a prompt; there is
-        // no editor here, so the spec has this mode ignore it.
+        // no editor here, so the protocol has this mode ignore it.
         if self.broken.load(Ordering::Relaxed)
             || matches!(
                 event,

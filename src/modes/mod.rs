@@ -15,7 +15,7 @@ use crate::events::{Event, EventSink};
 use crate::host::{self, Host};
 use std::sync::Arc;
 
-/// Exit statuses (DESIGN §3).
+/// Exit statuses (zut(1), EXIT STATUS).
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
