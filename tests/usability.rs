@@ -263,3 +263,37 @@ fn extensions_hear_turn_end_with_max_steps() {
         "{seen}"
     );
 }
+
+#[test]
+fn every_example_installs_as_its_readme_says() {
+    let sb = Sandbox::new();
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/extensions");
+    for name in [
+        "hello-py",
+        "clock-node",
+        "guard-sh",
+        "redact-py",
+        "weather-py",
+    ] {
+        let out = zut(&sb)
+            .args(["ext", "install"])
+            .arg(examples.join(name))
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name}: {err}");
+        assert!(err.contains(&format!("installed {name}")), "{err}");
+    }
+    let out = zut(&sb)
+        .args([
+            "--provider",
+            "script",
+            "--script",
+            "/dev/null",
+            "-p",
+            "/hello zut",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "Hello, zut!\n", "{}", text(&out.stderr));
+}
