@@ -71,7 +71,7 @@ struct Cli {
     /// keep no session
     #[argh(switch)]
     no_session: bool,
-    /// cap model calls per prompt (default 50)
+    /// cap model calls per prompt (default 50; at least 1)
     #[argh(option, arg_name = "N")]
     max_steps: Option<u32>,
     /// print the version and exit

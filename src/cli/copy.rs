@@ -82,7 +82,7 @@ impl Walk<'_> {
                 continue;
             }
             let child_rel = rel.join(&name);
-            let excluded = self.plan.exclude.iter().any(|x| child_rel == *x);
+            let excluded = self.plan.exclude.contains(&child_rel);
             let needed = self
                 .plan
                 .required

@@ -477,4 +477,45 @@ mod tests {
         );
         assert!(classify("http://x/y", cwd).unwrap_err().contains("https"));
     }
+
+    #[test]
+    fn files_named_by_exec_and_args_are_required() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path();
+        fs::create_dir_all(src.join("target/release")).unwrap();
+        fs::write(src.join("target/release/data.txt"), "d").unwrap();
+        fs::write(
+            src.join(MANIFEST_FILE),
+            r#"{"name":"x","exec":"./run","args":["--flag","target/release/data.txt","missing.txt"]}"#,
+        )
+        .unwrap();
+        fs::write(src.join("run"), "#!/bin/sh\n").unwrap();
+        let m = manifest::load(src).unwrap();
+        let required = required_paths(&m, src);
+        assert!(required.contains(&PathBuf::from("run")), "{required:?}");
+        assert!(
+            required.contains(&PathBuf::from("target/release/data.txt")),
+            "{required:?}"
+        );
+        assert!(!required.contains(&PathBuf::from("missing.txt")));
+        assert!(!required.contains(&PathBuf::from("--flag")));
+
+        // The excluded build directory is still copied for that file.
+        let dst = tempfile::tempdir().unwrap();
+        let plan = Plan {
+            exclude: vec![PathBuf::from("target")],
+            required,
+            skip: None,
+        };
+        let mut warnings = Vec::new();
+        copy::copy_tree(
+            src,
+            dst.path(),
+            &plan,
+            &crate::cancel::CancelToken::never(),
+            &mut warnings,
+        )
+        .unwrap();
+        assert!(dst.path().join("target/release/data.txt").is_file());
+    }
 }
