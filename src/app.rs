@@ -1,4 +1,4 @@
-//! The command line: flags (DESIGN §3), logging, signals, mode selection.
+//! The command line: flags (documented in zut(1)), logging, signals, mode selection.
 //! `main` only maps [`main`]'s result to the process exit status.
 
 use crate::cancel::{self, Canceller};
@@ -35,6 +35,9 @@ struct Cli {
     /// skip discovery of installed and project extensions (--ext still loads)
     #[argh(switch)]
     no_extensions: bool,
+    /// same as --no-extensions
+    #[argh(switch)]
+    no_ext: bool,
     /// model provider: anthropic, openai (any OpenAI-compatible server) or script
     #[argh(option)]
     provider: Option<String>,
@@ -68,7 +71,7 @@ struct Cli {
     /// keep no session
     #[argh(switch)]
     no_session: bool,
-    /// cap model calls per prompt (default 50)
+    /// cap model calls per prompt (default 50; at least 1)
     #[argh(option, arg_name = "N")]
     max_steps: Option<u32>,
     /// print the version and exit
@@ -120,6 +123,9 @@ pub fn main() -> i32 {
 }
 
 fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
+    if cli.max_steps == Some(0) {
+        return Err("--max-steps must be at least 1".into());
+    }
     let mode = match (cli.print, cli.mode.as_deref()) {
         (_, Some("json")) => Mode::Json,
         (_, Some("print")) | (true, None) => Mode::Print,
@@ -161,7 +167,10 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     if mode == Mode::Print && prompt.is_none() {
         return Err("-p needs a PROMPT (or text on standard input)".into());
     }
-    let provider = resolve_provider(&cli, &here, &zut_home)?;
+    let (provider, remember) = resolve_provider(&cli, &here, &zut_home)?;
+    let asks_the_model = prompt
+        .as_deref()
+        .is_some_and(|p| !p.trim().starts_with('/'));
     let host = HostConfig {
         zut_home: zut_home.clone(),
         cwd: cwd.clone(),
@@ -176,9 +185,9 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     };
     let discovery = discovery::Options {
         cwd: cwd.clone(),
-        zut_home,
+        zut_home: zut_home.clone(),
         ext_paths: cli.ext.iter().map(|p| here.join(p)).collect(),
-        no_extensions: cli.no_extensions,
+        no_extensions: cli.no_extensions || cli.no_ext,
     };
     let run = Run {
         mode,
@@ -186,26 +195,51 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         host,
         discovery,
         provider,
-        max_steps: cli.max_steps.unwrap_or(DEFAULT_MAX_STEPS).max(1),
+        max_steps: cli.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
         yolo: cli.yolo,
     };
     let (canceller, token) = cancel::pair();
     let signals = Signals::start(canceller)?;
     let code = modes::run_once(run, &token);
     signals.stop();
+    // Remembered only once it worked: a prompt that ended well got at least
+    // one good provider response (slash commands may not ask the model).
+    if let Some(next) = remember.filter(|_| code == modes::EXIT_OK && asks_the_model) {
+        if let Err(e) = crate::config::save(&zut_home, &next) {
+            log::warn!("cannot remember the provider: {e}");
+        }
+    }
     Ok(code)
 }
 
 /// Flags win; then `config.json` (the last provider used); then whichever
 /// API key is in the environment. With none of them the provider stays
 /// empty and the first model call explains how to configure one. An
-/// explicitly chosen HTTP provider is remembered for next time.
+/// explicitly chosen HTTP provider comes back as the `config.json` to
+/// write once the run has worked. An unknown provider name is a usage
+/// error; one read from `config.json` says so.
 fn resolve_provider(
     cli: &Cli,
     here: &std::path::Path,
     zut_home: &std::path::Path,
-) -> Result<crate::provider::Settings, String> {
+) -> Result<(crate::provider::Settings, Option<crate::config::Config>), String> {
+    let known = crate::provider::NAMES;
+    if let Some(p) = cli.provider.as_deref().filter(|p| !known.contains(p)) {
+        return Err(format!(
+            "unknown --provider {p:?}: use one of {}",
+            known.join(", ")
+        ));
+    }
     let saved = crate::config::load(zut_home).map_err(|e| e.to_string())?;
+    if cli.provider.is_none() {
+        if let Some(p) = saved.provider.as_deref().filter(|p| !known.contains(p)) {
+            return Err(format!(
+                "{} names an unknown provider {p:?}: use one of {}; fix the file, or pass --provider",
+                crate::config::config_path(zut_home).display(),
+                known.join(", ")
+            ));
+        }
+    }
     let from_env = || {
         [
             ("anthropic", crate::provider::anthropic::KEY_ENV),
@@ -230,19 +264,17 @@ fn resolve_provider(
         .base_url
         .clone()
         .or_else(|| saved.base_url.clone().filter(|_| same));
-    if cli.provider.is_some()
+    let remember = (cli.provider.is_some()
         && provider != "script"
-        && (!same || cli.model.is_some() || cli.base_url.is_some())
-    {
+        && (!same || cli.model.is_some() || cli.base_url.is_some()))
+    .then(|| {
         let mut next = saved.clone();
         next.provider = Some(provider.clone());
         next.model = model.clone();
         next.base_url = base_url.clone();
-        if let Err(e) = crate::config::save(zut_home, &next) {
-            log::warn!("cannot remember the provider: {e}");
-        }
-    }
-    Ok(crate::provider::Settings {
+        next
+    });
+    let settings = crate::provider::Settings {
         provider,
         model,
         base_url,
@@ -250,7 +282,8 @@ fn resolve_provider(
         script: cli.script.as_ref().map(|s| here.join(s)),
         script_log: cli.script_log.as_ref().map(|s| here.join(s)),
         zut_home: zut_home.to_path_buf(),
-    })
+    };
+    Ok((settings, remember))
 }
 
 fn default_model(provider: &str) -> &'static str {
@@ -265,34 +298,29 @@ fn default_model(provider: &str) -> &'static str {
 /// management command and returns its status; `None` when the arguments
 /// are not an `ext` invocation.
 fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
-    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut ctx = crate::cli::CliContext {
-        cwd: here.clone(),
-        zut_home: zut_home.to_path_buf(),
-        ext_paths: Vec::new(),
-        no_extensions: false,
-    };
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "ext" => return Some(crate::cli::run_ext(&args[i + 1..], &ctx)),
-            "--no-extensions" => ctx.no_extensions = true,
-            "-e" | "--ext" if i + 1 < args.len() => {
-                i += 1;
-                ctx.ext_paths.push(discovery::absolute(
-                    &ctx.cwd,
-                    std::path::Path::new(&args[i]),
-                ));
-            }
-            "--cwd" if i + 1 < args.len() => {
-                i += 1;
-                ctx.cwd = discovery::absolute(&here, std::path::Path::new(&args[i]));
-            }
-            _ => return None,
+    let (globals, rest) = match crate::cli::split_ext(args)? {
+        Ok(split) => split,
+        Err(usage) => {
+            eprintln!("zut: {usage}");
+            return Some(EXIT_USAGE);
         }
-        i += 1;
-    }
-    None
+    };
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    // --ext paths are relative to where zut starts, like in a normal run.
+    let ctx = crate::cli::CliContext {
+        cwd: match &globals.cwd {
+            Some(d) => discovery::absolute(&here, std::path::Path::new(d)),
+            None => here.clone(),
+        },
+        zut_home: zut_home.to_path_buf(),
+        ext_paths: globals
+            .ext_paths
+            .iter()
+            .map(|p| discovery::absolute(&here, std::path::Path::new(p)))
+            .collect(),
+        no_extensions: globals.no_extensions,
+    };
+    Some(crate::cli::run_ext(rest, &ctx))
 }
 
 /// `$ZUT_HOME/logs/zut.log`, level from `ZUT_LOG` (default info). Logging

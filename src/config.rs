@@ -1,4 +1,4 @@
-//! `config.json` and `auth.json` under `$ZUT_HOME` (DESIGN §2).
+//! `config.json` and `auth.json` under `$ZUT_HOME` (see zut(1), FILES).
 //!
 //! `config.json` holds the defaults the command line can override:
 //! `{"provider":…,"model":…,"base_url":…}`, every key optional. Keys this

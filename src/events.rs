@@ -1,4 +1,4 @@
-//! The one event stream every front end consumes (DESIGN §4).
+//! The one event stream every front end consumes (documented in zut(1), JSON MODE).
 //!
 //! The host (extension readers, loader) and the agent loop emit [`Event`]s
 //! into an [`EventSink`]; JSON and RPC modes serialise them as they are, print

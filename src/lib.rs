@@ -7,14 +7,12 @@
 
 pub mod agent;
 pub mod app;
-pub mod base64;
 pub mod cancel;
 pub mod cli;
 pub mod config;
 pub mod events;
 pub mod frontend;
 pub mod host;
-pub mod ignore;
 pub mod modes;
 pub mod paths;
 pub mod provider;

@@ -1,4 +1,4 @@
-//! Where zut keeps its state (DESIGN §2).
+//! Where zut keeps its state (see zut(1), FILES).
 
 use std::path::{Path, PathBuf};
 

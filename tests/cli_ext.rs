@@ -136,14 +136,17 @@ fn git(dir: &Path, args: &[&str]) {
 }
 
 #[test]
-fn install_copies_a_directory_honouring_gitignore_and_links() {
+fn install_copies_the_whole_directory_but_git_and_follows_links() {
     let env = Env::new();
     let src = env.source("hello", HELLO);
+    // .gitignore is not applied: ignored files are often built ones.
     fs::write(
         src.join(".gitignore"),
-        "run.sh\ntarget/\n*.log\n!keep.log\n",
+        "run.sh\ntarget/\n*.log\n!keep.log\ndist/\n",
     )
     .unwrap();
+    fs::create_dir_all(src.join("dist")).unwrap();
+    fs::write(src.join("dist/index.js"), "built").unwrap();
     fs::create_dir_all(src.join(".git/objects")).unwrap();
     fs::write(src.join(".git/HEAD"), "ref").unwrap();
     fs::create_dir_all(src.join("target/debug")).unwrap();
@@ -171,9 +174,13 @@ fn install_copies_a_directory_honouring_gitignore_and_links() {
         "ignored exec still copied"
     );
     assert!(!dest.join(".git").exists());
-    assert!(!dest.join("target").exists());
-    assert!(!dest.join("debug.log").exists());
+    assert!(dest.join("target/debug/big").exists());
+    assert!(dest.join("debug.log").exists());
     assert!(dest.join("keep.log").exists());
+    assert_eq!(
+        fs::read_to_string(dest.join("dist/index.js")).unwrap(),
+        "built"
+    );
     assert!(dest.join(".gitignore").exists());
     assert_eq!(
         fs::read_to_string(dest.join("data/deep/file.txt")).unwrap(),
@@ -247,6 +254,10 @@ fn install_from_a_local_git_repository() {
     let url = format!("file://{}", repo.display());
     let r = env.run(&["install", &url]);
     assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        !r.err.contains("Cloning"),
+        "git's chatter is kept back: {r:?}"
+    );
     let dest = env.extensions().join("hello");
     assert!(dest.join(".git").is_dir(), "clone keeps .git");
     assert_eq!(mode(&dest.join("run.sh")), 0o755);
@@ -256,6 +267,19 @@ fn install_from_a_local_git_repository() {
         config.to_lowercase().contains("hookspath = /dev/null"),
         "{config}"
     );
+
+    // The same name again: refused from the cloned manifest, exactly.
+    let r = env.run(&["install", &url]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.err.contains(&format!(
+            "the manifest cloned from {url} names the extension \"hello\", and {} already exists",
+            dest.display()
+        )),
+        "{r:?}"
+    );
+    assert_eq!(env.installed(), ["hello"], "no staging left behind");
+    assert_eq!(env.run(&["install", "--force", &url]).code, 0);
 
     let r = env.run(&["install", "--build=go", &url]);
     assert_eq!(r.code, 2, "--build with a URL is a usage error");
@@ -275,6 +299,10 @@ fn git_clone_failure_and_escaping_link_in_a_repository_roll_back() {
     ]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.err.contains("git clone of"), "{r:?}");
+    assert!(
+        r.err.contains("git said:"),
+        "git's own message on failure: {r:?}"
+    );
     assert_eq!(env.installed(), Vec::<String>::new());
 
     let repo = env.source("repo", HELLO);
@@ -469,9 +497,13 @@ fn cargo_build_installs_the_binary() {
     }
     let env = Env::new();
     let src = crate_source(&env, "tiny", false);
+    // A stale build in the source is the build tool's output: left out.
+    fs::create_dir_all(src.join("target/release")).unwrap();
+    fs::write(src.join("target/release/stale"), "old").unwrap();
     let before = listing(&src);
     let r = env.run(&["install", "--build", "cargo", s(&src)]);
     assert_eq!(r.code, 0, "{r:?}");
+    assert!(!env.extensions().join("tiny/target").exists());
     let exe = env.extensions().join("tiny/bin/tiny");
     assert_eq!(mode(&exe), 0o755);
     let out = Command::new(&exe).output().unwrap();
@@ -532,6 +564,10 @@ fn enable_disable_round_trip_keeps_every_other_byte() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.err.starts_with("disabled odd"), "{r:?}");
     assert!(r.err.contains("next time zut starts"), "{r:?}");
+    assert!(
+        !r.err.contains("reload-ext"),
+        "no interactive-only advice: {r:?}"
+    );
     assert_eq!(
         fs::read_to_string(&manifest).unwrap(),
         ODD.replacen("true ,", "false ,", 1)
@@ -629,8 +665,8 @@ fn remove_deletes_and_unknown_names_get_suggestions() {
     assert!(!r.err.contains("did you mean"), "{r:?}");
     assert!(r.err.contains("zut ext list"), "{r:?}");
 
-    let r = env.run(&["remove", "hello"]);
-    assert_eq!(r.code, 0, "{r:?}");
+    let r = env.run(&["remove", "hello", "--yes"]);
+    assert_eq!(r.code, 0, "--yes is accepted and changes nothing: {r:?}");
     assert!(
         r.err.contains(&format!(
             "removed {}",
@@ -640,6 +676,9 @@ fn remove_deletes_and_unknown_names_get_suggestions() {
     );
     assert_eq!(env.installed(), Vec::<String>::new());
     assert_eq!(env.run(&["remove"]).code, 2);
+    assert_eq!(env.run(&["install", s(&src)]).code, 0);
+    assert_eq!(env.run(&["rm", "-y", "hello"]).code, 0);
+    assert_eq!(env.installed(), Vec::<String>::new());
 }
 
 #[test]
@@ -769,22 +808,30 @@ fn logs_print_follow_and_missing() {
 fn usage_and_help() {
     let env = Env::new();
     let r = env.run(&[]);
-    assert_eq!(r.code, 0);
+    assert_eq!(r.code, 2, "no command is a usage error, after the help");
+    assert!(r.out.is_empty(), "{r:?}");
     for sub in [
         "list", "install", "remove", "enable", "disable", "logs", "doctor",
     ] {
-        assert!(r.out.contains(sub), "{sub}: {r:?}");
+        assert!(r.err.contains(sub), "{sub}: {r:?}");
     }
+    let r = env.run(&["help"]);
+    assert_eq!(r.code, 0);
+    assert!(r.out.contains("doctor"), "{r:?}");
     let r = env.run(&["install", "--help"]);
     assert_eq!(r.code, 0);
-    assert!(r.out.contains("--build=go|cargo") && r.out.contains("--force"));
-    assert_eq!(env.run(&["help", "logs"]).code, 0);
+    assert!(r.out.contains("--build <go|cargo>") && r.out.contains("--force"));
+    let r = env.run(&["help", "logs"]);
+    assert_eq!(r.code, 0);
+    assert!(r.out.contains("--follow"), "{r:?}");
+    let r = env.run(&["install", "--build", "make", "./x"]);
+    assert_eq!(r.code, 2, "{r:?}");
     let r = env.run(&["instal"]);
     assert_eq!(r.code, 2);
     assert!(r.err.contains("did you mean \"install\""), "{r:?}");
     let r = env.run(&["install"]);
     assert_eq!(r.code, 2);
-    assert!(r.err.contains("usage: zut ext install"), "{r:?}");
+    assert!(r.err.contains("zut ext install --help"), "{r:?}");
     assert_eq!(env.run(&["install", "a", "b"]).code, 2);
     assert_eq!(env.run(&["list", "--bogus"]).code, 2);
     let r = env.run(&["doctor"]);

@@ -86,10 +86,13 @@ fn doctor_reports_every_kind_of_problem() {
     let normal = by_name("fx-normal", "flag");
     assert_eq!(normal["status"], "ok");
     assert_eq!(normal["ready"], "ready");
-    assert!(normal["commands"]
-        .as_array()
-        .unwrap()
-        .contains(&"Ping".into()));
+    assert!(
+        normal["commands"]
+            .as_array()
+            .unwrap()
+            .contains(&"Ping".into()),
+        "bare names, as in ext_loaded"
+    );
     assert!(normal["tools"]
         .as_array()
         .unwrap()
@@ -216,4 +219,20 @@ fn doctor_names_each_failure_kind_of_the_host_core_fixtures() {
             "{r}"
         );
     }
+}
+
+#[test]
+fn doctor_advice_names_the_disabled_extension() {
+    let sb = Sandbox::new();
+    let dir = sb.home().join("extensions/weather");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name":"weather","exec":"sh","enabled":false}"#,
+    )
+    .unwrap();
+    let (code, out, _) = doctor(&ctx(&sb, Vec::new()), &[]);
+    assert_eq!(code, 0, "disabled is a choice, not a problem: {out}");
+    assert!(out.contains("zut ext enable weather"), "{out}");
+    assert!(!out.contains("NAME"), "{out}");
 }

@@ -1,4 +1,4 @@
-//! The scripted provider (DESIGN §5): every entry kind, exhaustion,
+//! The scripted provider: every entry kind, exhaustion,
 //! cancellable delays, script errors and the exact `--script-log` shape.
 
 #[path = "common/ask.rs"]

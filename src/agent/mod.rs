@@ -318,11 +318,8 @@ impl Agent {
                 return self.end_aborted();
             }
         }
-        self.emit(Event::TurnEnd {
-            stop: "max_steps".into(),
-            error: String::new(),
-        });
-        Outcome::MaxSteps { text: last_text }
+        // Extensions hear it too, like every other end of a turn.
+        self.end_turn("max_steps", Outcome::MaxSteps { text: last_text })
     }
 
     fn end_aborted(&self) -> Outcome {
@@ -564,9 +561,15 @@ fn execute(
             r.details,
         ),
         None => {
-            let why = host
-                .gone_tool(name)
-                .unwrap_or_else(|| format!("unknown tool {name:?}"));
+            let why = host.gone_tool(name).unwrap_or_else(|| {
+                match crate::host::discovery::disabled_hint_installed(
+                    &host.config().cwd,
+                    &host.config().zut_home,
+                ) {
+                    Some(hint) => format!("no tool {name:?}; {hint}"),
+                    None => format!("unknown tool {name:?}"),
+                }
+            });
             (ToolOutput::error(why), None, Vec::new(), None)
         }
     }

@@ -1,140 +1,484 @@
-//! A small argument parser for the `zut ext` subcommands.
+//! The `zut ext` command line, declared with argh like the rest of zut's
+//! flags, and the split between zut's global flags and `ext`.
 //!
-//! Each subcommand declares its options as [`Opt`]s; [`parse`] accepts
-//! `--name`, `--name=value`, `--name value`, short aliases (`-f`), `--` to
-//! end options, and `-h`/`--help` anywhere. Errors are one line, naming the
-//! option; the caller adds the usage line.
+//! Invariants:
+//! - [`split_ext`] decides whether an invocation is `zut [global flags] ext
+//!   …`: the first word that is neither a flag nor a flag's value must be
+//!   exactly `ext`. Global flags that mean something to the management
+//!   commands (`--ext`, `--no-extensions`/`--no-ext`, `--cwd`) are taken;
+//!   any other global flag before `ext` is refused with a message, never
+//!   read as a prompt;
+//! - [`parse_ext`] accepts `--name=value` as well as `--name value`, the
+//!   aliases `ls` and `rm`, and `help [command]`; usage errors come back as
+//!   one message for the caller to print with exit status 2.
 
-/// One option a subcommand accepts.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Opt {
-    /// Spellings, the first one canonical (`["--follow", "-f"]`).
-    pub names: &'static [&'static str],
-    /// Whether it takes a value (`--build=go` or `--build go`).
-    pub takes_value: bool,
+use argh::FromArgs;
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// Manage zut extensions.
+#[argh(
+    help_triggers("-h", "--help", "help"),
+    note = "Run \"zut ext <command> --help\" for a command's options; see also man zut-ext.",
+    error_code(0, "success"),
+    error_code(1, "the command failed; nothing was half done"),
+    error_code(2, "usage error"),
+    error_code(130, "interrupted; an install in progress was rolled back")
+)]
+pub(crate) struct ExtArgs {
+    #[argh(subcommand)]
+    pub command: Option<ExtCommand>,
 }
 
-/// Parsed arguments.
+/// One management command. Other work adds `new`, `test`, `trust` and
+/// `untrust` here, each with its own arm in the router.
+#[derive(FromArgs, Debug, PartialEq)]
+#[argh(subcommand)]
+pub(crate) enum ExtCommand {
+    List(List),
+    Install(Install),
+    Remove(Remove),
+    Enable(Enable),
+    Disable(Disable),
+    Logs(Logs),
+    Doctor(Doctor),
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// List extensions and whether zut will load them (alias: ls).
+#[argh(
+    subcommand,
+    name = "list",
+    help_triggers("-h", "--help", "help"),
+    note = "In load order: --ext paths, project (<cwd>/.zut/extensions), then global ($ZUT_HOME/extensions), with name, version, status (enabled, disabled, shadowed, invalid), source, description and directory."
+)]
+pub(crate) struct List {
+    /// print a JSON array of objects instead of the table
+    #[argh(switch)]
+    pub json: bool,
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// Copy or clone an extension into $ZUT_HOME/extensions/<name>.
+#[argh(
+    subcommand,
+    note = "A local directory is copied whole except .git; a git URL (https://, ssh://, git://, file://, user@host:path, or ending in .git) is shallow-cloned with hooks and submodules off. The copy is validated (extension.json, an executable exec) before it is moved into place; on any failure nothing is installed. Nothing is built unless --build is given.",
+    name = "install",
+    help_triggers("-h", "--help", "help"),
+    example = "zut ext install ./examples/extensions/hello-py",
+    example = "zut ext install --build=cargo ./examples/extensions/rust-echo"
+)]
+pub(crate) struct Install {
+    /// replace an installed extension of the same name
+    #[argh(switch)]
+    pub force: bool,
+    /// build a local source first: go (go build -trimpath) or cargo (cargo
+    /// build --release); the program goes into the installed copy only
+    #[argh(option, arg_name = "go|cargo")]
+    pub build: Option<String>,
+    /// a local extension directory or a git URL
+    #[argh(positional, arg_name = "path|git-url")]
+    pub source: String,
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// Delete an installed extension, without asking (alias: rm).
+#[argh(
+    subcommand,
+    name = "remove",
+    help_triggers("-h", "--help", "help"),
+    note = "The global copy ($ZUT_HOME/extensions/<name>) is taken when there is one, else the project copy (<cwd>/.zut/extensions/<name>)."
+)]
+pub(crate) struct Remove {
+    /// remove the project copy
+    #[argh(switch)]
+    pub project: bool,
+    /// remove the global copy
+    #[argh(switch)]
+    pub global: bool,
+    /// accepted for scripts that expect it; remove never asks anyway
+    #[argh(switch, short = 'y')]
+    pub yes: bool,
+    /// the extension's directory or manifest name
+    #[argh(positional)]
+    pub name: String,
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// Re-enable a disabled extension.
+#[argh(
+    subcommand,
+    name = "enable",
+    help_triggers("-h", "--help", "help"),
+    note = "Sets \"enabled\": true in its extension.json, changing nothing else in the file; takes effect the next time zut starts. When both a project and a global copy exist, the project copy (the one zut loads here) is changed."
+)]
+pub(crate) struct Enable {
+    /// change the project copy
+    #[argh(switch)]
+    pub project: bool,
+    /// change the global copy
+    #[argh(switch)]
+    pub global: bool,
+    /// the extension's directory or manifest name
+    #[argh(positional)]
+    pub name: String,
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// Disable an extension without removing it.
+#[argh(
+    subcommand,
+    name = "disable",
+    help_triggers("-h", "--help", "help"),
+    note = "Sets \"enabled\": false in its extension.json, changing nothing else in the file; takes effect the next time zut starts. When both a project and a global copy exist, the project copy (the one zut loads here) is changed."
+)]
+pub(crate) struct Disable {
+    /// change the project copy
+    #[argh(switch)]
+    pub project: bool,
+    /// change the global copy
+    #[argh(switch)]
+    pub global: bool,
+    /// the extension's directory or manifest name
+    #[argh(positional)]
+    pub name: String,
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// Print an extension's stderr log ($ZUT_HOME/logs/ext-<name>.log).
+#[argh(subcommand, name = "logs", help_triggers("-h", "--help", "help"))]
+pub(crate) struct Logs {
+    /// keep printing what is appended until interrupted (Ctrl+C)
+    #[argh(switch, short = 'f')]
+    pub follow: bool,
+    /// the extension's name
+    #[argh(positional)]
+    pub name: String,
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// Diagnose loading, registration and conflicts.
+#[argh(
+    subcommand,
+    name = "doctor",
+    help_triggers("-h", "--help", "help"),
+    note = "Runs the same discovery and startup as zut and reports manifest errors, disabled and shadowed extensions, load errors, ready or auto-ready, registered commands and tools, conflicts, warnings and log paths. With names, everything still starts but only those are reported. Exit status 0 when everything reported is healthy, 1 otherwise."
+)]
+pub(crate) struct Doctor {
+    /// print the report as JSON
+    #[argh(switch)]
+    pub json: bool,
+    /// extensions to report on (default: all)
+    #[argh(positional, arg_name = "name")]
+    pub names: Vec<String>,
+}
+
+/// The subcommand names, for "did you mean" hints.
+pub(crate) const NAMES: &[&str] = &[
+    "list", "install", "remove", "enable", "disable", "logs", "doctor",
+];
+
+/// What [`parse_ext`] decided.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Parsed {
+    /// Run this command.
+    Run(ExtCommand),
+    /// Help was asked for: print it on stdout, exit 0.
+    Help(String),
+    /// `zut ext` alone: print the help on stderr, exit 2.
+    Missing(String),
+    /// A usage error (the message includes argh's usage hint): exit 2.
+    Usage(String),
+    /// Not a command: the caller suggests close names, exit 2.
+    Unknown(String),
+}
+
+/// Parses the words after `zut ext`.
+pub(crate) fn parse_ext(args: &[String]) -> Parsed {
+    let mut words: Vec<String> = Vec::with_capacity(args.len());
+    let mut ended = false;
+    for (i, a) in args.iter().enumerate() {
+        if ended {
+            words.push(a.clone());
+            continue;
+        }
+        if a == "--" {
+            ended = true;
+            words.push(a.clone());
+            continue;
+        }
+        // argh takes `--build go`; the man page also promises `--build=go`.
+        match a.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") && flag.len() > 2 => {
+                words.push(flag.to_string());
+                words.push(value.to_string());
+            }
+            _ if i == first_word(args) => words.push(
+                match a.as_str() {
+                    "ls" => "list",
+                    "rm" => "remove",
+                    other => other,
+                }
+                .to_string(),
+            ),
+            _ => words.push(a.clone()),
+        }
+    }
+    let first = words.iter().find(|w| !w.starts_with('-'));
+    if let Some(first) = first {
+        if first != "help" && !NAMES.contains(&first.as_str()) {
+            return Parsed::Unknown(first.clone());
+        }
+    }
+    let strs: Vec<&str> = words.iter().map(String::as_str).collect();
+    match ExtArgs::from_args(&["zut ext"], &strs) {
+        Ok(ExtArgs {
+            command: Some(command),
+        }) => match check(&command) {
+            Ok(()) => Parsed::Run(command),
+            Err(m) => Parsed::Usage(m),
+        },
+        Ok(ExtArgs { command: None }) => {
+            let help = match ExtArgs::from_args(&["zut ext"], &["--help"]) {
+                Err(e) => e.output,
+                Ok(_) => String::new(),
+            };
+            Parsed::Missing(help)
+        }
+        Err(early) => match early.status {
+            Ok(()) => Parsed::Help(early.output),
+            Err(()) => Parsed::Usage(early.output.trim_end().to_string()),
+        },
+    }
+}
+
+/// The subcommand named in `args` (after alias resolution), for messages.
+pub(crate) fn subcommand_of(args: &[String]) -> &'static str {
+    let word = args.get(first_word(args)).map(String::as_str);
+    match word {
+        Some("ls") => "list",
+        Some("rm") => "remove",
+        Some(w) => NAMES.iter().find(|n| **n == w).copied().unwrap_or(""),
+        None => "",
+    }
+}
+
+/// Index of the first word that is not a flag (the subcommand's place).
+fn first_word(args: &[String]) -> usize {
+    args.iter()
+        .position(|a| !a.starts_with('-'))
+        .unwrap_or(args.len())
+}
+
+/// Checks argh cannot express: exclusive flags, values that must not be
+/// blank.
+fn check(command: &ExtCommand) -> Result<(), String> {
+    let both = match command {
+        ExtCommand::Remove(r) => r.project && r.global,
+        ExtCommand::Enable(e) => e.project && e.global,
+        ExtCommand::Disable(d) => d.project && d.global,
+        _ => false,
+    };
+    if both {
+        return Err("--project and --global exclude each other".into());
+    }
+    if let ExtCommand::Install(i) = command {
+        if i.build.as_deref().is_some_and(|b| b.trim().is_empty()) {
+            return Err("option \"--build\" needs a value: go or cargo".into());
+        }
+    }
+    Ok(())
+}
+
+/// The management-relevant global flags given before `ext`.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Parsed {
-    /// `-h` or `--help` was given.
-    pub help: bool,
-    /// Canonical names of the switches given.
-    switches: Vec<&'static str>,
-    /// Canonical names and values of the valued options given.
-    values: Vec<(&'static str, String)>,
-    /// Everything else, in order.
-    pub positionals: Vec<String>,
+pub struct Globals {
+    /// `--ext PATH` / `-e PATH`, in order, as given.
+    pub ext_paths: Vec<String>,
+    /// `--no-extensions` or `--no-ext`.
+    pub no_extensions: bool,
+    /// `--cwd DIR`.
+    pub cwd: Option<String>,
 }
 
-impl Parsed {
-    /// Whether the switch with canonical name `name` was given.
-    pub(crate) fn has(&self, name: &str) -> bool {
-        self.switches.contains(&name)
-    }
+/// zut's global flags that take a value (both spellings where there are
+/// two); every other global flag is a switch.
+const VALUED: &[&str] = &[
+    "--mode",
+    "--ext",
+    "-e",
+    "--provider",
+    "--model",
+    "--base-url",
+    "--api-key",
+    "--script",
+    "--script-log",
+    "--cwd",
+    "--session",
+    "--max-steps",
+];
+const SWITCHES: &[&str] = &[
+    "-p",
+    "--print",
+    "--no-extensions",
+    "--no-ext",
+    "--yolo",
+    "--continue",
+    "--no-session",
+    "--version",
+];
 
-    /// The value of the option with canonical name `name`.
-    pub(crate) fn value(&self, name: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Parses `args` against `opts`.
-pub(crate) fn parse(args: &[String], opts: &[Opt]) -> Result<Parsed, String> {
-    let mut parsed = Parsed::default();
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        if arg == "--" {
-            parsed.positionals.extend(iter.by_ref().cloned());
-            break;
+/// Splits `zut [flags…] ext …`. `None`: not an `ext` invocation (a prompt,
+/// `--help`, an unknown flag: the main parser deals with it). `Some(Err)`:
+/// an `ext` invocation with a global flag that does not apply to it.
+pub(crate) fn split_ext(args: &[String]) -> Option<Result<(Globals, &[String]), String>> {
+    let mut globals = Globals::default();
+    let mut refused: Option<String> = None;
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].as_str();
+        if arg == "ext" {
+            return Some(match refused {
+                Some(flag) => Err(format!(
+                    "{flag} does not apply to \"zut ext\"; give it without the flag{}",
+                    if matches!(flag.as_str(), "-p" | "--print" | "--mode") {
+                        " (to send the prompt \"ext\", write zut -p -- ext …)"
+                    } else {
+                        ""
+                    }
+                )),
+                None => Ok((globals, &args[i + 1..])),
+            });
         }
-        if arg == "-h" || arg == "--help" {
-            parsed.help = true;
-            continue;
-        }
-        if !arg.starts_with('-') || arg == "-" {
-            parsed.positionals.push(arg.clone());
-            continue;
+        if !arg.starts_with('-') || arg == "--" {
+            return None;
         }
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (arg.as_str(), None),
+            _ => (arg, None),
         };
-        let opt = opts
-            .iter()
-            .find(|o| o.names.contains(&flag))
-            .ok_or_else(|| format!("unknown option \"{flag}\""))?;
-        let canonical = opt.names[0];
-        if !opt.takes_value {
-            if inline.is_some() {
-                return Err(format!("option \"{canonical}\" takes no value"));
+        if VALUED.contains(&flag) {
+            let value = match inline {
+                Some(v) => v,
+                None => {
+                    i += 1;
+                    args.get(i)?.clone()
+                }
+            };
+            match flag {
+                "--ext" | "-e" => globals.ext_paths.push(value),
+                "--cwd" => globals.cwd = Some(value),
+                _ => {
+                    refused.get_or_insert_with(|| flag.to_string());
+                }
             }
-            if !parsed.has(canonical) {
-                parsed.switches.push(canonical);
+        } else if SWITCHES.contains(&flag) && inline.is_none() {
+            match flag {
+                "--no-extensions" | "--no-ext" => globals.no_extensions = true,
+                _ => {
+                    refused.get_or_insert_with(|| flag.to_string());
+                }
             }
-            continue;
+        } else {
+            return None;
         }
-        let value = match inline {
-            Some(v) => v,
-            None => iter
-                .next()
-                .cloned()
-                .ok_or_else(|| format!("option \"{canonical}\" needs a value"))?,
-        };
-        if value.trim().is_empty() {
-            return Err(format!("option \"{canonical}\" needs a value"));
-        }
-        if parsed.value(canonical).is_some() {
-            return Err(format!("option \"{canonical}\" given more than once"));
-        }
-        parsed.values.push((canonical, value));
+        i += 1;
     }
-    Ok(parsed)
+    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const OPTS: &[Opt] = &[
-        Opt {
-            names: &["--follow", "-f"],
-            takes_value: false,
-        },
-        Opt {
-            names: &["--build"],
-            takes_value: true,
-        },
-    ];
+    fn v(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
 
-    fn p(args: &[&str]) -> Result<Parsed, String> {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        parse(&args, OPTS)
+    fn p(args: &[&str]) -> Parsed {
+        parse_ext(&v(args))
     }
 
     #[test]
-    fn forms() {
-        let a = p(&["x", "-f", "--build=go"]).unwrap();
-        assert!(a.has("--follow"));
-        assert_eq!(a.value("--build"), Some("go"));
-        assert_eq!(a.positionals, ["x"]);
-        let b = p(&["--build", "cargo", "--", "-weird"]).unwrap();
-        assert_eq!(b.value("--build"), Some("cargo"));
-        assert_eq!(b.positionals, ["-weird"]);
-        assert!(p(&["x", "--help"]).unwrap().help);
+    fn every_subcommand_and_its_flags() {
+        assert_eq!(
+            p(&["install", "--build=go", "--force", "./x"]),
+            Parsed::Run(ExtCommand::Install(Install {
+                force: true,
+                build: Some("go".into()),
+                source: "./x".into()
+            }))
+        );
+        assert_eq!(
+            p(&["rm", "-y", "--project", "x"]),
+            Parsed::Run(ExtCommand::Remove(Remove {
+                project: true,
+                global: false,
+                yes: true,
+                name: "x".into()
+            }))
+        );
+        assert!(matches!(
+            p(&["ls", "--json"]),
+            Parsed::Run(ExtCommand::List(List { json: true }))
+        ));
+        assert!(matches!(
+            p(&["logs", "-f", "w"]),
+            Parsed::Run(ExtCommand::Logs(Logs { follow: true, .. }))
+        ));
+        assert!(matches!(
+            p(&["doctor", "a", "b"]),
+            Parsed::Run(ExtCommand::Doctor(Doctor { json: false, ref names })) if names.len() == 2
+        ));
+        assert!(matches!(
+            p(&["enable", "x"]),
+            Parsed::Run(ExtCommand::Enable(_))
+        ));
+        assert!(matches!(
+            p(&["disable", "--global", "x"]),
+            Parsed::Run(ExtCommand::Disable(_))
+        ));
     }
 
     #[test]
-    fn errors_name_the_option() {
-        assert!(p(&["--nope"]).unwrap_err().contains("--nope"));
-        assert!(p(&["--build"]).unwrap_err().contains("needs a value"));
-        assert!(p(&["--build="]).unwrap_err().contains("needs a value"));
-        assert!(p(&["--build=go", "--build", "go"])
+    fn help_missing_and_errors() {
+        assert!(matches!(p(&[]), Parsed::Missing(h) if h.contains("install")));
+        assert!(matches!(p(&["help"]), Parsed::Help(h) if h.contains("doctor")));
+        assert!(matches!(p(&["help", "install"]), Parsed::Help(h) if h.contains("--force")));
+        assert!(matches!(p(&["logs", "--help"]), Parsed::Help(h) if h.contains("--follow")));
+        assert_eq!(p(&["instal"]), Parsed::Unknown("instal".into()));
+        assert!(matches!(p(&["install"]), Parsed::Usage(_)));
+        assert!(matches!(p(&["install", "a", "b"]), Parsed::Usage(_)));
+        assert!(matches!(p(&["list", "--bogus"]), Parsed::Usage(m) if m.contains("--bogus")));
+        assert!(matches!(p(&["install", "--build="]), Parsed::Usage(_)));
+        assert!(matches!(
+            p(&["enable", "--project", "--global", "x"]),
+            Parsed::Usage(m) if m.contains("exclude")
+        ));
+    }
+
+    #[test]
+    fn globals_before_ext() {
+        let args = v(&["--no-ext", "-e", "a", "--cwd=d", "ext", "list"]);
+        let (g, rest) = split_ext(&args).unwrap().unwrap();
+        assert_eq!(
+            g,
+            Globals {
+                ext_paths: vec!["a".into()],
+                no_extensions: true,
+                cwd: Some("d".into())
+            }
+        );
+        assert_eq!(rest, ["list"]);
+        let args = v(&["--yolo", "ext", "list"]);
+        assert!(split_ext(&args).unwrap().unwrap_err().contains("--yolo"));
+        let args = v(&["--provider", "openai", "ext"]);
+        assert!(split_ext(&args)
+            .unwrap()
             .unwrap_err()
-            .contains("more than once"));
-        assert!(p(&["--follow=yes"]).unwrap_err().contains("takes no value"));
+            .contains("--provider"));
+        assert_eq!(split_ext(&v(&["-p", "hello", "ext"])), None);
+        assert_eq!(split_ext(&v(&["-p", "--", "ext"])), None);
+        assert_eq!(split_ext(&v(&["--bogus", "ext"])), None);
+        assert_eq!(split_ext(&v(&["ext list"])), None);
     }
 }

@@ -9,7 +9,7 @@
 //! the build creates in the source is deleted again. A failed build's error
 //! carries the last lines of its stderr.
 
-use super::process::{self, Output};
+use super::process;
 use super::{Failure, Io, Outcome};
 use crate::host::manifest::{self, Exec, Manifest};
 use std::fs;
@@ -203,7 +203,7 @@ pub(crate) fn package_name(toml: &str) -> Option<String> {
 
 fn run_build(cmd: &mut Command, job: &Job<'_>, io: &mut Io<'_>) -> Outcome {
     let what = format!("{} build", job.builder.tool());
-    let done = process::run(cmd, &what, Output::CollectStderr, &io.cancel)?;
+    let done = process::run(cmd, &what, &io.cancel)?;
     if done.status.success() {
         return Ok(());
     }

@@ -7,26 +7,27 @@
 //! - in-tree symlinks to files are copied as regular files; in-tree symlinks
 //!   to directories are recreated as relative links (no cycles, no
 //!   duplication), so the installed copy is self-contained;
-//! - `.git` is never copied; paths the source's root `.gitignore` excludes
-//!   are skipped, except the *required* paths (the manifest, the in-tree
-//!   executable, declared skills directories) and the directories leading
-//!   to them;
+//! - everything is copied except `.git` and the plan's `exclude` paths (a
+//!   build tool's output directory); `.gitignore` is *not* applied, since
+//!   built files such as `dist/index.js` are usually ignored and are
+//!   exactly what must be installed. An excluded path that holds or leads
+//!   to a *required* path (the manifest, a file `exec` or `args` names) is
+//!   copied after all;
 //! - file mode bits are preserved; directories keep theirs plus owner
 //!   `rwx`, so the installed copy can always be removed again;
 //! - the walk checks cancellation between entries.
 
 use super::{Failure, Outcome};
 use crate::cancel::CancelToken;
-use crate::ignore::Ignore;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
-/// What to copy and what to leave out.
-pub(crate) struct Plan<'a> {
-    /// The root `.gitignore`.
-    pub ignore: &'a Ignore,
-    /// Paths relative to the source root that are copied even if ignored.
+/// What to leave out.
+pub(crate) struct Plan {
+    /// Paths relative to the source root not to copy (besides `.git`).
+    pub exclude: Vec<PathBuf>,
+    /// Paths relative to the source root that are copied even if excluded.
     pub required: Vec<PathBuf>,
     /// A directory never to enter (the staging directory, should it lie
     /// inside the source).
@@ -36,7 +37,7 @@ pub(crate) struct Plan<'a> {
 /// Per-walk state.
 struct Walk<'a> {
     root: PathBuf,
-    plan: &'a Plan<'a>,
+    plan: &'a Plan,
     cancel: &'a CancelToken,
     warnings: &'a mut Vec<String>,
 }
@@ -46,7 +47,7 @@ struct Walk<'a> {
 pub(crate) fn copy_tree(
     src: &Path,
     dst: &Path,
-    plan: &Plan<'_>,
+    plan: &Plan,
     cancel: &CancelToken,
     warnings: &mut Vec<String>,
 ) -> Outcome {
@@ -58,7 +59,7 @@ pub(crate) fn copy_tree(
         cancel,
         warnings,
     };
-    walk.dir(&root, dst, Path::new(""), false)?;
+    walk.dir(&root, dst, Path::new(""))?;
     let mode = fs::metadata(&root)
         .map(|m| m.permissions().mode())
         .unwrap_or(0o755);
@@ -67,8 +68,8 @@ pub(crate) fn copy_tree(
 
 impl Walk<'_> {
     /// Copies the children of `src` (an in-tree directory, canonical) into
-    /// `dst`. Under an ignored directory only required paths are copied.
-    fn dir(&mut self, src: &Path, dst: &Path, rel: &Path, under_ignored: bool) -> Outcome {
+    /// `dst`.
+    fn dir(&mut self, src: &Path, dst: &Path, rel: &Path) -> Outcome {
         for name in sorted_children(src)? {
             if self.cancel.is_cancelled() {
                 return Err(Failure::Interrupted);
@@ -81,22 +82,24 @@ impl Walk<'_> {
                 continue;
             }
             let child_rel = rel.join(&name);
-            let meta = fs::symlink_metadata(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let required = self.plan.required.iter().any(|r| child_rel.starts_with(r));
-            let leads_to_required = self.plan.required.iter().any(|r| r.starts_with(&child_rel));
-            let ignored = under_ignored || self.plan.ignore.is_ignored(&child_rel, meta.is_dir());
-            if ignored && !required && !leads_to_required {
+            let excluded = self.plan.exclude.contains(&child_rel);
+            let needed = self
+                .plan
+                .required
+                .iter()
+                .any(|r| r.starts_with(&child_rel) || child_rel.starts_with(r));
+            if excluded && !needed {
                 continue;
             }
+            let meta = fs::symlink_metadata(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             let target = dst.join(&name);
-            let still_ignored = ignored && !required;
             if meta.file_type().is_symlink() {
                 self.symlink(&path, &target, &child_rel)?;
             } else if meta.is_dir() {
                 fs::create_dir(&target)
                     .map_err(|e| format!("cannot create {}: {e}", target.display()))?;
-                self.dir(&path, &target, &child_rel, still_ignored)?;
+                self.dir(&path, &target, &child_rel)?;
                 set_mode(&target, meta.permissions().mode() | 0o700)?;
             } else if meta.is_file() {
                 copy_file(&path, &target)?;

@@ -36,6 +36,7 @@ pub struct Report {
     /// `ready`, `auto-ready`, or absent when not running.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready: Option<&'static str>,
+    /// Command names without the leading `/` (as in `ext_loaded`).
     pub commands: Vec<String>,
     pub tools: Vec<String>,
     pub conflicts: Vec<String>,
@@ -223,11 +224,15 @@ pub fn render_text(reports: &[Report]) -> String {
         if r.status == "disabled" {
             field(
                 "note",
-                "disabled in extension.json; enable it with: zut ext enable NAME",
+                &format!(
+                    "disabled in extension.json; enable it with: zut ext enable {}",
+                    r.name
+                ),
             );
         }
         if !r.commands.is_empty() {
-            field("commands", &r.commands.join(" "));
+            let slashed: Vec<String> = r.commands.iter().map(|c| format!("/{c}")).collect();
+            field("commands", &slashed.join(" "));
         }
         if !r.tools.is_empty() {
             field("tools", &r.tools.join(" "));

@@ -1,10 +1,10 @@
 //! The `zut ext` router and the small subcommands (`list`, `remove`,
 //! `enable`, `disable`, `logs`, `doctor`); `install` lives in its own module.
 //!
-//! Every subcommand is a [`Command`] row: name, usage, help, options and a
-//! function. The router parses the options, answers `--help`, runs the
-//! function and turns its [`Failure`] into one stderr line and an exit
-//! code. Help goes to stdout (it is what was asked for).
+//! The command line is declared in [`super::args`] (argh); the router
+//! answers `--help` (on stdout: it is what was asked for), has one match
+//! arm per subcommand, and turns a [`Failure`] into one stderr line and an
+//! exit code. `zut ext` alone prints the help on stderr and exits 2.
 //!
 //! Name lookup for `remove`/`enable`/`disable`: an installed extension is
 //! found by directory name, else by manifest name, in the project
@@ -13,7 +13,7 @@
 //! `disable` the project copy (the one zut loads in this directory), and a
 //! note names the other; `--project` / `--global` choose explicitly.
 
-use super::args::{self, Opt, Parsed};
+use super::args::{self, ExtCommand, Parsed};
 use super::edit::{self, Change};
 use super::install::{self, Request};
 use super::{builder::Builder, list, logs, suggest};
@@ -24,231 +24,64 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-/// One subcommand.
-struct Command {
-    name: &'static str,
-    alias: Option<&'static str>,
-    usage: &'static str,
-    summary: &'static str,
-    help: &'static str,
-    opts: &'static [Opt],
-    run: fn(&Parsed, &CliContext, &mut Io<'_>) -> Outcome,
-}
-
-const JSON: Opt = Opt {
-    names: &["--json"],
-    takes_value: false,
-};
-const SCOPE: [Opt; 2] = [
-    Opt {
-        names: &["--project"],
-        takes_value: false,
-    },
-    Opt {
-        names: &["--global"],
-        takes_value: false,
-    },
-];
-
-const COMMANDS: &[Command] = &[
-    Command {
-        name: "list",
-        alias: Some("ls"),
-        usage: "zut ext list [--json]",
-        summary: "list extensions and whether zut will load them (alias: ls)",
-        help: "\
-Lists every extension zut finds, in load order: --ext paths, then project
-(<cwd>/.zut/extensions), then global ($ZUT_HOME/extensions). Each row shows
-name, version, status (enabled, disabled, shadowed by a higher-priority
-copy of the same name, invalid), source, description and directory.
-
-options:
-  --json      print a JSON array of objects instead of the table
-  -h, --help  show this help",
-        opts: &[JSON],
-        run: run_list,
-    },
-    Command {
-        name: "install",
-        alias: None,
-        usage: "zut ext install [--force] [--build=go|cargo] <path|git-url>",
-        summary: "copy or clone an extension into $ZUT_HOME/extensions",
-        help: "\
-Installs an extension into $ZUT_HOME/extensions/<name>, where <name> is the
-manifest's name. A local directory is copied (without .git, honouring its
-root .gitignore except for the manifest, the executable, skills and
-themes); a git URL (https://, ssh://, git://, file://, user@host:path, or
-ending in .git) is shallow-cloned with hooks and submodules off. The copy
-is validated (extension.json, an executable exec) before it is moved into
-place; on any failure nothing is installed. Nothing is built unless
---build is given.
-
-options:
-  --force              replace an installed extension of the same name
-  --build=go|cargo     build a local source first: go build -trimpath, or
-                       cargo build --release; the manifest's relative exec
-                       is written into the installed copy, the source is
-                       left untouched
-  -h, --help           show this help",
-        opts: &[
-            Opt {
-                names: &["--force"],
-                takes_value: false,
-            },
-            Opt {
-                names: &["--build"],
-                takes_value: true,
-            },
-        ],
-        run: run_install,
-    },
-    Command {
-        name: "remove",
-        alias: Some("rm"),
-        usage: "zut ext remove [--project|--global] <name>",
-        summary: "delete an installed extension (alias: rm)",
-        help: "\
-Deletes an installed extension's directory, without asking. The global copy
-($ZUT_HOME/extensions/<name>) is taken when there is one, else the project
-copy (<cwd>/.zut/extensions/<name>).
-
-options:
-  --project   remove the project copy
-  --global    remove the global copy
-  -h, --help  show this help",
-        opts: &SCOPE,
-        run: run_remove,
-    },
-    Command {
-        name: "enable",
-        alias: None,
-        usage: "zut ext enable [--project|--global] <name>",
-        summary: "re-enable a disabled extension",
-        help: "\
-Sets \"enabled\": true in the extension's extension.json, changing nothing
-else in the file. Takes effect the next time zut starts (or on
-/reload-ext). When both a project and a global copy exist, the project copy
-(the one zut loads here) is changed.
-
-options:
-  --project   change the project copy
-  --global    change the global copy
-  -h, --help  show this help",
-        opts: &SCOPE,
-        run: run_enable,
-    },
-    Command {
-        name: "disable",
-        alias: None,
-        usage: "zut ext disable [--project|--global] <name>",
-        summary: "disable an extension without removing it",
-        help: "\
-Sets \"enabled\": false in the extension's extension.json, changing nothing
-else in the file. Takes effect the next time zut starts (or on
-/reload-ext). When both a project and a global copy exist, the project copy
-(the one zut loads here) is changed.
-
-options:
-  --project   change the project copy
-  --global    change the global copy
-  -h, --help  show this help",
-        opts: &SCOPE,
-        run: run_disable,
-    },
-    Command {
-        name: "logs",
-        alias: None,
-        usage: "zut ext logs [-f|--follow] <name>",
-        summary: "print an extension's stderr log",
-        help: "\
-Prints $ZUT_HOME/logs/ext-<name>.log, where zut appends the extension's
-stderr and its own notes about it.
-
-options:
-  -f, --follow  keep printing what is appended until interrupted (Ctrl+C)
-  -h, --help    show this help",
-        opts: &[Opt {
-            names: &["--follow", "-f"],
-            takes_value: false,
-        }],
-        run: run_logs,
-    },
-    Command {
-        name: "doctor",
-        alias: None,
-        usage: "zut ext doctor [--json] [NAME...]",
-        summary: "diagnose loading, registration and conflicts",
-        help: "\
-Runs the same discovery and startup as zut and reports what happened:
-manifest errors, disabled and shadowed extensions, load errors, ready or
-auto-ready, registered commands and tools, conflicts, warnings and log
-paths. With NAMEs, everything still starts (conflicts depend on it) but
-only those are reported. Exit status 0 when everything is healthy (no
-error, warning or conflict), 1 otherwise.
-
-options:
-  --json      print the report as JSON
-  -h, --help  show this help",
-        opts: &[JSON],
-        run: run_doctor,
-    },
-];
-
 /// Runs `zut ext <args…>`; returns the exit code.
 pub(crate) fn dispatch(args: &[String], ctx: &CliContext, io: &mut Io<'_>) -> i32 {
-    let Some(first) = args.first() else {
-        let _ = io.out.write_all(overview().as_bytes());
-        return 0;
-    };
-    if matches!(first.as_str(), "help" | "-h" | "--help") {
-        return match args.get(1) {
-            None => {
-                let _ = io.out.write_all(overview().as_bytes());
-                0
-            }
-            Some(sub) => match find(sub) {
-                Some(cmd) => {
-                    let _ = writeln!(io.out, "usage: {}\n\n{}", cmd.usage, cmd.help);
-                    0
-                }
-                None => unknown(sub, io),
-            },
-        };
-    }
-    let Some(cmd) = find(first) else {
-        return unknown(first, io);
-    };
-    let result = match args::parse(&args[1..], cmd.opts) {
-        Err(m) => Err(Failure::Usage(m)),
-        Ok(p) if p.help => {
-            let _ = writeln!(io.out, "usage: {}\n\n{}", cmd.usage, cmd.help);
-            Ok(())
+    let command = match args::parse_ext(args) {
+        Parsed::Run(command) => command,
+        Parsed::Help(text) => {
+            let _ = writeln!(io.out, "{}", text.trim_end());
+            return 0;
         }
-        Ok(p) => (cmd.run)(&p, ctx, io),
+        Parsed::Missing(help) => {
+            let _ = writeln!(io.err, "{}", help.trim_end());
+            let _ = writeln!(io.err, "zut ext: missing command");
+            return 2;
+        }
+        Parsed::Usage(message) => {
+            let sub = args::subcommand_of(args);
+            let _ = writeln!(
+                io.err,
+                "zut ext {sub}: {}\nrun \"zut ext {sub} --help\" for usage",
+                message.trim_end().replace('\n', "\n  ")
+            );
+            return 2;
+        }
+        Parsed::Unknown(sub) => return unknown(&sub, io),
     };
-    finish(cmd, result, io)
+    // One arm per subcommand; new ones (`new`, `test`, `trust`, `untrust`)
+    // get their own.
+    let (name, result) = match &command {
+        ExtCommand::List(c) => ("list", run_list(c.json, ctx, io)),
+        ExtCommand::Install(c) => ("install", run_install(c, ctx, io)),
+        ExtCommand::Remove(c) => (
+            "remove",
+            run_remove(&c.name, scope(c.project, c.global), ctx, io),
+        ),
+        ExtCommand::Enable(c) => (
+            "enable",
+            set_enabled(&c.name, scope(c.project, c.global), ctx, io, true),
+        ),
+        ExtCommand::Disable(c) => (
+            "disable",
+            set_enabled(&c.name, scope(c.project, c.global), ctx, io, false),
+        ),
+        ExtCommand::Logs(c) => ("logs", logs::logs(&c.name, c.follow, &ctx.zut_home, io)),
+        ExtCommand::Doctor(c) => ("doctor", super::doctor::run(&c.names, c.json, ctx, io)),
+    };
+    finish(name, result, io)
 }
 
-fn find(name: &str) -> Option<&'static Command> {
-    COMMANDS
-        .iter()
-        .find(|c| c.name == name || c.alias == Some(name))
-}
-
-fn overview() -> String {
-    let mut s =
-        String::from("usage: zut ext <command> [options]\n\nManage zut extensions.\n\ncommands:\n");
-    for c in COMMANDS {
-        s.push_str(&format!("  {:<9}{}\n", c.name, c.summary));
+/// `--project` / `--global` (the parser refuses both at once).
+fn scope(project: bool, global: bool) -> Option<Source> {
+    match (project, global) {
+        (true, _) => Some(Source::Project),
+        (_, true) => Some(Source::Global),
+        _ => None,
     }
-    s.push_str("  help     show help for a command (zut ext help <command>)\n\n");
-    s.push_str("Run \"zut ext <command> --help\" for a command's options; see also man zut-ext.\n");
-    s
 }
 
 fn unknown(sub: &str, io: &mut Io<'_>) -> i32 {
-    let names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
-    let mut hint = suggest::did_you_mean(&suggest::suggestions(sub, names));
+    let mut hint = suggest::did_you_mean(&suggest::suggestions(sub, args::NAMES.iter().copied()));
     if hint.is_empty() {
         hint = "; run \"zut ext help\" for the list".into();
     }
@@ -256,48 +89,28 @@ fn unknown(sub: &str, io: &mut Io<'_>) -> i32 {
     2
 }
 
-fn finish(cmd: &Command, result: Outcome, io: &mut Io<'_>) -> i32 {
+fn finish(name: &str, result: Outcome, io: &mut Io<'_>) -> i32 {
     match result {
         Ok(()) | Err(Failure::StdoutClosed) => 0,
         Err(Failure::Usage(m)) => {
-            let _ = writeln!(io.err, "zut ext {}: {m}\nusage: {}", cmd.name, cmd.usage);
+            let _ = writeln!(
+                io.err,
+                "zut ext {name}: {m}\nrun \"zut ext {name} --help\" for usage"
+            );
             2
         }
         Err(Failure::Error(m)) => {
-            let _ = writeln!(io.err, "zut ext {}: {m}", cmd.name);
+            let _ = writeln!(io.err, "zut ext {name}: {m}");
             1
         }
         Err(Failure::Interrupted) => {
-            let _ = writeln!(
-                io.err,
-                "zut ext {}: interrupted; nothing was changed",
-                cmd.name
-            );
+            let _ = writeln!(io.err, "zut ext {name}: interrupted; nothing was changed");
             130
         }
     }
 }
 
-/// The one positional argument a command takes.
-fn one_positional<'a>(p: &'a Parsed, what: &str) -> Outcome<&'a str> {
-    match p.positionals.as_slice() {
-        [one] => Ok(one),
-        [] => Err(Failure::Usage(format!("missing {what}"))),
-        [_, extra, ..] => Err(Failure::Usage(format!(
-            "unexpected argument \"{extra}\" (only one {what} is taken)"
-        ))),
-    }
-}
-
-fn no_positionals(p: &Parsed) -> Outcome {
-    match p.positionals.first() {
-        None => Ok(()),
-        Some(extra) => Err(Failure::Usage(format!("unexpected argument \"{extra}\""))),
-    }
-}
-
-fn run_list(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
-    no_positionals(p)?;
+fn run_list(json: bool, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
     let entries = discovery::discover(&Options {
         cwd: ctx.cwd.clone(),
         zut_home: ctx.zut_home.clone(),
@@ -305,7 +118,7 @@ fn run_list(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
         no_extensions: ctx.no_extensions,
     });
     let rows = list::rows(&entries);
-    let text = if p.has("--json") {
+    let text = if json {
         list::render_json(&rows)
     } else if rows.is_empty() {
         let _ = writeln!(
@@ -322,28 +135,19 @@ fn run_list(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
         .map_err(logs::stdout_error)
 }
 
-fn run_install(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
-    let source = one_positional(p, "<path|git-url>")?;
-    let build = p
-        .value("--build")
+fn run_install(c: &args::Install, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
+    let build = c
+        .build
+        .as_deref()
         .map(Builder::parse)
         .transpose()
         .map_err(Failure::Usage)?;
     let req = Request {
-        source: source.to_string(),
-        force: p.has("--force"),
+        source: c.source.clone(),
+        force: c.force,
         build,
     };
     install::install(&req, ctx, io)
-}
-
-fn run_logs(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
-    let name = one_positional(p, "extension name")?;
-    logs::logs(name, p.has("--follow"), &ctx.zut_home, io)
-}
-
-fn run_doctor(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
-    super::doctor::run(&p.positionals, p.has("--json"), ctx, io)
 }
 
 /// An installed extension directory that a name refers to.
@@ -399,20 +203,10 @@ fn targets(name: &str, ctx: &CliContext, entries: &[Entry]) -> Vec<Target> {
 /// else `prefer` when both scopes have one (the other is returned too).
 fn choose(
     name: &str,
-    p: &Parsed,
+    wanted: Option<Source>,
     ctx: &CliContext,
     prefer: Source,
 ) -> Outcome<(Target, Option<Target>)> {
-    let wanted = match (p.has("--project"), p.has("--global")) {
-        (true, true) => {
-            return Err(Failure::Usage(
-                "--project and --global exclude each other".into(),
-            ))
-        }
-        (true, false) => Some(Source::Project),
-        (false, true) => Some(Source::Global),
-        (false, false) => None,
-    };
     let entries = installed(ctx);
     let mut found = targets(name, ctx, &entries);
     if let Some(scope) = wanted {
@@ -462,9 +256,8 @@ fn other_note(other: &Option<Target>, verb: &str, flag: &str, io: &mut Io<'_>) {
     }
 }
 
-fn run_remove(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
-    let name = one_positional(p, "extension name")?;
-    let (target, other) = choose(name, p, ctx, Source::Global)?;
+fn run_remove(name: &str, wanted: Option<Source>, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
+    let (target, other) = choose(name, wanted, ctx, Source::Global)?;
     let dir = &target.dir;
     let link = fs::symlink_metadata(dir)
         .map(|m| m.file_type().is_symlink())
@@ -501,17 +294,14 @@ fn run_remove(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
     Ok(())
 }
 
-fn run_enable(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
-    set_enabled(p, ctx, io, true)
-}
-
-fn run_disable(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
-    set_enabled(p, ctx, io, false)
-}
-
-fn set_enabled(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>, enabled: bool) -> Outcome {
-    let name = one_positional(p, "extension name")?;
-    let (target, other) = choose(name, p, ctx, Source::Project)?;
+fn set_enabled(
+    name: &str,
+    wanted: Option<Source>,
+    ctx: &CliContext,
+    io: &mut Io<'_>,
+    enabled: bool,
+) -> Outcome {
+    let (target, other) = choose(name, wanted, ctx, Source::Project)?;
     let word = if enabled { "enabled" } else { "disabled" };
     let path = target.dir.join(MANIFEST_FILE);
     let real =
@@ -530,7 +320,7 @@ fn set_enabled(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>, enabled: bool) -> 
             write_atomically(&real, &new)?;
             let _ = writeln!(
                 io.err,
-                "{word} {name} in {}; takes effect the next time zut starts (or on /reload-ext)",
+                "{word} {name} in {}; takes effect the next time zut starts",
                 path.display()
             );
         }

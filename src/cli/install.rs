@@ -19,11 +19,10 @@
 
 use super::builder::{self, Builder, Job};
 use super::copy::{self, Plan};
-use super::process::{self, Output};
+use super::process;
 use super::{CliContext, Failure, Io, Outcome};
 use crate::host::discovery;
 use crate::host::manifest::{self, Exec, Manifest, ManifestError, MANIFEST_FILE};
-use crate::ignore::{Ignore, IgnoreFile};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -150,7 +149,22 @@ fn stage(
 ) -> Outcome<Manifest> {
     match origin {
         Origin::Local(src) => stage_local(src, req, root, staging, io, warnings)?,
-        Origin::Git(url) => stage_git(url, staging, io)?,
+        Origin::Git(url) => {
+            stage_git(url, staging, io)?;
+            // The name is known only from the cloned manifest: refuse an
+            // existing one now, before any checks on the clone.
+            if let (false, Ok(m)) = (req.force, manifest::load(staging)) {
+                let dest = root.join(&m.name);
+                if dest.symlink_metadata().is_ok() {
+                    return Err(format!(
+                        "the manifest cloned from {url} names the extension \"{}\", and {}",
+                        m.name,
+                        exists(&dest, &m.name)
+                    )
+                    .into());
+                }
+            }
+        }
     }
     validate_staged(staging, origin, warnings)
 }
@@ -179,9 +193,15 @@ fn stage_local(
         Some(b) => Some((b, builder::preflight(b, &m, src)?)),
         None => None,
     };
-    let ignore = root_ignore(src, warnings);
+    // A cargo build gets a fresh target directory of its own; a stale
+    // `target/` in the source is the build tool's output, not the
+    // extension.
+    let exclude = match req.build {
+        Some(Builder::Cargo) => vec![PathBuf::from("target")],
+        _ => Vec::new(),
+    };
     let plan = Plan {
-        ignore: &ignore,
+        exclude,
         required: required_paths(&m, src),
         skip: fs::canonicalize(staging).ok(),
     };
@@ -200,17 +220,27 @@ fn stage_local(
     Ok(())
 }
 
-/// Paths (relative to `src`) copied even if `.gitignore` excludes them:
-/// the manifest, the executable (and the in-tree file a link to it
-/// resolves to), declared skills directories and theme files.
+/// Paths (relative to `src`) always copied: the manifest, the executable
+/// (and the in-tree file a link to it resolves to), the files `args` names,
+/// declared skills directories and theme files.
 fn required_paths(m: &Manifest, src: &Path) -> Vec<PathBuf> {
     let mut out = vec![PathBuf::from(MANIFEST_FILE)];
-    if let Some(Exec::Relative { configured, path }) = &m.exec {
-        out.extend(manifest::lexically_inside(Path::new(configured)));
-        let real_root = fs::canonicalize(src).ok();
-        if let (Some(real_root), Ok(real)) = (real_root, fs::canonicalize(path)) {
-            out.extend(real.strip_prefix(&real_root).ok().map(Path::to_path_buf));
+    let real_root = fs::canonicalize(src).ok();
+    let mut named: Vec<&str> = m.args.iter().map(String::as_str).collect();
+    if let Some(Exec::Relative { configured, .. }) = &m.exec {
+        named.push(configured);
+    }
+    for n in named {
+        let Some(rel) = manifest::lexically_inside(Path::new(n)) else {
+            continue;
+        };
+        if src.join(&rel).symlink_metadata().is_err() {
+            continue;
         }
+        if let (Some(root), Ok(real)) = (&real_root, fs::canonicalize(src.join(&rel))) {
+            out.extend(real.strip_prefix(root).ok().map(Path::to_path_buf));
+        }
+        out.push(rel);
     }
     out.extend(
         m.skills
@@ -246,10 +276,23 @@ fn stage_git(url: &str, staging: &Path, io: &mut Io<'_>) -> Outcome {
         .arg(url)
         .arg(staging)
         .env("GIT_TERMINAL_PROMPT", "0");
-    let done = process::run(&mut cmd, "git", Output::PassToStderr, &io.cancel)?;
+    // git's progress chatter is kept back; it is shown only on failure.
+    let done = process::run(&mut cmd, "git", &io.cancel)?;
     if !done.status.success() {
+        let said = if done.tail.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; git said:\n{}",
+                done.tail
+                    .iter()
+                    .map(|l| super::term::clean_cell(l))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        };
         return Err(format!(
-            "git clone of {url} failed ({}); see git's message above; nothing was installed",
+            "git clone of {url} failed ({}); nothing was installed{said}",
             done.status
         )
         .into());
@@ -406,22 +449,6 @@ fn commit(
     }))
 }
 
-/// The source's root `.gitignore`, matched against paths relative to the
-/// source; an unreadable one is a warning, not a failure.
-fn root_ignore(src: &Path, warnings: &mut Vec<String>) -> Ignore {
-    let mut ignore = Ignore::new();
-    let path = src.join(".gitignore");
-    match fs::read(&path) {
-        Ok(bytes) => ignore.push(IgnoreFile::parse("", &String::from_utf8_lossy(&bytes))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => warnings.push(format!(
-            "cannot read {}: {e}; copying without it",
-            path.display()
-        )),
-    }
-    ignore
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -449,5 +476,46 @@ mod tests {
             Ok(Origin::Local(PathBuf::from("/w/a:b/c")))
         );
         assert!(classify("http://x/y", cwd).unwrap_err().contains("https"));
+    }
+
+    #[test]
+    fn files_named_by_exec_and_args_are_required() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path();
+        fs::create_dir_all(src.join("target/release")).unwrap();
+        fs::write(src.join("target/release/data.txt"), "d").unwrap();
+        fs::write(
+            src.join(MANIFEST_FILE),
+            r#"{"name":"x","exec":"./run","args":["--flag","target/release/data.txt","missing.txt"]}"#,
+        )
+        .unwrap();
+        fs::write(src.join("run"), "#!/bin/sh\n").unwrap();
+        let m = manifest::load(src).unwrap();
+        let required = required_paths(&m, src);
+        assert!(required.contains(&PathBuf::from("run")), "{required:?}");
+        assert!(
+            required.contains(&PathBuf::from("target/release/data.txt")),
+            "{required:?}"
+        );
+        assert!(!required.contains(&PathBuf::from("missing.txt")));
+        assert!(!required.contains(&PathBuf::from("--flag")));
+
+        // The excluded build directory is still copied for that file.
+        let dst = tempfile::tempdir().unwrap();
+        let plan = Plan {
+            exclude: vec![PathBuf::from("target")],
+            required,
+            skip: None,
+        };
+        let mut warnings = Vec::new();
+        copy::copy_tree(
+            src,
+            dst.path(),
+            &plan,
+            &crate::cancel::CancelToken::never(),
+            &mut warnings,
+        )
+        .unwrap();
+        assert!(dst.path().join("target/release/data.txt").is_file());
     }
 }

@@ -1,16 +1,15 @@
 //! Running the external tools `install` needs (git, go, cargo) so that a
 //! cancellation kills them and a failure can show what they said.
 //!
-//! The child's stdin is always closed (nothing may prompt). Either its
-//! output passes through to our stderr (git, whose messages the user should
-//! see as they come) or its stderr is collected and only the last
-//! [`TAIL_LINES`] lines are kept for the error message (builds).
+//! The child's stdin is always closed (nothing may prompt). Its stdout is
+//! discarded and its stderr collected; only the last [`TAIL_LINES`] lines
+//! are kept, for the error message when it fails (a successful clone or
+//! build says nothing).
 
 use super::{Failure, Outcome};
 use crate::cancel::CancelToken;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
-use std::os::fd::AsFd;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -20,44 +19,19 @@ pub(crate) const TAIL_LINES: usize = 20;
 /// How often a running child is checked for exit and cancellation.
 const POLL: Duration = Duration::from_millis(50);
 
-/// What to do with the child's output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Output {
-    /// stdout and stderr both go to our stderr.
-    PassToStderr,
-    /// stdout is discarded; stderr is collected (last lines kept).
-    CollectStderr,
-}
-
 /// How a child ended.
 #[derive(Debug)]
 pub(crate) struct Finished {
     pub status: ExitStatus,
-    /// The last lines of stderr (only with [`Output::CollectStderr`]).
+    /// The last lines of stderr.
     pub tail: Vec<String>,
 }
 
 /// Runs `cmd` to completion, killing it if `cancel` fires. `what` names the
 /// tool in errors ("git", "go build").
-pub(crate) fn run(
-    cmd: &mut Command,
-    what: &str,
-    output: Output,
-    cancel: &CancelToken,
-) -> Outcome<Finished> {
+pub(crate) fn run(cmd: &mut Command, what: &str, cancel: &CancelToken) -> Outcome<Finished> {
     cmd.stdin(Stdio::null());
-    match output {
-        Output::PassToStderr => {
-            let err = std::io::stderr()
-                .as_fd()
-                .try_clone_to_owned()
-                .map_err(|e| format!("cannot run {what}: {e}"))?;
-            cmd.stdout(Stdio::from(err)).stderr(Stdio::inherit());
-        }
-        Output::CollectStderr => {
-            cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-        }
-    }
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = cmd.spawn().map_err(|e| format!("cannot run {what}: {e}"))?;
     let collector = child.stderr.take().map(|stderr| {
         std::thread::spawn(move || {

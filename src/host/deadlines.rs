@@ -1,7 +1,7 @@
 //! Every deadline the host enforces, in one place.
 //!
-//! Each has the spec's default and an environment override (DESIGN §6) so
-//! tests can shorten it instead of sleeping. Values are read once per
+//! Each has the protocol's default and an environment override (listed in
+//! zut(1), ENVIRONMENT) so tests can shorten it instead of sleeping. Values are read once per
 //! [`Deadlines::from_env`] call, so a host built in a test sees the test's
 //! settings.
 

@@ -166,6 +166,35 @@ fn dir_name(dir: &Path) -> String {
         .unwrap_or_else(|| dir.display().to_string())
 }
 
+/// The hint for a command or tool nobody registered: manifests do not
+/// declare what an extension provides, so every disabled extension among
+/// `entries` is a candidate ("the disabled extension(s) a, b may provide
+/// it: zut ext enable a"). `None` when none is disabled.
+pub fn disabled_hint(entries: &[Entry]) -> Option<String> {
+    let mut names: Vec<String> = entries
+        .iter()
+        .filter(|e| matches!(e.status, Status::Disabled(_)))
+        .map(Entry::name)
+        .collect();
+    names.dedup();
+    let first = names.first()?.clone();
+    Some(format!(
+        "the disabled extension(s) {} may provide it: zut ext enable {first}",
+        names.join(", ")
+    ))
+}
+
+/// [`disabled_hint`] over the installed extensions (project and global) of
+/// `cwd` and `zut_home`.
+pub fn disabled_hint_installed(cwd: &Path, zut_home: &Path) -> Option<String> {
+    disabled_hint(&discover(&Options {
+        cwd: cwd.to_path_buf(),
+        zut_home: zut_home.to_path_buf(),
+        ext_paths: Vec::new(),
+        no_extensions: false,
+    }))
+}
+
 /// `p` made absolute against `cwd`, without resolving symlinks.
 pub fn absolute(cwd: &Path, p: &Path) -> PathBuf {
     let joined = if p.is_absolute() {

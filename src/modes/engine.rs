@@ -32,6 +32,8 @@ pub struct EngineConfig {
     /// A person (TUI) or a client (RPC) answers confirmations; otherwise
     /// bash/write/edit without `--yolo` are refused.
     pub can_confirm: bool,
+    /// Said after "no command /x" when installed extensions are disabled.
+    pub disabled_hint: Option<String>,
 }
 
 /// One unit of work for the worker.
@@ -430,7 +432,7 @@ impl Worker {
         }
         let known = self.host.command(name).is_some();
         if !known && self.host.view().registry.gone_command(name).is_none() {
-            return self.fail(unknown_command(name, &self.host));
+            return self.fail(unknown_command(name, &self.host, self.config.disabled_hint.as_deref()));
         }
         let reply = match self.host.invoke_command(name, args.trim(), cancel) {
             Ok(r) => r,
@@ -484,7 +486,10 @@ impl Worker {
 
 /// "unknown command" with what is available and how to send the text as a
 /// prompt instead.
-pub fn unknown_command(name: &str, host: &HostHandle) -> String {
+pub fn unknown_command(name: &str, host: &HostHandle, disabled_hint: Option<&str>) -> String {
+    if let Some(hint) = disabled_hint {
+        return format!("no command /{name}; {hint}");
+    }
     let mut names: Vec<String> = host
         .view()
         .registry

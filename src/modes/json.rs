@@ -27,7 +27,7 @@ impl super::Front for JsonOut {
             self.failed = true;
         }
         // `submit` asks the interactive editor to queue a prompt; there is
-        // no editor here, so the spec has this mode ignore it.
+        // no editor here, so the protocol has this mode ignore it.
         if self.broken.load(Ordering::Relaxed)
             || matches!(
                 event,

@@ -16,7 +16,7 @@ use crate::frontend::Core;
 use crate::host::{self, HostHandle};
 use engine::{Engine, EngineConfig};
 
-/// Exit statuses (DESIGN §3).
+/// Exit statuses (zut(1), EXIT STATUS).
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
@@ -45,6 +45,7 @@ pub struct Run {
 pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
     let (tx, rx) = crossbeam_channel::unbounded::<Event>();
     let entries = host::discovery::discover(&run.discovery);
+    let disabled_hint = host::discovery::disabled_hint(&entries);
     let (zut_home, cwd) = (run.host.zut_home.clone(), run.host.cwd.clone());
     let (host, report) = match HostHandle::start(
         run.host.clone(),
@@ -95,6 +96,7 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
             max_steps: run.max_steps,
             yolo: run.yolo,
             can_confirm: false,
+            disabled_hint,
         },
     );
     // `/name` runs a command; `//text` and ` /text` send text that starts

@@ -8,7 +8,7 @@
 //!
 //! Implementations: `anthropic` (Messages API, SSE), `openai` (Chat
 //! Completions, SSE; any compatible server through `--base-url`) and `script`
-//! (DESIGN §5: replays a JSON-lines script, logs every request).
+//! (replays a JSON-lines script, logs every request; format in zut(1)).
 
 use crate::cancel::CancelToken;
 use serde::{Deserialize, Serialize};
@@ -31,7 +31,7 @@ pub enum Role {
 }
 
 /// One block of a transcript message. The JSON shape is the normalised one
-/// of DESIGN §5 (`--script-log`).
+/// of the scripted provider (`--script-log`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Block {
@@ -297,6 +297,9 @@ pub struct Settings {
     /// `$ZUT_HOME`, for `auth.json`.
     pub zut_home: PathBuf,
 }
+
+/// The providers `--provider` accepts.
+pub const NAMES: &[&str] = &["anthropic", "openai", "script"];
 
 /// Builds the provider the settings name.
 pub fn create(settings: &Settings) -> Result<Box<dyn Provider>, ProviderError> {

@@ -1,4 +1,4 @@
-//! The scripted provider (`--provider script`, DESIGN §5).
+//! The scripted provider (`--provider script`; its format is documented in zut(1), PROVIDERS).
 //!
 //! A real provider that replays a JSON-lines script instead of calling a
 //! model, so extensions, tools and intercepts can be exercised end to end

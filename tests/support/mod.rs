@@ -234,7 +234,7 @@ pub fn zut(sb: &Sandbox) -> std::process::Command {
     c
 }
 
-/// Writes a scripted-provider script (DESIGN §5); returns its path.
+/// Writes a scripted-provider script (format in zut(1)); returns its path.
 pub fn script(sb: &Sandbox, lines: &[serde_json::Value]) -> String {
     let path = sb.path("script.jsonl");
     std::fs::write(

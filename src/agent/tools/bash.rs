@@ -43,7 +43,7 @@ pub const HEAD_BYTES: usize = 30 * 1024;
 pub const TAIL_BYTES: usize = 20 * 1024;
 /// SIGTERM → SIGKILL grace when `ZUT_KILL_GRACE_MS` is not set.
 pub const DEFAULT_KILL_GRACE_MS: u64 = 1000;
-/// The environment variable that overrides the kill grace (DESIGN §6).
+/// The environment variable that overrides the kill grace (see zut(1), ENVIRONMENT).
 pub const KILL_GRACE_ENV: &str = "ZUT_KILL_GRACE_MS";
 /// After the shell is gone, how long output may still be drained from
 /// processes that escaped its group (`setsid`) but hold the pipe.

@@ -4,8 +4,9 @@
 //! visits directories in name order) and then by line; paths are relative
 //! to the project directory when they are inside it. A directory search
 //! skips `.git`, binary files, files over [`MAX_FILE_BYTES`] and whatever
-//! the `.gitignore` files ignore (those from the repository root down, see
-//! [`crate::ignore`]); a file named explicitly is searched even if ignored.
+//! the `.gitignore` files ignore (those of the searched directory, below it
+//! and above it, matched by ripgrep's `ignore` crate); a file named
+//! explicitly is searched even if ignored.
 //! The output stops at [`MAX_MATCHES`] matches or about
 //! [`MAX_OUTPUT_BYTES`] and then says so. Cancellation is checked between
 //! files and between lines. No matches is a plain `no matches`, not an
@@ -20,7 +21,7 @@ use serde_json::{json, Value};
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read};
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Most matches listed.
 pub const MAX_MATCHES: usize = 200;
@@ -88,9 +89,16 @@ fn grep(args: &Value, ctx: &ToolContext, cancel: &CancelToken) -> Result<ToolOut
         skipped_large: 0,
     };
     if meta.is_dir() {
-        let top = ignore_top(&ctx.cwd, &target);
         // How the walk ended is recorded in `search.stop`.
-        let _ = crate::ignore::walk(&top, &target, &mut |path, kind| search.visit(path, kind));
+        for entry in walker(&target) {
+            let Ok(entry) = entry else { continue };
+            let Some(kind) = entry.file_type() else {
+                continue;
+            };
+            if entry.depth() > 0 && search.visit(entry.path(), kind).is_break() {
+                break;
+            }
+        }
     } else {
         match search.file(&target) {
             Scan::Binary => {
@@ -106,16 +114,21 @@ fn grep(args: &Value, ctx: &ToolContext, cancel: &CancelToken) -> Result<ToolOut
     Ok(ToolOutput::text(search.report()))
 }
 
-/// Where `.gitignore` files start to apply for a search of `target`: the
-/// enclosing repository's root, else the project directory when `target`
-/// is inside it, else `target` itself.
-fn ignore_top(cwd: &Path, target: &Path) -> PathBuf {
-    target
-        .ancestors()
-        .find(|dir| dir.join(".git").exists())
-        .map(Path::to_path_buf)
-        .or_else(|| target.starts_with(cwd).then(|| cwd.to_path_buf()))
-        .unwrap_or_else(|| target.to_path_buf())
+/// The walk of a directory search: entries in name order, `.git` never
+/// entered, symlinks not followed, hidden files included, and the
+/// `.gitignore` files (and `.git/info/exclude`) applied whether or not the
+/// directory is in a git repository. Unreadable entries are skipped.
+fn walker(dir: &Path) -> ignore::Walk {
+    ignore::WalkBuilder::new(dir)
+        .standard_filters(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .parents(true)
+        .require_git(false)
+        .follow_links(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build()
 }
 
 /// Why a search ended early.

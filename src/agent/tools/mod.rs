@@ -1,6 +1,6 @@
 //! Built-in tools: `read`, `write`, `edit`, `bash`, `grep`.
 //!
-//! Each tool takes the model's JSON arguments (shapes in DESIGN §4) and
+//! Each tool takes the model's JSON arguments (shapes in zut(1), BUILT-IN TOOLS) and
 //! returns a [`ToolOutput`]; a bad argument or a failure is an `is_error`
 //! output with one clear line for the model, never a panic. Tools that can
 //! run long (`bash`, `grep`) honour the cancel token. Relative paths resolve

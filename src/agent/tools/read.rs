@@ -14,6 +14,7 @@ use super::common::{
 };
 use super::{ToolContext, ToolOutput};
 use crate::provider::{ContentBlock, ToolDef};
+use base64::Engine as _;
 use serde_json::{json, Value};
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read};
@@ -161,7 +162,7 @@ fn read_image(
             )),
             ContentBlock::Image {
                 mime_type: mime.to_string(),
-                data: crate::base64::encode(&data),
+                data: base64::engine::general_purpose::STANDARD.encode(&data),
             },
         ],
         is_error: false,
@@ -378,7 +379,12 @@ mod tests {
         match &out.content[1] {
             ContentBlock::Image { mime_type, data } => {
                 assert_eq!(mime_type, "image/png");
-                assert_eq!(crate::base64::decode(data).unwrap(), png);
+                assert_eq!(
+                    base64::engine::general_purpose::STANDARD
+                        .decode(data)
+                        .unwrap(),
+                    png
+                );
             }
             other => panic!("expected an image block, got {other:?}"),
         }
