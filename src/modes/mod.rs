@@ -100,7 +100,7 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     fn fail(&self, message: String) -> i32 {
         match self.mode {
-            Mode::Print => eprintln!("zut: {}", print::sanitize(&message)),
+            Mode::Print => eprintln!("zut: {}", crate::sanitize::sanitize(&message)),
             Mode::Json => self.sink.emit(Event::Error { message }),
         }
         EXIT_FAILURE
