@@ -129,7 +129,7 @@ fn bad_auth_entry(path: &Path, provider: &str) -> ConfigError {
 
 /// The file's text, or `None` when it does not exist.
 fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
-    match std::fs::read_to_string(path) {
+    match crate::safe_fs::read_regular_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(ConfigError(format!("cannot read {}: {e}", path.display()))),
@@ -152,7 +152,7 @@ fn pretty(path: &Path, value: &impl Serialize) -> Result<String, ConfigError> {
 
 /// Replaces `path` with `bytes` atomically; the file ends with `mode` on
 /// Unix (set before the rename, so a secret is never briefly readable).
-fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), ConfigError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), ConfigError> {
     let fail = |what: &str, e: &dyn std::fmt::Display| {
         ConfigError(format!("cannot {what} {}: {e}", path.display()))
     };

@@ -18,4 +18,6 @@ pub mod ignore;
 pub mod modes;
 pub mod paths;
 pub mod provider;
+pub mod safe_fs;
 pub mod sanitize;
+pub mod trust;

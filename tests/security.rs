@@ -106,3 +106,97 @@ fn print_mode_keeps_bytes_for_a_pipe_and_strips_them_for_a_terminal() {
         ("red link\r\n", Some(0))
     );
 }
+
+/// `fx-normal` installed as a project extension of the sandbox's project.
+fn project_extension(sb: &Sandbox) -> std::path::PathBuf {
+    let ext = sb.fixture("fx-normal", &[]);
+    let dst = sb.cwd().join(".zut/extensions/fx-normal");
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    std::fs::rename(ext, &dst).unwrap();
+    dst
+}
+
+fn load_events(sb: &Sandbox, env: &[(&str, &str)]) -> Vec<serde_json::Value> {
+    let out = zut(sb)
+        .envs(env.iter().copied())
+        .args(["--mode", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    json_lines(&out.stdout)
+}
+
+#[test]
+fn project_extensions_start_only_in_a_trusted_directory() {
+    let sb = Sandbox::new();
+    project_extension(&sb);
+    let real = sb.cwd().canonicalize().unwrap();
+    let events = load_events(&sb, &[]);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "ext_warning");
+    assert_eq!(events[0]["extension"], "fx-normal");
+    let msg = events[0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains(&format!("\"zut ext trust {}\"", real.display())),
+        "{msg}"
+    );
+    assert!(
+        !sb.home().join("logs/ext-fx-normal.log").exists(),
+        "never started"
+    );
+
+    let all = load_events(&sb, &[("ZUT_TRUST_ALL", "1")]);
+    assert_eq!(all[0]["type"], "ext_loaded", "{all:?}");
+
+    let trust = zut(&sb).args(["ext", "trust"]).output().unwrap();
+    assert_eq!(trust.status.code(), Some(0), "{}", stderr(&trust));
+    assert!(stderr(&trust).contains(&format!("trusted {}", real.display())));
+    let stored: Vec<String> =
+        serde_json::from_slice(&std::fs::read(sb.home().join("trust.json")).unwrap()).unwrap();
+    assert_eq!(stored, [real.display().to_string()]);
+    assert_eq!(load_events(&sb, &[])[0]["type"], "ext_loaded");
+
+    // Trust is for the exact directory: a subdirectory with its own
+    // project extensions is not trusted by its parent.
+    let sub = sb.cwd().join("sub");
+    std::fs::create_dir_all(sub.join(".zut")).unwrap();
+    std::fs::rename(
+        sb.cwd().join(".zut/extensions"),
+        sub.join(".zut/extensions"),
+    )
+    .unwrap();
+    let out = zut(&sb)
+        .arg("--cwd")
+        .arg(&sub)
+        .args(["--mode", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(json_lines(&out.stdout)[0]["type"], "ext_warning");
+
+    let untrust = zut(&sb).args(["ext", "untrust", "."]).output().unwrap();
+    assert_eq!(untrust.status.code(), Some(0));
+    assert!(
+        stderr(&untrust).contains("no longer trusted"),
+        "{}",
+        stderr(&untrust)
+    );
+    let again = zut(&sb).args(["ext", "untrust"]).output().unwrap();
+    assert!(
+        stderr(&again).contains("was not trusted"),
+        "{}",
+        stderr(&again)
+    );
+}
+
+#[test]
+fn flag_extensions_need_no_trust() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-normal", &[]);
+    let out = zut(&sb)
+        .arg("--ext")
+        .arg(&ext)
+        .args(["--mode", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(json_lines(&out.stdout)[0]["type"], "ext_loaded");
+}

@@ -174,6 +174,37 @@ options:
         run: run_logs,
     },
     Command {
+        name: "trust",
+        alias: None,
+        usage: "zut ext trust [DIR]",
+        summary: "let the project extensions of DIR start (default: here)",
+        help: "\
+Project extensions (DIR/.zut/extensions) start only in a directory you
+trusted; elsewhere zut skips them with a warning. This command records DIR
+(default: the project directory) in $ZUT_HOME/trust.json. Trust is for that
+exact directory, not its subdirectories. ZUT_TRUST_ALL=1 trusts every
+directory.
+
+options:
+  -h, --help  show this help",
+        opts: &[],
+        run: run_trust,
+    },
+    Command {
+        name: "untrust",
+        alias: None,
+        usage: "zut ext untrust [DIR]",
+        summary: "stop the project extensions of DIR from starting",
+        help: "\
+Removes DIR (default: the project directory) from $ZUT_HOME/trust.json:
+its project extensions no longer start.
+
+options:
+  -h, --help  show this help",
+        opts: &[],
+        run: run_untrust,
+    },
+    Command {
         name: "doctor",
         alias: None,
         usage: "zut ext doctor [--json] [NAME...]",
@@ -305,6 +336,16 @@ fn run_list(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
         no_extensions: ctx.no_extensions,
     });
     let rows = list::rows(&entries);
+    if let Some(project) = entries.iter().find_map(|e| match &e.status {
+        discovery::Status::Untrusted { project, .. } => Some(project),
+        _ => None,
+    }) {
+        let _ = writeln!(
+            io.err,
+            "note: project extensions in {0} are not trusted and will not start; run \"zut ext trust {0}\" to allow them",
+            project.display()
+        );
+    }
     let text = if p.has("--json") {
         list::render_json(&rows)
     } else if rows.is_empty() {
@@ -320,6 +361,25 @@ fn run_list(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
     io.out
         .write_all(text.as_bytes())
         .map_err(logs::stdout_error)
+}
+
+/// At most one positional argument: the directory for `trust`/`untrust`.
+fn optional_dir(p: &Parsed) -> Outcome<Option<&Path>> {
+    match p.positionals.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(Path::new(one))),
+        [_, extra, ..] => Err(Failure::Usage(format!(
+            "unexpected argument \"{extra}\" (only one directory is taken)"
+        ))),
+    }
+}
+
+fn run_trust(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
+    super::trust::run_trust(optional_dir(p)?, ctx, io)
+}
+
+fn run_untrust(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
+    super::trust::run_untrust(optional_dir(p)?, ctx, io)
 }
 
 fn run_install(p: &Parsed, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {

@@ -90,7 +90,7 @@ pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {
         message,
     };
     let path = dir.join(MANIFEST_FILE);
-    let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
+    let bytes = crate::safe_fs::read_regular(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => err(
             None,
             "missing (every extension directory needs an extension.json)".into(),

@@ -185,7 +185,9 @@ impl Host {
                         Err(e) => Outcome::Failed(e),
                     },
                     Status::Invalid(e) => Outcome::Failed(e.to_string()),
-                    Status::Disabled(_) | Status::Shadowed { .. } => Outcome::Skipped,
+                    Status::Disabled(_) | Status::Shadowed { .. } | Status::Untrusted { .. } => {
+                        Outcome::Skipped
+                    }
                 };
                 Loaded { entry, outcome }
             })
@@ -673,6 +675,14 @@ impl Shared {
                     extension: l.entry.name(),
                     message: message.clone(),
                 }),
+                Outcome::Skipped if matches!(l.entry.status, Status::Untrusted { .. }) => {
+                    if let Status::Untrusted { project, .. } = &l.entry.status {
+                        self.emit(Event::ExtWarning {
+                            extension: l.entry.name(),
+                            message: Status::untrusted_message(project),
+                        });
+                    }
+                }
                 Outcome::Skipped if l.entry.source == discovery::Source::Flag => {
                     if let Status::Disabled(_) = l.entry.status {
                         let message =
