@@ -200,3 +200,194 @@ fn flag_extensions_need_no_trust() {
         .unwrap();
     assert_eq!(json_lines(&out.stdout)[0]["type"], "ext_loaded");
 }
+
+/// Runs `cmd` to completion, failing the test if it has not finished in
+/// 20 s (what a FIFO opened for reading would otherwise cause: forever).
+fn output_within(mut cmd: Command) -> Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: plain kill(2) on our own child.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            panic!("zut blocked (pid {pid})");
+        }
+    }
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(rc, 0, "mkfifo {}: {}", path.display(), std::io::Error::last_os_error());
+}
+
+#[test]
+fn a_fifo_manifest_is_refused_instead_of_blocking() {
+    let sb = Sandbox::new();
+    let dir = sb.path("fifo-ext");
+    std::fs::create_dir_all(&dir).unwrap();
+    mkfifo(&dir.join("extension.json"));
+    let mut cmd = zut(&sb);
+    cmd.arg("--ext").arg(&dir).args(["--mode", "json"]);
+    let out = output_within(cmd);
+    let events = json_lines(&out.stdout);
+    let msg = events[0]["message"].as_str().unwrap_or_default();
+    assert_eq!(events[0]["type"], "ext_error", "{events:?}");
+    assert!(
+        msg.contains("FIFO") && msg.contains("extension.json"),
+        "{msg}"
+    );
+
+    // The same file reached through the project directory and `zut ext list`.
+    let project = sb.cwd().join(".zut/extensions");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::rename(&dir, project.join("fifo-ext")).unwrap();
+    let mut cmd = zut(&sb);
+    cmd.env("ZUT_TRUST_ALL", "1")
+        .args(["ext", "list", "--json"]);
+    let out = output_within(cmd);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FIFO"));
+}
+
+#[test]
+fn fifo_auth_and_config_files_are_refused_instead_of_blocking() {
+    let sb = Sandbox::new();
+    mkfifo(&sb.home().join("auth.json"));
+    let mut cmd = zut(&sb);
+    cmd.args(["--provider", "anthropic", "-p", "hi"]);
+    let out = output_within(cmd);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("auth.json") && stderr(&out).contains("FIFO"),
+        "{}",
+        stderr(&out)
+    );
+
+    std::fs::remove_file(sb.home().join("auth.json")).unwrap();
+    // The first run remembered its provider there.
+    let _ = std::fs::remove_file(sb.home().join("config.json"));
+    mkfifo(&sb.home().join("config.json"));
+    let mut cmd = zut(&sb);
+    cmd.args(["-p", "hi"]);
+    let out = output_within(cmd);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("config.json") && stderr(&out).contains("FIFO"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A minimal installable extension source at `dir`.
+fn hello_source(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name":"hello","exec":"./run"}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("run"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(dir.join("run"), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn installed(sb: &Sandbox) -> Vec<String> {
+    std::fs::read_dir(sb.home().join("extensions"))
+        .map(|rd| {
+            rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn install_refuses_a_fifo_in_the_source_and_leaves_nothing() {
+    let sb = Sandbox::new();
+    let src = sb.path("src");
+    hello_source(&src);
+    mkfifo(&src.join("pipe"));
+    let mut cmd = zut(&sb);
+    cmd.args(["ext", "install"]).arg(&src);
+    let out = output_within(cmd);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("{}", src.join("pipe").display())) && err.contains("FIFO"),
+        "{err}"
+    );
+    assert_eq!(installed(&sb), Vec::<String>::new(), "no staging left");
+
+    // Ignored, it is simply not copied.
+    std::fs::write(src.join(".gitignore"), "pipe\n").unwrap();
+    let mut cmd = zut(&sb);
+    cmd.args(["ext", "install"]).arg(&src);
+    let out = output_within(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(installed(&sb), ["hello"]);
+}
+
+#[test]
+fn sigterm_during_install_removes_the_staging_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let src = sb.path("src");
+    hello_source(&src);
+    // A `go` that says it started, then builds forever.
+    let bin = sb.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let marker = sb.path("building");
+    std::fs::write(
+        bin.join("go"),
+        format!("#!/bin/sh\ntouch '{}'\nexec sleep 60\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("go"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let _ = std::fs::remove_file(&marker);
+        let mut child = zut(&sb)
+            .env("PATH", &path)
+            .args(["ext", "install", "--build=go"])
+            .arg(&src)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(
+            eventually(std::time::Duration::from_secs(20), || marker.exists()),
+            "the build never started"
+        );
+        assert!(
+            installed(&sb)
+                .iter()
+                .any(|n| n.starts_with(".zut-extension-install-")),
+            "staging exists while building: {:?}",
+            installed(&sb)
+        );
+        // SAFETY: plain kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(child.wait().unwrap().code(), Some(130), "{err}");
+        assert!(err.contains("interrupted"), "{err}");
+        assert_eq!(installed(&sb), Vec::<String>::new(), "signal {signal}");
+    }
+}
