@@ -108,11 +108,32 @@ pub fn save_api_key(home: &Path, provider: &str, key: &str) -> Result<(), Config
 }
 
 /// Parses `auth.json` into its top-level object; missing file = empty.
+/// A file other users can read gets one warning on stderr per process.
 fn load_auth(path: &Path) -> Result<Map<String, Value>, ConfigError> {
+    if let Some(warning) = exposed_warning(path) {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            log::warn!("{warning}");
+            eprintln!("{warning}");
+        });
+    }
     match read_optional(path)? {
         None => Ok(Map::new()),
         Some(text) => serde_json::from_str(&text).map_err(|e| parse_error(path, &e)),
     }
+}
+
+/// The warning for a secrets file every user can read, if `path` is one.
+pub fn exposed_warning(path: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode();
+    (mode & 0o004 != 0).then(|| {
+        format!(
+            "zut: warning: {} is readable by every user of this machine and holds API keys; run: chmod 600 {}",
+            path.display(),
+            path.display()
+        )
+    })
 }
 
 fn non_empty(key: &str) -> Option<String> {

@@ -228,7 +228,13 @@ fn mkfifo(path: &std::path::Path) {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
-    assert_eq!(rc, 0, "mkfifo {}: {}", path.display(), std::io::Error::last_os_error());
+    assert_eq!(
+        rc,
+        0,
+        "mkfifo {}: {}",
+        path.display(),
+        std::io::Error::last_os_error()
+    );
 }
 
 #[test]
@@ -390,4 +396,107 @@ fn sigterm_during_install_removes_the_staging_directory() {
         assert!(err.contains("interrupted"), "{err}");
         assert_eq!(installed(&sb), Vec::<String>::new(), "signal {signal}");
     }
+}
+
+#[test]
+fn a_world_readable_auth_file_is_reported() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let auth = sb.home().join("auth.json");
+    std::fs::write(&auth, r#"{"anthropic":{"api_key":"k"}}"#).unwrap();
+    let run = || {
+        let mut cmd = zut(&sb);
+        // Nothing listens there: the request fails fast after the key is read.
+        cmd.args([
+            "--provider",
+            "anthropic",
+            "--base-url",
+            "http://127.0.0.1:9",
+            "-p",
+            "hi",
+        ]);
+        stderr(&output_within(cmd))
+    };
+    std::fs::set_permissions(&auth, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = run();
+    let warning = format!("{} is readable by every user", auth.display());
+    assert_eq!(err.matches(&warning).count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("chmod 600 {}", auth.display())),
+        "{err}"
+    );
+    std::fs::set_permissions(&auth, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(!run().contains("readable by every user"));
+}
+
+const CAPS_EXT: &str = r#"import json, sys
+def emit(o):
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+emit({"type": "hello", "protocol_version": 2, "name": "caps", "version": "1", "capabilities": ["tools"]})
+for line in sys.stdin:
+    m = json.loads(line); t = m.get("type")
+    if t == "hello_ack":
+        emit({"type": "register_tool", "name": "long_doc", "description": "x" * (16 * 1024 + 1), "schema": {"type": "object"}})
+        emit({"type": "register_tool", "name": "bad_image", "description": "d", "schema": {"type": "object"}})
+        for i in range(130):
+            emit({"type": "register_tool", "name": "t%d" % i, "description": "d", "schema": {"type": "object"}})
+        emit({"type": "ready"})
+    elif t == "tool_call":
+        emit({"type": "tool_result", "id": m["id"], "content": [{"type": "image", "mime_type": "image/png", "data": "not base64!"}]})
+    elif t == "shutdown":
+        emit({"type": "shutdown_ack"}); break
+"#;
+
+#[test]
+fn registration_caps_and_invalid_images() {
+    let sb = Sandbox::new();
+    let dir = sb.path("caps");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("caps.py"), CAPS_EXT).unwrap();
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name":"caps","exec":"python3","args":["caps.py"]}"#,
+    )
+    .unwrap();
+    let (out, _) = run_scripted(
+        &sb,
+        &[dir],
+        &[
+            json!({"tool_calls": [{"id": "c1", "name": "bad_image", "args": {}}]}),
+            json!({"text": "done"}),
+        ],
+        &["--mode", "json", "go"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let events = json_lines(&out.stdout);
+    let loaded = events.iter().find(|e| e["type"] == "ext_loaded").unwrap();
+    let tools = loaded["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 128, "{tools:?}");
+    assert!(!tools.contains(&"long_doc".into()));
+    let warnings: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "ext_warning" && e["extension"] == "caps")
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("tool long_doc refused") && w.contains("16385 bytes")),
+        "{warnings:?}"
+    );
+    assert_eq!(
+        warnings
+            .iter()
+            .filter(|w| w.contains("at most 128 tools"))
+            .count(),
+        3,
+        "{warnings:?}"
+    );
+    let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!(result["is_error"], true);
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("extension caps/bad_image failed") && text.contains("not valid base64"),
+        "{text}"
+    );
 }

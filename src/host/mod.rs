@@ -373,13 +373,16 @@ impl Host {
                 details,
                 ..
             })) => {
+                if let Err(why) = crate::host::registry::check_content(&content) {
+                    return Some(fail(why));
+                }
                 return Some(ToolReply {
                     content: normalise_content(content, &entry.extension),
                     is_error,
                     extension: entry.extension,
                     activate_tools,
                     details,
-                })
+                });
             }
             Wait::Reply(Ok(_)) => "unexpected reply".to_string(),
             Wait::Reply(Err(reason)) => return Some(fail(reason)),
