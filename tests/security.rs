@@ -500,3 +500,119 @@ fn registration_caps_and_invalid_images() {
         "{text}"
     );
 }
+
+const CLOSES_STDIN: &str = r#"import json, os, sys, time
+def emit(o):
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+emit({"type": "hello", "protocol_version": 2, "name": "crashy", "version": "1", "capabilities": ["events"]})
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("type") == "hello_ack":
+        emit({"type": "subscribe", "events": ["session_start", "turn_start", "turn_end", "tool_call"]})
+        emit({"type": "ready"})
+    elif m.get("type") == "event":
+        # Crash while events are still being delivered: stdin goes first,
+        # the exit a moment later.
+        os.close(0)
+        time.sleep(0.8)
+        os._exit(3)
+"#;
+
+#[test]
+fn a_crash_during_event_delivery_reports_the_exit_status() {
+    let sb = Sandbox::new();
+    let dir = sb.path("crashy");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("crashy.py"), CLOSES_STDIN).unwrap();
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name":"crashy","exec":"python3","args":["crashy.py"]}"#,
+    )
+    .unwrap();
+    // Events of the second step are written while the extension has closed
+    // its stdin but not yet exited; the turn outlives it, so its end is
+    // reported rather than folded into shutdown.
+    let (out, _) = run_scripted(
+        &sb,
+        &[dir],
+        &[
+            json!({"tool_calls": [{"id": "a", "name": "bash", "args": {"command": "sleep 0.3", "timeout": 10}}]}),
+            json!({"tool_calls": [{"id": "b", "name": "bash", "args": {"command": "sleep 1.5", "timeout": 10}}]}),
+            json!({"text": "ok"}),
+        ],
+        &["--yolo", "--mode", "json", "go"],
+    );
+    let events = json_lines(&out.stdout);
+    let errors: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "ext_error" && e["extension"] == "crashy")
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(errors.len(), 1, "{events:?}");
+    assert!(errors[0].contains("exit status 3"), "{errors:?}");
+    assert!(!errors[0].contains("stdin is closed"), "{errors:?}");
+}
+
+/// An extension directory at `sb/<name>` with this manifest and files.
+fn ext_dir(sb: &Sandbox, name: &str, manifest: &str) -> std::path::PathBuf {
+    let dir = sb.path(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("extension.json"), manifest).unwrap();
+    dir
+}
+
+fn load_error(sb: &Sandbox, dir: &std::path::Path) -> String {
+    let mut cmd = zut(sb);
+    cmd.arg("--ext").arg(dir).args(["--mode", "json"]);
+    let events = json_lines(&output_within(cmd).stdout);
+    let e = events
+        .iter()
+        .find(|e| e["type"] == "ext_error")
+        .unwrap_or_else(|| panic!("no ext_error in {events:?}"));
+    e["message"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn an_unknown_frame_before_hello_is_named_with_the_right_article() {
+    let sb = Sandbox::new();
+    let dir = ext_dir(
+        &sb,
+        "early",
+        r#"{"name":"early","exec":"sh","args":["-c","echo '{\"type\":\"bogus\"}'; sleep 5"]}"#,
+    );
+    let msg = load_error(&sb, &dir);
+    assert!(msg.contains("sent an unknown frame before hello"), "{msg}");
+}
+
+#[test]
+fn a_directory_as_exec_is_called_a_directory() {
+    let sb = Sandbox::new();
+    let dir = ext_dir(&sb, "direxec", r#"{"name":"direxec","exec":"./bin"}"#);
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    let msg = load_error(&sb, &dir);
+    assert!(msg.contains("is a directory, not a program"), "{msg}");
+    assert!(!msg.contains("does not exist"), "{msg}");
+}
+
+#[test]
+fn the_yolo_hint_names_each_confirmed_tool_once() {
+    let sb = Sandbox::new();
+    let (out, _) = run_scripted(
+        &sb,
+        &[],
+        &[
+            json!({"tool_calls": [{"id": "w", "name": "write", "args": {"path": "f", "content": "x"}}]}),
+            json!({"text": "ok"}),
+        ],
+        &["--mode", "json", "x"],
+    );
+    let result = json_lines(&out.stdout)
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    let text = result["content"][0]["text"].as_str().unwrap().to_string();
+    assert!(
+        text.contains("--yolo to allow bash, write and edit without asking"),
+        "{text}"
+    );
+}

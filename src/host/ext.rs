@@ -588,7 +588,7 @@ impl Ext {
         let deadline = Instant::now() + self.deadlines.write;
         while !buf.is_empty() {
             match stdin.write(buf) {
-                Ok(0) => return Err(Some("disconnected: its stdin is closed".into())),
+                Ok(0) => return Err(self.stdin_closed()),
                 Ok(n) => buf = &buf[n..],
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -617,13 +617,23 @@ impl Ext {
                         Err(e) => return Err(Some(format!("disconnected: write failed: {e}"))),
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                    return Err(Some("disconnected: its stdin is closed".into()))
-                }
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Err(self.stdin_closed()),
                 Err(e) => return Err(Some(format!("disconnected: write failed: {e}"))),
             }
         }
         Ok(())
+    }
+
+    /// Its stdin is closed. Usually because it crashed: then the reader,
+    /// which sees the exit, reports it with the exit status (`Ok(None)`
+    /// here stops the writer quietly). Only a process still running after
+    /// the exit drain closed its stdin on purpose and is disconnected here.
+    fn stdin_closed(&self) -> Option<String> {
+        let deadline = Instant::now() + self.deadlines.exit_drain;
+        match process::exited_by(self.pid, deadline) {
+            Some(true) => None,
+            _ => Some("disconnected: its stdin is closed".into()),
+        }
     }
 
     // ----- reader -----

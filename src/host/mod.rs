@@ -474,6 +474,15 @@ fn wait_reply(rx: &Receiver<Reply>, timeout: Option<Duration>, cancel: &CancelTo
 }
 
 /// Drops empty text blocks and makes unknown blocks visible; never empty.
+/// `word` with its indefinite article: `a notify`, `an unknown`.
+fn with_article(word: &str) -> String {
+    let vowel = word
+        .chars()
+        .next()
+        .is_some_and(|c| "aeiouAEIOU".contains(c));
+    format!("{} {word}", if vowel { "an" } else { "a" })
+}
+
 fn normalise_content(content: Vec<ContentBlock>, extension: &str) -> Vec<ContentBlock> {
     let mut out: Vec<ContentBlock> = content
         .into_iter()
@@ -559,6 +568,12 @@ impl Shared {
         let fail = |what: String| format!("failed to start: {what}\n{}", ident.describe());
         let program = match &m.exec {
             Some(Exec::Relative { path, .. }) => {
+                if path.is_dir() {
+                    return Err(fail(format!(
+                        "executable {} is a directory, not a program; point \"exec\" at the file to run",
+                        path.display()
+                    )));
+                }
                 if !path.is_file() {
                     return Err(fail(format!(
                         "executable {} does not exist",
@@ -935,7 +950,7 @@ impl Dispatch for Shared {
                     self.on_hello(ext, protocol_version, name, version, capabilities)
                 }
                 other => ext.disconnect(
-                    &format!("protocol violation: sent a {} frame before hello (hello must be the first frame)", other.type_name()),
+                    &format!("protocol violation: sent {} frame before hello (hello must be the first frame)", with_article(other.type_name())),
                     self,
                     ext,
                 ),

@@ -72,6 +72,17 @@ pub fn spawn(program: &Path, args: &[String], dir: &Path, stderr: File) -> io::R
     })
 }
 
+/// Waits until process `pid` (a child not yet reaped) has exited, or
+/// `deadline` passes; `None` when this cannot be known (no pidfd).
+pub fn exited_by(pid: u32, deadline: Instant) -> Option<bool> {
+    let Some(pidfd) = pidfd_open(pid) else {
+        // Already reaped (by the reader): it has exited.
+        return (io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)).then_some(true);
+    };
+    let ready = wait_ready(pidfd.as_raw_fd(), libc::POLLIN, None, None, Some(deadline)).ok()?;
+    Some(ready.io)
+}
+
 #[cfg(target_os = "linux")]
 fn pidfd_open(pid: u32) -> Option<OwnedFd> {
     // SAFETY: plain syscall; a non-negative return is a new descriptor we own.
