@@ -13,6 +13,8 @@ pub mod cli;
 pub mod config;
 pub mod events;
 pub mod frontend;
+#[cfg(test)]
+mod fuzz;
 pub mod host;
 pub mod ignore;
 pub mod modes;

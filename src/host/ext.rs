@@ -949,4 +949,38 @@ mod tests {
         }
         assert!(lb.filled > MAX_FRAME_BYTES);
     }
+
+    /// Fuzz target (see `crate::fuzz`): whatever the bytes and however
+    /// they are cut into reads, the lines are exactly the `\n`-separated
+    /// pieces with one trailing `\r` removed, and nothing is over the limit.
+    #[test]
+    fn fuzz_line_reader() {
+        let seeds: &[&[u8]] = &[
+            b"{\"type\":\"hello\"}\n{\"type\":\"ready\"}\n",
+            b"a\r\nb\r\r\n\n\nc",
+            b"\n\n\r\n",
+        ];
+        let mut rng = crate::fuzz::Rng::new(11);
+        crate::fuzz::run("line-reader", seeds, 20_000, |bytes| {
+            let pieces = crate::fuzz::chunks(&mut rng, bytes);
+            let mut lb = LineBuffer::default();
+            let mut got = Vec::new();
+            let mut over = false;
+            for piece in pieces {
+                let mut src = piece;
+                while lb.fill(&mut src).unwrap() {
+                    over |= lb.for_each_line(|l| got.push(l.to_vec()));
+                }
+            }
+            let mut want: Vec<Vec<u8>> = bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+            want.pop(); // the unfinished last piece
+            for l in &mut want {
+                if l.last() == Some(&b'\r') {
+                    l.pop();
+                }
+            }
+            assert!(!over);
+            assert_eq!(got, want);
+        });
+    }
 }
