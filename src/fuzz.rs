@@ -217,7 +217,7 @@ mod tests {
         run(
             "manifest",
             seeds,
-            4000,
+            20_000,
             |bytes| match crate::host::manifest::parse(dir.path(), bytes) {
                 Ok(m) => {
                     assert!(crate::host::manifest::check_name(&m.name).is_ok());
