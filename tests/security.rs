@@ -616,3 +616,54 @@ fn the_yolo_hint_names_each_confirmed_tool_once() {
         "{text}"
     );
 }
+
+const LIST_FDS: &str = r#"import json, os, sys
+open_fds = [fd for fd in range(3, 256) if os.path.exists("/proc/self/fd/%d" % fd)]
+with open(sys.argv[1], "w") as f:
+    json.dump({"fds": open_fds, "cwd": os.getcwd()}, f)
+sys.stdout.write(json.dumps({"type": "hello", "protocol_version": 2, "name": "fds", "version": "1", "capabilities": []}) + "\n")
+sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("type") == "hello_ack":
+        sys.stdout.write('{"type":"ready"}\n'); sys.stdout.flush()
+    elif m.get("type") == "shutdown":
+        sys.stdout.write('{"type":"shutdown_ack"}\n'); sys.stdout.flush(); break
+"#;
+
+#[test]
+fn extensions_inherit_only_stdin_stdout_and_stderr() {
+    use std::os::fd::AsRawFd;
+    let sb = Sandbox::new();
+    let dir = sb.path("fds");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("fds.py"), LIST_FDS).unwrap();
+    let report = sb.path("fds.json");
+    std::fs::write(
+        dir.join("extension.json"),
+        json!({"name": "fds", "exec": "python3", "args": ["fds.py", report]}).to_string(),
+    )
+    .unwrap();
+    // A descriptor zut itself inherits without close-on-exec, as from a
+    // shell redirection (`zut 7<file`).
+    let leaked = std::fs::File::open(dir.join("fds.py")).unwrap();
+    let fd = leaked.as_raw_fd();
+    // SAFETY: clearing FD_CLOEXEC on our own open descriptor.
+    unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+    let mut cmd = zut(&sb);
+    cmd.arg("--ext").arg(&dir).args(["--mode", "json"]);
+    let out = output_within(cmd);
+    drop(leaked);
+    assert_eq!(
+        json_lines(&out.stdout)[0]["type"],
+        "ext_loaded",
+        "{}",
+        stderr(&out)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(seen["fds"], json!([]), "descriptor {fd} was open in zut");
+    assert_eq!(
+        seen["cwd"],
+        dir.canonicalize().unwrap().display().to_string()
+    );
+}
