@@ -666,4 +666,10 @@ fn extensions_inherit_only_stdin_stdout_and_stderr() {
         seen["cwd"],
         dir.canonicalize().unwrap().display().to_string()
     );
+    // Its log is the user's alone.
+    let log = std::fs::metadata(sb.home().join("logs/ext-fds.log")).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&log.permissions()) & 0o777,
+        0o600
+    );
 }

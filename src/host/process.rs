@@ -12,6 +12,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
@@ -26,12 +27,20 @@ pub struct Spawned {
     pub pidfd: Option<OwnedFd>,
 }
 
+/// Extension logs are readable by the user alone: an extension's stderr
+/// can hold anything it saw, keys included.
+const LOG_MODE: u32 = 0o600;
+
 /// Opens (creating) the log in append mode and writes the start header.
 pub fn open_log(path: &Path, name: &str, version: &str) -> io::Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut f = OpenOptions::new().create(true).append(true).open(path)?;
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(LOG_MODE)
+        .open(path)?;
     writeln!(
         f,
         "\n[zut] starting {name}/{version} (pid {})",
@@ -42,7 +51,12 @@ pub fn open_log(path: &Path, name: &str, version: &str) -> io::Result<File> {
 
 /// Appends one `[zut] `-prefixed line to an extension log; best effort.
 pub fn log_line(path: &Path, line: &str) {
-    if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(path) {
+    if let Ok(mut f) = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(LOG_MODE)
+        .open(path)
+    {
         let _ = writeln!(f, "[zut] {line}");
     }
 }
