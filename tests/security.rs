@@ -620,7 +620,7 @@ fn the_yolo_hint_names_each_confirmed_tool_once() {
 const LIST_FDS: &str = r#"import json, os, sys
 open_fds = [fd for fd in range(3, 256) if os.path.exists("/proc/self/fd/%d" % fd)]
 with open(sys.argv[1], "w") as f:
-    json.dump({"fds": open_fds, "cwd": os.getcwd()}, f)
+    json.dump({"fds": open_fds, "cwd": os.getcwd(), "env": os.environ.get("ZUT_PROBE")}, f)
 sys.stdout.write(json.dumps({"type": "hello", "protocol_version": 2, "name": "fds", "version": "1", "capabilities": []}) + "\n")
 sys.stdout.flush()
 for line in sys.stdin:
@@ -632,7 +632,7 @@ for line in sys.stdin:
 "#;
 
 #[test]
-fn extensions_inherit_only_stdin_stdout_and_stderr() {
+fn extensions_inherit_the_environment_their_directory_and_three_descriptors() {
     use std::os::fd::AsRawFd;
     let sb = Sandbox::new();
     let dir = sb.path("fds");
@@ -651,7 +651,10 @@ fn extensions_inherit_only_stdin_stdout_and_stderr() {
     // SAFETY: clearing FD_CLOEXEC on our own open descriptor.
     unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
     let mut cmd = zut(&sb);
-    cmd.arg("--ext").arg(&dir).args(["--mode", "json"]);
+    cmd.env("ZUT_PROBE", "inherited")
+        .arg("--ext")
+        .arg(&dir)
+        .args(["--mode", "json"]);
     let out = output_within(cmd);
     drop(leaked);
     assert_eq!(
@@ -665,6 +668,10 @@ fn extensions_inherit_only_stdin_stdout_and_stderr() {
     assert_eq!(
         seen["cwd"],
         dir.canonicalize().unwrap().display().to_string()
+    );
+    assert_eq!(
+        seen["env"], "inherited",
+        "the environment is passed on whole"
     );
     // Its log is the user's alone.
     let log = std::fs::metadata(sb.home().join("logs/ext-fds.log")).unwrap();
