@@ -60,7 +60,7 @@ fn print_mode_keeps_bytes_for_a_pipe_and_strips_them_for_a_terminal() {
     let sb = Sandbox::new();
     let ext = sb.fixture(
         "fx-normal",
-        &[format!("greet=note\x1b]0;title\x07 \x1b[2Jhere\r")],
+        &["greet=note\x1b]0;title\x07 \x1b[2Jhere\r".to_string()],
     );
     let command = format!("/echo {HOSTILE}");
     let piped = zut(&sb)
