@@ -108,11 +108,32 @@ pub fn save_api_key(home: &Path, provider: &str, key: &str) -> Result<(), Config
 }
 
 /// Parses `auth.json` into its top-level object; missing file = empty.
+/// A file other users can read gets one warning on stderr per process.
 fn load_auth(path: &Path) -> Result<Map<String, Value>, ConfigError> {
+    if let Some(warning) = exposed_warning(path) {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            log::warn!("{warning}");
+            eprintln!("{warning}");
+        });
+    }
     match read_optional(path)? {
         None => Ok(Map::new()),
         Some(text) => serde_json::from_str(&text).map_err(|e| parse_error(path, &e)),
     }
+}
+
+/// The warning for a secrets file every user can read, if `path` is one.
+pub fn exposed_warning(path: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode();
+    (mode & 0o004 != 0).then(|| {
+        format!(
+            "zut: warning: {} is readable by every user of this machine and holds API keys; run: chmod 600 {}",
+            path.display(),
+            path.display()
+        )
+    })
 }
 
 fn non_empty(key: &str) -> Option<String> {
@@ -129,7 +150,7 @@ fn bad_auth_entry(path: &Path, provider: &str) -> ConfigError {
 
 /// The file's text, or `None` when it does not exist.
 fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
-    match std::fs::read_to_string(path) {
+    match crate::safe_fs::read_regular_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(ConfigError(format!("cannot read {}: {e}", path.display()))),
@@ -152,7 +173,7 @@ fn pretty(path: &Path, value: &impl Serialize) -> Result<String, ConfigError> {
 
 /// Replaces `path` with `bytes` atomically; the file ends with `mode` on
 /// Unix (set before the rename, so a secret is never briefly readable).
-fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), ConfigError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), ConfigError> {
     let fail = |what: &str, e: &dyn std::fmt::Display| {
         ConfigError(format!("cannot {what} {}: {e}", path.display()))
     };

@@ -12,7 +12,12 @@ pub mod cli;
 pub mod config;
 pub mod events;
 pub mod frontend;
+#[cfg(test)]
+mod fuzz;
 pub mod host;
 pub mod modes;
 pub mod paths;
 pub mod provider;
+pub mod safe_fs;
+pub mod sanitize;
+pub mod trust;

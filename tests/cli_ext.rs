@@ -700,8 +700,25 @@ fn list_json_shows_sources_and_shadowing() {
     let flag = env.source("f", r#"{"name":"f","exec":"./run.sh"}"#);
     env.ctx.ext_paths = vec![flag.clone()];
 
+    // Untrusted, the project copy is listed as such and shadows nothing.
     let r = env.run(&["list", "--json"]);
     assert_eq!(r.code, 0);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&r.out).unwrap();
+    assert_eq!(
+        (&rows[1]["state"], &rows[2]["state"]),
+        (&"untrusted".into(), &"enabled".into())
+    );
+    assert!(
+        r.err
+            .contains(&format!("zut ext trust {}", env.ctx.cwd.display())),
+        "{r:?}"
+    );
+    let t = env.run(&["trust"]);
+    assert_eq!(t.code, 0, "{t:?}");
+
+    let r = env.run(&["list", "--json"]);
+    assert_eq!(r.code, 0);
+    assert!(r.err.is_empty(), "{r:?}");
     let rows: Vec<serde_json::Value> = serde_json::from_str(&r.out).unwrap();
     let summary: Vec<(String, String, String)> = rows
         .iter()

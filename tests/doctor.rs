@@ -70,6 +70,38 @@ fn doctor_reports_every_kind_of_problem() {
         std::fs::create_dir_all(root.join(name)).unwrap();
         std::fs::write(root.join(name).join("extension.json"), json).unwrap();
     }
+    // Untrusted, the project copy is reported as such and not started.
+    let (_, out, _) = doctor(&ctx(&sb, Vec::new()), &["--json", "dup"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let project_dup = &doc["extensions"][0];
+    assert_eq!(
+        (&project_dup["source"], &project_dup["status"]),
+        (&"project".into(), &"untrusted".into())
+    );
+    assert!(
+        project_dup["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("zut ext trust "),
+        "{out}"
+    );
+    assert_eq!(doc["extensions"][1]["source"], "global");
+    assert_ne!(
+        doc["extensions"][1]["status"], "shadowed",
+        "an untrusted copy shadows nothing"
+    );
+    let trusted = run_ext_io(
+        &["trust".to_string()],
+        &ctx(&sb, Vec::new()),
+        &mut Io {
+            out: &mut Vec::new(),
+            err: &mut Vec::new(),
+            out_is_tty: false,
+            color: false,
+            cancel: CancelToken::never(),
+        },
+    );
+    assert_eq!(trusted, 0);
     let (code, out, err) = doctor(&ctx(&sb, flags), &["--json"]);
     assert_eq!(code, 1, "{err}");
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();

@@ -35,6 +35,15 @@ use zut_ext::wire::{ContentBlock, EventPayload};
 /// Tools that change the machine and so ask a person first.
 pub const CONFIRMED_TOOLS: &[&str] = &["bash", "write", "edit"];
 
+/// [`CONFIRMED_TOOLS`] as prose: `bash, write and edit`.
+fn confirmed_tools_list() -> String {
+    match CONFIRMED_TOOLS.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 /// A person's answer to a confirmation question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -498,7 +507,8 @@ impl Agent {
         if CONFIRMED_TOOLS.contains(&name) && !self.opts.yolo && !self.approved.contains(name) {
             let Some(confirmer) = self.opts.confirmer.clone() else {
                 return Err(format!(
-                    "{name} needs confirmation, and nobody can confirm in this mode: run zut with --yolo to allow {name}, write and edit without asking"
+                    "{name} needs confirmation, and nobody can confirm in this mode: run zut with --yolo to allow {} without asking",
+                    confirmed_tools_list()
                 ));
             };
             self.next_call += 1;

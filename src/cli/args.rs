@@ -41,6 +41,8 @@ pub(crate) enum ExtCommand {
     Disable(Disable),
     Logs(Logs),
     Doctor(Doctor),
+    Trust(Trust),
+    Untrust(Untrust),
 }
 
 #[derive(FromArgs, Debug, PartialEq)]
@@ -172,9 +174,32 @@ pub(crate) struct Doctor {
     pub names: Vec<String>,
 }
 
+#[derive(FromArgs, Debug, PartialEq)]
+/// Trust a project directory: its .zut/extensions may start.
+#[argh(
+    subcommand,
+    name = "trust",
+    help_triggers("-h", "--help", "help"),
+    note = "Project extensions (<dir>/.zut/extensions) start only in directories you trusted; the choice is remembered in $ZUT_HOME/trust.json. ZUT_TRUST_ALL=1 trusts every directory."
+)]
+pub(crate) struct Trust {
+    /// the project directory (default: the current one)
+    #[argh(positional, arg_name = "dir")]
+    pub dir: Option<String>,
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// Stop trusting a project directory.
+#[argh(subcommand, name = "untrust", help_triggers("-h", "--help", "help"))]
+pub(crate) struct Untrust {
+    /// the project directory (default: the current one)
+    #[argh(positional, arg_name = "dir")]
+    pub dir: Option<String>,
+}
+
 /// The subcommand names, for "did you mean" hints.
 pub(crate) const NAMES: &[&str] = &[
-    "list", "install", "remove", "enable", "disable", "logs", "doctor",
+    "list", "install", "remove", "enable", "disable", "logs", "doctor", "trust", "untrust",
 ];
 
 /// What [`parse_ext`] decided.

@@ -15,6 +15,8 @@
 //!   copied after all;
 //! - file mode bits are preserved; directories keep theirs plus owner
 //!   `rwx`, so the installed copy can always be removed again;
+//! - only regular files, directories and symlinks are copied: a FIFO,
+//!   socket or device (not ignored) fails the install, naming it;
 //! - the walk checks cancellation between entries.
 
 use super::{Failure, Outcome};
@@ -104,10 +106,7 @@ impl Walk<'_> {
             } else if meta.is_file() {
                 copy_file(&path, &target)?;
             } else {
-                self.warnings.push(format!(
-                    "skipped {} (not a regular file, directory or symlink)",
-                    path.display()
-                ));
+                return Err(not_copyable(&path, &meta).into());
             }
         }
         Ok(())
@@ -148,11 +147,9 @@ impl Walk<'_> {
         } else if resolved.is_file() {
             copy_file(&resolved, target)
         } else {
-            self.warnings.push(format!(
-                "skipped {} (links to something that is not a file or directory)",
-                link.display()
-            ));
-            Ok(())
+            let meta = fs::metadata(&resolved)
+                .map_err(|e| format!("cannot read {}: {e}", resolved.display()))?;
+            Err(not_copyable(link, &meta).into())
         }
     }
 }
@@ -236,10 +233,28 @@ fn sorted_children(dir: &Path) -> Outcome<Vec<std::ffi::OsString>> {
 }
 
 /// Copies content and mode bits.
+/// The refusal for a FIFO, socket or device in the source tree: copying
+/// a FIFO would block forever, and none of them belongs in an extension.
+fn not_copyable(path: &Path, meta: &fs::Metadata) -> String {
+    format!(
+        "refusing to install {}: it is {}; an extension may contain only regular files, directories and symlinks (remove it)",
+        path.display(),
+        crate::safe_fs::kind(meta)
+    )
+}
+
+/// Copies a regular file with its mode; the source is opened without
+/// blocking and checked again, so a file swapped for a FIFO is refused.
 fn copy_file(from: &Path, to: &Path) -> Outcome {
-    fs::copy(from, to)
-        .map(|_| ())
-        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()).into())
+    let fail =
+        |e: std::io::Error| format!("cannot copy {} to {}: {e}", from.display(), to.display());
+    let mut src = crate::safe_fs::open_regular(from).map_err(fail)?;
+    let mode = src.metadata().map_err(fail)?.permissions().mode();
+    let mut dst = fs::File::create(to).map_err(fail)?;
+    std::io::copy(&mut src, &mut dst).map_err(fail)?;
+    dst.set_permissions(fs::Permissions::from_mode(mode & 0o7777))
+        .map_err(fail)?;
+    Ok(())
 }
 
 pub(crate) fn set_mode(path: &Path, mode: u32) -> Outcome {

@@ -152,6 +152,10 @@ fn report(host: &Host, l: &Loaded) -> Report {
     };
     match (&l.entry.status, &l.outcome) {
         (Status::Disabled(_), _) => r.status = "disabled",
+        (Status::Untrusted { project, .. }, _) => {
+            r.status = "untrusted";
+            r.warnings.push(Status::untrusted_message(project));
+        }
         (Status::Shadowed { by, .. }, _) => {
             r.status = "shadowed";
             r.shadowed_by = Some(by.display().to_string());

@@ -67,6 +67,14 @@ pub(crate) fn dispatch(args: &[String], ctx: &CliContext, io: &mut Io<'_>) -> i3
         ),
         ExtCommand::Logs(c) => ("logs", logs::logs(&c.name, c.follow, &ctx.zut_home, io)),
         ExtCommand::Doctor(c) => ("doctor", super::doctor::run(&c.names, c.json, ctx, io)),
+        ExtCommand::Trust(c) => (
+            "trust",
+            super::trust::run_trust(c.dir.as_deref().map(Path::new), ctx, io),
+        ),
+        ExtCommand::Untrust(c) => (
+            "untrust",
+            super::trust::run_untrust(c.dir.as_deref().map(Path::new), ctx, io),
+        ),
     };
     finish(name, result, io)
 }
@@ -118,6 +126,16 @@ fn run_list(json: bool, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
         no_extensions: ctx.no_extensions,
     });
     let rows = list::rows(&entries);
+    if let Some(project) = entries.iter().find_map(|e| match &e.status {
+        discovery::Status::Untrusted { project, .. } => Some(project),
+        _ => None,
+    }) {
+        let _ = writeln!(
+            io.err,
+            "note: project extensions in {0} are not trusted and will not start; run \"zut ext trust {0}\" to allow them",
+            project.display()
+        );
+    }
     let text = if json {
         list::render_json(&rows)
     } else if rows.is_empty() {

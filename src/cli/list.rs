@@ -26,6 +26,8 @@ pub enum State {
     Shadowed,
     /// The manifest is missing or invalid.
     Invalid,
+    /// A project extension of a directory the user has not trusted.
+    Untrusted,
 }
 
 impl State {
@@ -35,6 +37,7 @@ impl State {
             State::Disabled => "disabled",
             State::Shadowed => "shadowed",
             State::Invalid => "invalid",
+            State::Untrusted => "untrusted",
         }
     }
 }
@@ -75,6 +78,7 @@ fn row(e: &Entry, all: &[Entry]) -> Row {
         Status::Disabled(_) => (State::Disabled, None, None),
         Status::Shadowed { by, .. } => (State::Shadowed, Some(by.clone()), None),
         Status::Invalid(err) => (State::Invalid, None, Some(err.to_string())),
+        Status::Untrusted { .. } => (State::Untrusted, None, None),
     };
     let shadowed_by_source = shadowed_by
         .as_ref()
@@ -167,6 +171,7 @@ fn state_paint(state: State) -> Paint {
         State::Disabled => Paint::Yellow,
         State::Shadowed => Paint::Dim,
         State::Invalid => Paint::Red,
+        State::Untrusted => Paint::Yellow,
     }
 }
 

@@ -8,9 +8,9 @@
 //! the bytes are stripped of control sequences: the log is written by the
 //! extension and is untrusted.
 
-use super::term::Sanitizer;
 use super::{Failure, Io, Outcome};
 use crate::host::manifest;
+use crate::sanitize::Sanitizer;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
@@ -41,7 +41,7 @@ pub(crate) fn logs(name: &str, follow: bool, zut_home: &Path, io: &mut Io<'_>) -
     };
     let mut pos = printer.copy_rest(&mut file, io)?;
     if !follow {
-        return Ok(());
+        return printer.finish(io);
     }
     let mut ino = file.metadata().map(|m| m.ino()).unwrap_or(0);
     while io.cancel.sleep(FOLLOW_POLL) {
@@ -104,6 +104,18 @@ impl Printer {
         }
         io.out.flush().map_err(stdout_error)?;
         Ok(total)
+    }
+}
+
+impl Printer {
+    /// The log ended: a character cut off at its very end is shown as such.
+    fn finish(&mut self, io: &mut Io<'_>) -> Outcome {
+        let mut rest = Vec::new();
+        if let Some(s) = &mut self.sanitizer {
+            s.finish(&mut rest);
+        }
+        write_out(io, &rest)?;
+        io.out.flush().map_err(stdout_error)
     }
 }
 

@@ -25,6 +25,7 @@ mod logs;
 mod process;
 pub mod suggest;
 mod term;
+pub mod trust;
 
 use crate::cancel::{self, CancelToken};
 use std::io::{IsTerminal, Write};

@@ -2,94 +2,23 @@
 //! text, colouring table cells, and turning signals into cancellation.
 //!
 //! Text from extensions (manifest descriptions, log files) is untrusted:
-//! before it reaches a terminal every escape sequence and control character
-//! other than newline and tab is removed. [`Sanitizer`] is stateful so that
-//! a sequence split across two reads (as in `logs -f`) is still removed.
+//! table cells and lines go through [`crate::sanitize`] before they reach a
+//! terminal.
 
 use crate::cancel::Canceller;
+use crate::sanitize::sanitize;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 use std::thread::JoinHandle;
 
-const ESC: u8 = 0x1b;
-const BEL: u8 = 0x07;
-
-/// Where the sanitizer is inside an escape sequence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-enum State {
-    #[default]
-    Text,
-    /// After ESC.
-    Escape,
-    /// Inside `ESC [ …` until a final byte.
-    Csi,
-    /// Inside an OSC/DCS/APC/PM/SOS string until BEL or `ESC \`.
-    Str,
-    /// After ESC inside such a string.
-    StrEscape,
-}
-
-/// Removes terminal control sequences from a byte stream.
-#[derive(Debug, Default)]
-pub(crate) struct Sanitizer {
-    state: State,
-}
-
-impl Sanitizer {
-    /// Appends the printable part of `input` to `out`.
-    pub(crate) fn push(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        for &b in input {
-            self.state = match self.state {
-                State::Text => match b {
-                    ESC => State::Escape,
-                    b'\n' | b'\t' => {
-                        out.push(b);
-                        State::Text
-                    }
-                    0..=0x1f | 0x7f => State::Text,
-                    _ => {
-                        out.push(b);
-                        State::Text
-                    }
-                },
-                State::Escape => match b {
-                    b'[' => State::Csi,
-                    b']' | b'P' | b'X' | b'^' | b'_' => State::Str,
-                    _ => State::Text,
-                },
-                State::Csi => match b {
-                    0x40..=0x7e => State::Text,
-                    _ => State::Csi,
-                },
-                State::Str => match b {
-                    BEL => State::Text,
-                    ESC => State::StrEscape,
-                    _ => State::Str,
-                },
-                State::StrEscape => match b {
-                    b'\\' => State::Text,
-                    _ => State::Str,
-                },
-            };
-        }
-    }
-}
-
 /// `s` without control sequences, newlines or tabs: one table cell.
 pub(crate) fn clean_cell(s: &str) -> String {
-    let mut out = Vec::with_capacity(s.len());
-    Sanitizer::default().push(s.as_bytes(), &mut out);
-    String::from_utf8_lossy(&out)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+    sanitize(s).split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `s` without control sequences; tabs become spaces; one line.
 pub(crate) fn clean_line(s: &str) -> String {
-    let mut out = Vec::with_capacity(s.len());
-    Sanitizer::default().push(s.as_bytes(), &mut out);
-    String::from_utf8_lossy(&out)
+    sanitize(s)
         .replace(['\n', '\t'], " ")
         .trim_end()
         .to_string()
@@ -163,24 +92,6 @@ impl Drop for SignalBridge {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn strip(chunks: &[&[u8]]) -> String {
-        let mut s = Sanitizer::default();
-        let mut out = Vec::new();
-        for c in chunks {
-            s.push(c, &mut out);
-        }
-        String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn strips_sequences_even_when_split() {
-        assert_eq!(strip(&[b"a\x1b[31mred\x1b[0m b\n"]), "ared b\n");
-        assert_eq!(strip(&[b"x\x1b[3", b"1my"]), "xy");
-        assert_eq!(strip(&[b"\x1b]0;title\x07t"]), "t");
-        assert_eq!(strip(&[b"\x1b]8;;http://x\x1b\\link"]), "link");
-        assert_eq!(strip(&[b"bell\x07\r\x08 \t\xc3\xa9"]), "bell \t\u{e9}");
-    }
 
     #[test]
     fn cells_are_one_line() {

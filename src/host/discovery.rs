@@ -7,6 +7,11 @@
 //! `$ZUT_HOME/extensions/*`, each directory listing sorted by name.
 //! A name seen earlier shadows later ones: `--ext` beats project beats
 //! global. Hidden directories (staging dirs of `zut ext install`) are skipped.
+//!
+//! Project extensions of a directory the user has not trusted
+//! ([`crate::trust`]) are listed as [`Status::Untrusted`] and never started;
+//! they shadow nothing, so a cloned repository cannot hide a global
+//! extension by reusing its name.
 
 use super::manifest::{self, Manifest, ManifestError};
 use std::path::{Path, PathBuf};
@@ -47,6 +52,23 @@ pub enum Status {
     },
     /// The manifest is missing or invalid.
     Invalid(ManifestError),
+    /// A project extension of a directory the user has not trusted.
+    Untrusted {
+        /// The manifest, when it parsed (for `list` and `doctor`).
+        manifest: Option<Manifest>,
+        /// The project directory to trust (absolute, symlinks resolved).
+        project: PathBuf,
+    },
+}
+
+impl Status {
+    /// Why an untrusted entry was not started, naming the command to run.
+    pub fn untrusted_message(project: &Path) -> String {
+        format!(
+            "not loaded: project extensions in {0} start only once the directory is trusted; run \"zut ext trust {0}\" (or set ZUT_TRUST_ALL=1)",
+            project.display()
+        )
+    }
 }
 
 /// One discovered extension directory.
@@ -64,6 +86,9 @@ impl Entry {
             Status::Load(m) | Status::Disabled(m) => m.name.clone(),
             Status::Shadowed {
                 manifest: Some(m), ..
+            }
+            | Status::Untrusted {
+                manifest: Some(m), ..
             } => m.name.clone(),
             _ => dir_name(&self.dir),
         }
@@ -73,7 +98,9 @@ impl Entry {
     pub fn manifest(&self) -> Option<&Manifest> {
         match &self.status {
             Status::Load(m) | Status::Disabled(m) => Some(m),
-            Status::Shadowed { manifest, .. } => manifest.as_ref(),
+            Status::Shadowed { manifest, .. } | Status::Untrusted { manifest, .. } => {
+                manifest.as_ref()
+            }
             Status::Invalid(_) => None,
         }
     }
@@ -92,6 +119,12 @@ pub struct Options {
 
 /// Scans everything `opts` names, in load order.
 pub fn discover(opts: &Options) -> Vec<Entry> {
+    // Only asked when there is something to trust.
+    let project_root = crate::paths::project_extensions(&opts.cwd);
+    let untrusted = !opts.no_extensions
+        && project_root.is_dir()
+        && !crate::trust::is_trusted(&opts.zut_home, &opts.cwd);
+    let project = opts.cwd.canonicalize().unwrap_or_else(|_| opts.cwd.clone());
     let mut dirs: Vec<(PathBuf, Source)> = opts
         .ext_paths
         .iter()
@@ -112,6 +145,17 @@ pub fn discover(opts: &Options) -> Vec<Entry> {
     let mut entries = Vec::with_capacity(dirs.len());
     for (dir, source) in dirs {
         let loaded = manifest::load(&dir);
+        if untrusted && source == Source::Project {
+            entries.push(Entry {
+                dir,
+                source,
+                status: Status::Untrusted {
+                    manifest: loaded.ok(),
+                    project: project.clone(),
+                },
+            });
+            continue;
+        }
         // Scan-level shadowing uses the directory name too, so that a broken
         // project copy still hides the global one of the same name.
         let keys: Vec<String> = match &loaded {
@@ -245,6 +289,7 @@ mod tests {
             r#"{"name":"tmp","exec":"./x"}"#,
         );
         let flag = ext(t.path(), "dev-c", r#"{"name":"c","exec":"./x"}"#);
+        crate::trust::add(&home, &cwd).unwrap();
         let opts = Options {
             cwd: cwd.clone(),
             zut_home: home,
@@ -259,6 +304,7 @@ mod tests {
                     Status::Disabled(_) => "disabled",
                     Status::Shadowed { .. } => "shadowed",
                     Status::Invalid(_) => "invalid",
+                    Status::Untrusted { .. } => "untrusted",
                 };
                 (e.name(), e.source, s)
             })
@@ -278,5 +324,48 @@ mod tests {
             ..opts
         };
         assert_eq!(discover(&only_flag).len(), 1);
+    }
+
+    #[test]
+    fn untrusted_project_extensions_shadow_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let cwd = t.path().join("proj");
+        let home = t.path().join("home");
+        ext(
+            &cwd.join(".zut/extensions"),
+            "a",
+            r#"{"name":"a","exec":"./x"}"#,
+        );
+        ext(&cwd.join(".zut/extensions"), "b", r#"{"#);
+        ext(
+            &home.join("extensions"),
+            "a",
+            r#"{"name":"a","exec":"./x"}"#,
+        );
+        let opts = Options {
+            cwd: cwd.clone(),
+            zut_home: home.clone(),
+            ..Options::default()
+        };
+        let got = discover(&opts);
+        let real = cwd.canonicalize().unwrap();
+        assert!(
+            matches!(&got[0].status, Status::Untrusted { manifest: Some(m), project } if m.name == "a" && project == &real)
+        );
+        assert!(matches!(
+            &got[1].status,
+            Status::Untrusted { manifest: None, .. }
+        ));
+        assert!(
+            matches!(got[2].status, Status::Load(_)),
+            "the global one still loads"
+        );
+        assert!(
+            Status::untrusted_message(&real).contains(&format!("zut ext trust {}", real.display()))
+        );
+        crate::trust::add(&home, &cwd).unwrap();
+        let got = discover(&opts);
+        assert!(matches!(got[0].status, Status::Load(_)));
+        assert!(matches!(got[2].status, Status::Shadowed { .. }));
     }
 }

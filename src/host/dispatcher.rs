@@ -536,7 +536,7 @@ impl Dispatcher {
                     Err(e) => st.failed = Some(e),
                 },
                 Status::Invalid(e) => st.failed = Some(e.to_string()),
-                Status::Disabled(_) | Status::Shadowed { .. } => {}
+                Status::Disabled(_) | Status::Shadowed { .. } | Status::Untrusted { .. } => {}
             }
             self.exts.push(st);
         }
@@ -555,7 +555,10 @@ impl Dispatcher {
         let program = match &m.exec {
             Some(Exec::Relative { path, .. }) => {
                 if path.is_dir() {
-                    return Err(fail(format!("executable {} is a directory", path.display())));
+                    return Err(fail(format!(
+                        "executable {} is a directory, not a program; point \"exec\" at the file to run",
+                        path.display()
+                    )));
                 }
                 if !path.is_file() {
                     return Err(fail(format!("executable {} does not exist", path.display())));
@@ -629,6 +632,12 @@ impl Dispatcher {
                         message: "not loaded: it is disabled in its extension.json (\"enabled\": false)".into(),
                     });
                 }
+                (Status::Untrusted { project, .. }, _, _) => {
+                    let _ = self.events.send(Event::ExtWarning {
+                        extension: name,
+                        message: Status::untrusted_message(project),
+                    });
+                }
                 (Status::Disabled(_) | Status::Shadowed { .. }, _, _) => {}
                 (_, Phase::Disconnected(reason), Some(_)) => {
                     let message = format!(
@@ -689,9 +698,11 @@ impl Dispatcher {
                     entry: e.entry.clone(),
                     outcome: match (&e.failed, &e.entry.status, &e.conn) {
                         (Some(m), _, _) => Outcome::Failed(m.clone()),
-                        (None, Status::Disabled(_) | Status::Shadowed { .. }, _) => {
-                            Outcome::Skipped
-                        }
+                        (
+                            None,
+                            Status::Disabled(_) | Status::Shadowed { .. } | Status::Untrusted { .. },
+                            _,
+                        ) => Outcome::Skipped,
                         (None, _, None) => Outcome::ThemeOnly,
                         (None, _, Some(_)) => Outcome::Started(Box::new(self.ext_report(e))),
                     },
@@ -1020,8 +1031,8 @@ impl Dispatcher {
                 other => self.violation(
                     i,
                     format!(
-                        "protocol violation: sent a {} frame before hello (hello must be the first frame)",
-                        other.type_name()
+                        "protocol violation: sent {} frame before hello (hello must be the first frame)",
+                        with_article(other.type_name())
                     ),
                 ),
             };
@@ -1320,6 +1331,15 @@ fn event_size(e: &Event) -> usize {
     }
 }
 
+/// `word` with its indefinite article: `a notify`, `an unknown`.
+fn with_article(word: &str) -> String {
+    let vowel = word
+        .chars()
+        .next()
+        .is_some_and(|c| "aeiouAEIOU".contains(c));
+    format!("{} {word}", if vowel { "an" } else { "a" })
+}
+
 /// `info`, `success`, `warn`, `error`; anything else reads as `info`.
 fn normalise_level(level: &str) -> String {
     match level.trim().to_ascii_lowercase().as_str() {
@@ -1354,7 +1374,7 @@ fn stderr_tail(reason: &str, log: &std::path::Path) -> String {
     let tail = &lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..];
     let tail: Vec<String> = tail
         .iter()
-        .map(|l| format!("    {}", crate::modes::print::sanitize(l)))
+        .map(|l| format!("    {}", crate::sanitize::sanitize(l)))
         .collect();
     format!("\n  last lines of its stderr:\n{}", tail.join("\n"))
 }

@@ -90,17 +90,27 @@ pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {
         message,
     };
     let path = dir.join(MANIFEST_FILE);
-    let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
+    let bytes = crate::safe_fs::read_regular(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => err(
             None,
             "missing (every extension directory needs an extension.json)".into(),
         ),
         _ => err(None, format!("cannot read: {e}")),
     })?;
+    parse(dir, &bytes)
+}
+
+/// Parses and validates the bytes of `<dir>/extension.json`.
+pub fn parse(dir: &Path, bytes: &[u8]) -> Result<Manifest, ManifestError> {
+    let err = |message: String| ManifestError {
+        dir: dir.to_path_buf(),
+        field: None,
+        message,
+    };
     let value: Value =
-        serde_json::from_slice(&bytes).map_err(|e| err(None, format!("invalid JSON: {e}")))?;
+        serde_json::from_slice(bytes).map_err(|e| err(format!("invalid JSON: {e}")))?;
     let Value::Object(obj) = value else {
-        return Err(err(None, "must be a JSON object".into()));
+        return Err(err("must be a JSON object".into()));
     };
     validate(dir, &obj)
 }

@@ -563,13 +563,16 @@ impl HostHandle {
                 details,
                 ..
             })) => {
+                if let Err(why) = crate::host::registry::check_content(&content) {
+                    return Some(fail(why));
+                }
                 return Some(ToolReply {
                     content: normalise_content(content, &extension),
                     is_error,
                     extension,
                     activate_tools,
                     details,
-                })
+                });
             }
             Wait::Reply(Ok(_)) => "unexpected reply".to_string(),
             Wait::Reply(Err(reason)) => return Some(fail(reason)),
@@ -741,6 +744,15 @@ fn wait_reply(rx: &Receiver<Reply>, timeout: Option<Duration>, cancel: &CancelTo
 }
 
 /// Drops empty text blocks and makes unknown blocks visible; never empty.
+/// `word` with its indefinite article: `a notify`, `an unknown`.
+fn with_article(word: &str) -> String {
+    let vowel = word
+        .chars()
+        .next()
+        .is_some_and(|c| "aeiouAEIOU".contains(c));
+    format!("{} {word}", if vowel { "an" } else { "a" })
+}
+
 fn normalise_content(content: Vec<ContentBlock>, extension: &str) -> Vec<ContentBlock> {
     let mut out: Vec<ContentBlock> = content
         .into_iter()

@@ -2,7 +2,8 @@
 //!
 //! A child runs in its own process group (so a holdout and its own children
 //! are signalled together), with cwd = its extension directory and stderr
-//! appended straight to its log file by the OS (no drain thread).
+//! appended straight to its log file by the OS (no drain thread), and no
+//! open descriptor but stdin, stdout and stderr.
 //! Exit is observed through a pidfd, so a grandchild that keeps stdout open
 //! cannot hide the child's death. [`Wake`] is a self-pipe that interrupts a
 //! thread blocked in `poll`, which is how reader and writer threads are told
@@ -11,6 +12,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
@@ -25,12 +27,20 @@ pub struct Spawned {
     pub pidfd: Option<OwnedFd>,
 }
 
+/// Extension logs are readable by the user alone: an extension's stderr
+/// can hold anything it saw, keys included.
+const LOG_MODE: u32 = 0o600;
+
 /// Opens (creating) the log in append mode and writes the start header.
 pub fn open_log(path: &Path, name: &str, version: &str) -> io::Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut f = OpenOptions::new().create(true).append(true).open(path)?;
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(LOG_MODE)
+        .open(path)?;
     writeln!(
         f,
         "\n[zut] starting {name}/{version} (pid {})",
@@ -41,21 +51,35 @@ pub fn open_log(path: &Path, name: &str, version: &str) -> io::Result<File> {
 
 /// Appends one `[zut] `-prefixed line to an extension log; best effort.
 pub fn log_line(path: &Path, line: &str) {
-    if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(path) {
+    if let Ok(mut f) = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(LOG_MODE)
+        .open(path)
+    {
         let _ = writeln!(f, "[zut] {line}");
     }
 }
 
 /// Starts `program args…` in `dir`, in a new process group.
 pub fn spawn(program: &Path, args: &[String], dir: &Path, stderr: File) -> io::Result<Spawned> {
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(stderr))
-        .process_group(0)
-        .spawn()?;
+        .process_group(0);
+    // SAFETY: the hook only makes system calls that are safe between fork
+    // and exec (close_range, fcntl), touching no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            only_standard_descriptors();
+            Ok(())
+        });
+    }
+    let mut child = command.spawn()?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         let _ = child.kill();
         let _ = child.wait();
@@ -70,6 +94,49 @@ pub fn spawn(program: &Path, args: &[String], dir: &Path, stderr: File) -> io::R
         stdout,
         pidfd,
     })
+}
+
+/// Waits until process `pid` (a child not yet reaped) has exited, or
+/// `deadline` passes; `None` when this cannot be known (no pidfd).
+pub fn exited_by(pid: u32, deadline: Instant) -> Option<bool> {
+    let Some(pidfd) = pidfd_open(pid) else {
+        // Already reaped (by the reader): it has exited.
+        return (io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)).then_some(true);
+    };
+    let ready = wait_ready(pidfd.as_raw_fd(), libc::POLLIN, None, None, Some(deadline)).ok()?;
+    Some(ready.io)
+}
+
+/// In the child, before exec: every descriptor above stderr becomes
+/// close-on-exec, so the extension starts with stdin, stdout and stderr
+/// only. zut's own descriptors are close-on-exec already; this catches the
+/// ones zut itself inherited (a shell's or an IDE's open files and pipes).
+fn only_standard_descriptors() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a plain system call on descriptor numbers.
+        let done = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_uint,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        } == 0;
+        if done {
+            return;
+        }
+    }
+    // Older kernels: mark them one by one (fcntl is async-signal-safe).
+    for fd in 3..4096 {
+        // SAFETY: fcntl on a descriptor number that may not be open.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    }
 }
 
 #[cfg(target_os = "linux")]

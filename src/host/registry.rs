@@ -5,10 +5,22 @@
 //! wins, in load order; built-in commands win over every extension; reserved
 //! tool names can never be claimed. A refused registration is returned as a
 //! reason the caller logs in the extension's own log and reports.
+//!
+//! Caps keep one extension from flooding the model's context or zut's
+//! memory: a tool description is at most [`MAX_TOOL_DESCRIPTION_BYTES`],
+//! an extension registers at most [`MAX_TOOLS_PER_EXTENSION`] tools, and
+//! an image it returns must carry valid base64 ([`check_content`]).
 
 use serde_json::Value;
 use std::collections::HashMap;
-use zut_ext::wire::RESERVED_TOOL_NAMES;
+use zut_ext::wire::{ContentBlock, RESERVED_TOOL_NAMES};
+
+/// The longest tool description accepted (it goes to the model with every
+/// request).
+pub const MAX_TOOL_DESCRIPTION_BYTES: usize = 16 * 1024;
+
+/// The most tools one extension may register.
+pub const MAX_TOOLS_PER_EXTENSION: usize = 128;
 
 /// Slash commands the host implements itself; extensions cannot take them.
 pub const BUILTIN_COMMANDS: &[&str] = &[
@@ -121,6 +133,13 @@ impl Registry {
             Value::Object(_) => {}
             _ => return Err(format!("tool {name} refused: schema must be a JSON object")),
         }
+        if entry.description.len() > MAX_TOOL_DESCRIPTION_BYTES {
+            return Err(format!(
+                "tool {name} refused: its description is {} bytes, more than the {} KiB limit",
+                entry.description.len(),
+                MAX_TOOL_DESCRIPTION_BYTES / 1024
+            ));
+        }
         if let Some(existing) = self.tools.get(name) {
             let whom = if existing.ext == entry.ext {
                 "this extension".to_string()
@@ -128,6 +147,12 @@ impl Registry {
                 format!("extension {}", existing.extension)
             };
             return Err(format!("tool {name} refused: already registered by {whom}"));
+        }
+        let owned = self.tools.values().filter(|t| t.ext == entry.ext).count();
+        if owned >= MAX_TOOLS_PER_EXTENSION {
+            return Err(format!(
+                "tool {name} refused: an extension may register at most {MAX_TOOLS_PER_EXTENSION} tools"
+            ));
         }
         self.tool_order.push(entry.name.clone());
         self.tools.insert(entry.name.clone(), entry);
@@ -190,6 +215,22 @@ impl Registry {
         self.command_order.retain(|k| commands.contains_key(k));
         self.tool_order.retain(|k| tools.contains_key(k));
     }
+}
+
+/// Checks what a tool returned: every image must carry valid base64.
+/// The error says which block and why, for the error result.
+pub fn check_content(content: &[ContentBlock]) -> Result<(), String> {
+    for (i, block) in content.iter().enumerate() {
+        if let ContentBlock::Image { data, .. } = block {
+            if let Err(e) = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data) {
+                return Err(format!(
+                    "it returned an image (content block {}) whose data is not valid base64: {e}",
+                    i + 1
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -261,5 +302,39 @@ mod tests {
             r.tools().map(|t| t.name.as_str()).collect::<Vec<_>>(),
             ["weather"]
         );
+    }
+
+    #[test]
+    fn caps_on_descriptions_tool_count_and_images() {
+        let mut r = Registry::default();
+        let mut long = tool("long", 1);
+        long.description = "x".repeat(MAX_TOOL_DESCRIPTION_BYTES + 1);
+        let e = r.add_tool(long).unwrap_err();
+        assert!(
+            e.contains("tool long") && e.contains("16385 bytes") && e.contains("16 KiB"),
+            "{e}"
+        );
+        let mut edge = tool("edge", 1);
+        edge.description = "x".repeat(MAX_TOOL_DESCRIPTION_BYTES);
+        r.add_tool(edge).unwrap();
+        for i in 1..MAX_TOOLS_PER_EXTENSION {
+            r.add_tool(tool(&format!("t{i}"), 1)).unwrap();
+        }
+        let e = r.add_tool(tool("one_more", 1)).unwrap_err();
+        assert!(
+            e.contains("one_more") && e.contains("at most 128 tools"),
+            "{e}"
+        );
+        r.add_tool(tool("other", 2)).unwrap();
+        r.remove_extension(1, "exited");
+        r.add_tool(tool("again", 2)).unwrap();
+
+        let image = |data: &str| ContentBlock::Image {
+            mime_type: "image/png".into(),
+            data: data.into(),
+        };
+        assert!(check_content(&[ContentBlock::text("a"), image("aGk=")]).is_ok());
+        let e = check_content(&[ContentBlock::text("a"), image("not base64!")]).unwrap_err();
+        assert!(e.contains("content block 2") && e.contains("base64"), "{e}");
     }
 }

@@ -592,7 +592,7 @@ impl Conn {
         let deadline = Instant::now() + self.deadlines.write;
         while !buf.is_empty() {
             match stdin.write(buf) {
-                Ok(0) => return Err(Some(self.closed_stdin_reason())),
+                Ok(0) => return Err(self.stdin_closed()),
                 Ok(n) => buf = &buf[n..],
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -621,21 +621,22 @@ impl Conn {
                         Err(e) => return Err(Some(format!("disconnected: write failed: {e}"))),
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                    return Err(Some(self.closed_stdin_reason()))
-                }
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Err(self.stdin_closed()),
                 Err(e) => return Err(Some(format!("disconnected: write failed: {e}"))),
             }
         }
         Ok(())
     }
 
-    /// Why stdin closed: a process that died says how, not just "closed".
-    fn closed_stdin_reason(&self) -> String {
-        let status = process::try_reap(&mut lock(&self.child));
-        match status {
-            Some(s) => format!("exited: {}", process::describe_exit(s)),
-            None => "disconnected: it closed its stdin".into(),
+    /// Its stdin is closed. Usually because it crashed: then the reader,
+    /// which sees the exit, reports it with the exit status (`None` here
+    /// stops the writer quietly). Only a process still running after the
+    /// exit drain closed its stdin on purpose and is disconnected here.
+    fn stdin_closed(&self) -> Option<String> {
+        let deadline = Instant::now() + self.deadlines.exit_drain;
+        match process::exited_by(self.pid, deadline) {
+            Some(true) => None,
+            _ => Some("disconnected: its stdin is closed".into()),
         }
     }
 
@@ -984,5 +985,39 @@ mod tests {
             assert!(lb.filled <= MAX_FRAME_BYTES + 1);
         }
         assert!(lb.filled > MAX_FRAME_BYTES);
+    }
+
+    /// Fuzz target (see `crate::fuzz`): whatever the bytes and however
+    /// they are cut into reads, the lines are exactly the `\n`-separated
+    /// pieces with one trailing `\r` removed, and nothing is over the limit.
+    #[test]
+    fn fuzz_line_reader() {
+        let seeds: &[&[u8]] = &[
+            b"{\"type\":\"hello\"}\n{\"type\":\"ready\"}\n",
+            b"a\r\nb\r\r\n\n\nc",
+            b"\n\n\r\n",
+        ];
+        let mut rng = crate::fuzz::Rng::new(11);
+        crate::fuzz::run("line-reader", seeds, 20_000, |bytes| {
+            let pieces = crate::fuzz::chunks(&mut rng, bytes);
+            let mut lb = LineBuffer::default();
+            let mut got = Vec::new();
+            let mut over = false;
+            for piece in pieces {
+                let mut src = piece;
+                while lb.fill(&mut src).unwrap() {
+                    over |= lb.for_each_line(|l| got.push(l.to_vec()));
+                }
+            }
+            let mut want: Vec<Vec<u8>> = bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+            want.pop(); // the unfinished last piece
+            for l in &mut want {
+                if l.last() == Some(&b'\r') {
+                    l.pop();
+                }
+            }
+            assert!(!over);
+            assert_eq!(got, want);
+        });
     }
 }

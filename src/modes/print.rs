@@ -1,9 +1,12 @@
 //! `-p`: stdout carries nothing but the final answer, so zut composes in
 //! pipelines; extension notes, warnings and errors go to stderr, stripped
-//! of terminal control sequences (extension text is untrusted).
+//! of terminal control sequences (extension text is untrusted). The answer
+//! (model text, an interceptor's rewrite, a command's `display`) is
+//! stripped too when stdout is a terminal, and left intact for a pipe.
 
 use crate::events::Event;
-use std::io::Write;
+use crate::sanitize::sanitize;
+use std::io::{IsTerminal, Write};
 
 /// `-p`: notes, warnings and errors on stderr as they come; the final
 /// answer (the last assistant message of the turn, after `replace_text`)
@@ -124,61 +127,9 @@ impl super::Front for Printer {
 }
 
 /// Prints `text` and one newline on stdout; a closed pipe is not an error.
+/// Sanitized when stdout is a terminal, byte for byte into a pipe.
 pub fn stdout_line(text: &str) {
     let mut out = std::io::stdout().lock();
+    let text = crate::sanitize::for_output(text, out.is_terminal());
     let _ = writeln!(out, "{text}").and_then(|_| out.flush());
-}
-
-/// Removes terminal escape sequences and control characters other than
-/// newline and tab.
-pub fn sanitize(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => match chars.peek() {
-                // CSI: ESC [ params final-byte
-                Some('[') => {
-                    chars.next();
-                    while let Some(&n) = chars.peek() {
-                        chars.next();
-                        if ('\u{40}'..='\u{7e}').contains(&n) {
-                            break;
-                        }
-                    }
-                }
-                // OSC / DCS / APC…: until BEL or ESC \
-                Some(']' | 'P' | '_' | '^' | 'X') => {
-                    chars.next();
-                    while let Some(n) = chars.next() {
-                        if n == '\u{7}' || (n == '\u{1b}' && chars.peek() == Some(&'\\')) {
-                            if n == '\u{1b}' {
-                                chars.next();
-                            }
-                            break;
-                        }
-                    }
-                }
-                _ => {
-                    chars.next();
-                }
-            },
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::sanitize;
-
-    #[test]
-    fn strips_escapes_and_controls() {
-        assert_eq!(sanitize("a\u{1b}[31mred\u{1b}[0m b"), "ared b");
-        assert_eq!(sanitize("x\u{1b}]0;title\u{7}y"), "xy");
-        assert_eq!(sanitize("bell\u{7}\r\nok\tz"), "bell\nok\tz");
-    }
 }

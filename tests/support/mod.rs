@@ -230,6 +230,7 @@ pub fn zut(sb: &Sandbox) -> std::process::Command {
         .env("PATH", search_path())
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
+        .env_remove("ZUT_TRUST_ALL")
         .stdin(std::process::Stdio::null());
     c
 }

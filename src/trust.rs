@@ -1,0 +1,162 @@
+//! Project trust: which project directories may start their own
+//! extensions (`<dir>/.zut/extensions`).
+//!
+//! A repository can carry a `.zut/extensions` directory; running zut in a
+//! freshly cloned repository must not run its programs. Project extensions
+//! therefore start only in a directory the user trusted with
+//! `zut ext trust [DIR]`; the list lives in `$ZUT_HOME/trust.json` as a
+//! JSON array of absolute, symlink-resolved directory paths.
+//!
+//! Invariants:
+//! - trust is per exact directory: trusting `/src/app` does not trust
+//!   `/src/app/sub` nor `/src` (zut looks for project extensions only in
+//!   its working directory, never in a parent, so nothing is inherited);
+//! - paths are compared after resolving symlinks, so a link to a trusted
+//!   directory is trusted and a trusted path later replaced by a link to
+//!   somewhere else is not;
+//! - `ZUT_TRUST_ALL=1` (or `true`/`yes`) trusts every directory (CI, tests);
+//! - a missing `trust.json` trusts nothing; a corrupt one trusts nothing and
+//!   is never silently replaced (`trust` and `untrust` then fail naming it);
+//! - `--ext` paths and global extensions never need trust: the user named
+//!   or installed them.
+
+use std::path::{Path, PathBuf};
+
+/// The environment variable that trusts every directory.
+pub const TRUST_ALL_ENV: &str = "ZUT_TRUST_ALL";
+
+/// `$ZUT_HOME/trust.json`.
+pub fn path(home: &Path) -> PathBuf {
+    home.join("trust.json")
+}
+
+/// True when `ZUT_TRUST_ALL` is set to `1`, `true` or `yes`.
+pub fn trust_all() -> bool {
+    std::env::var(TRUST_ALL_ENV)
+        .map(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+        .unwrap_or(false)
+}
+
+/// `dir` resolved to the absolute, symlink-free form the store holds.
+pub fn canonical(dir: &Path) -> Result<PathBuf, String> {
+    let real = dir
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !real.is_dir() {
+        return Err(format!("{} is not a directory", dir.display()));
+    }
+    Ok(real)
+}
+
+/// The trusted directories in `trust.json`; none when it does not exist.
+pub fn load(home: &Path) -> Result<Vec<PathBuf>, String> {
+    let file = path(home);
+    let bytes = match crate::safe_fs::read_regular(&file) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+    };
+    let list: Vec<String> = serde_json::from_slice(&bytes).map_err(|e| {
+        format!(
+            "{} is not valid: {e} (it must be a JSON array of directory paths; fix or delete it)",
+            file.display()
+        )
+    })?;
+    Ok(list.into_iter().map(PathBuf::from).collect())
+}
+
+/// Whether project extensions of `dir` may start.
+pub fn is_trusted(home: &Path, dir: &Path) -> bool {
+    if trust_all() {
+        return true;
+    }
+    let Ok(real) = dir.canonicalize() else {
+        return false;
+    };
+    match load(home) {
+        Ok(list) => list.iter().any(|t| t == &real),
+        Err(e) => {
+            log::warn!("{e}");
+            false
+        }
+    }
+}
+
+/// Adds `dir` (canonicalized); returns it and whether it was new.
+pub fn add(home: &Path, dir: &Path) -> Result<(PathBuf, bool), String> {
+    let real = canonical(dir)?;
+    let mut list = load(home)?;
+    if list.contains(&real) {
+        return Ok((real, false));
+    }
+    list.push(real.clone());
+    save(home, &list)?;
+    Ok((real, true))
+}
+
+/// Removes `dir`; returns the path looked for and whether it was listed.
+/// A directory that no longer exists can still be removed by its path.
+pub fn remove(home: &Path, dir: &Path) -> Result<(PathBuf, bool), String> {
+    let real = canonical(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let mut list = load(home)?;
+    let before = list.len();
+    list.retain(|p| p != &real);
+    if list.len() == before {
+        return Ok((real, false));
+    }
+    save(home, &list)?;
+    Ok((real, true))
+}
+
+fn save(home: &Path, list: &[PathBuf]) -> Result<(), String> {
+    let strings: Vec<String> = list
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let mut text = serde_json::to_string_pretty(&strings)
+        .map_err(|e| format!("cannot encode {}: {e}", path(home).display()))?;
+    text.push('\n');
+    crate::config::write_atomic(&path(home), text.as_bytes(), 0o600).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_directory_after_resolving_links() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let proj = t.path().join("proj");
+        std::fs::create_dir_all(proj.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&proj, t.path().join("link")).unwrap();
+        assert!(!is_trusted(&home, &proj));
+        let (real, new) = add(&home, &t.path().join("link")).unwrap();
+        assert!(new);
+        assert_eq!(real, proj.canonicalize().unwrap());
+        assert!(!add(&home, &proj).unwrap().1, "already listed");
+        assert!(is_trusted(&home, &proj));
+        assert!(is_trusted(&home, &t.path().join("link")));
+        assert!(!is_trusted(&home, &proj.join("sub")), "no inheritance");
+        assert!(!is_trusted(&home, t.path()), "no inheritance upward");
+        let saved: Vec<String> =
+            serde_json::from_slice(&std::fs::read(path(&home)).unwrap()).unwrap();
+        assert_eq!(saved, [real.display().to_string()]);
+        assert!(remove(&home, &proj).unwrap().1);
+        assert!(!remove(&home, &proj).unwrap().1);
+        assert!(!is_trusted(&home, &proj));
+    }
+
+    #[test]
+    fn corrupt_store_trusts_nothing_and_is_kept() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(path(t.path()), "{not a list").unwrap();
+        assert!(!is_trusted(t.path(), t.path()));
+        let e = add(t.path(), t.path()).unwrap_err();
+        assert!(e.contains("trust.json is not valid"), "{e}");
+        assert_eq!(std::fs::read(path(t.path())).unwrap(), b"{not a list");
+        assert!(add(t.path(), &t.path().join("missing"))
+            .unwrap_err()
+            .contains("missing"));
+    }
+}
