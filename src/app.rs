@@ -68,6 +68,9 @@ struct Cli {
     /// keep no session
     #[argh(switch)]
     no_session: bool,
+    /// no skill discovery, no skill tool, no /skill: commands
+    #[argh(switch)]
+    no_skills: bool,
     /// cap model calls per prompt (default 50)
     #[argh(option, arg_name = "N")]
     max_steps: Option<u32>,
@@ -188,6 +191,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         provider,
         max_steps: cli.max_steps.unwrap_or(DEFAULT_MAX_STEPS).max(1),
         yolo: cli.yolo,
+        no_skills: cli.no_skills,
     };
     let (canceller, token) = cancel::pair();
     let signals = Signals::start(canceller)?;
@@ -261,9 +265,9 @@ fn default_model(provider: &str) -> &'static str {
     }
 }
 
-/// `zut [--ext PATH]… [--no-extensions] [--cwd DIR] ext …`: runs the
-/// management command and returns its status; `None` when the arguments
-/// are not an `ext` invocation.
+/// `zut [--ext PATH]… [--no-extensions] [--cwd DIR] ext|skills …`: runs
+/// the management command and returns its status; `None` when the
+/// arguments are not an `ext` or `skills` invocation.
 fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
     let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let mut ctx = crate::cli::CliContext {
@@ -276,6 +280,14 @@ fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
     while i < args.len() {
         match args[i].as_str() {
             "ext" => return Some(crate::cli::run_ext(&args[i + 1..], &ctx)),
+            "skills" => {
+                return Some(crate::skills::cli::run(
+                    &args[i + 1..],
+                    &ctx,
+                    &mut std::io::stdout(),
+                    &mut std::io::stderr(),
+                ))
+            }
             "--no-extensions" => ctx.no_extensions = true,
             "-e" | "--ext" if i + 1 < args.len() => {
                 i += 1;

@@ -99,6 +99,9 @@ pub struct Agent<'h> {
     activated: HashSet<String>,
     approved: HashSet<String>,
     next_call: u64,
+    zut_home: PathBuf,
+    /// Empty unless [`Agent::with_skills`] gave one (never with `--no-skills`).
+    skills: Arc<crate::skills::SkillSet>,
 }
 
 impl<'h> Agent<'h> {
@@ -119,9 +122,24 @@ impl<'h> Agent<'h> {
             activated: HashSet::new(),
             approved: HashSet::new(),
             next_call: 0,
+            zut_home: zut_home.to_path_buf(),
+            skills: Arc::default(),
         };
-        agent.system = system_prompt(&agent.opts.cwd, zut_home, &agent.tool_defs());
+        agent.system = system_prompt(&agent.opts.cwd, zut_home, &agent.tool_defs(), &agent.skills);
         agent
+    }
+
+    /// Offers `skills` to the model: their names and descriptions in the
+    /// system prompt, and the `skill` tool to load one.
+    pub fn with_skills(mut self, skills: Arc<crate::skills::SkillSet>) -> Self {
+        self.skills = skills;
+        self.system = system_prompt(
+            &self.opts.cwd,
+            &self.zut_home,
+            &self.tool_defs(),
+            &self.skills,
+        );
+        self
     }
 
     /// The transcript so far.
@@ -133,6 +151,9 @@ impl<'h> Agent<'h> {
     /// tools in registration order (deferred ones once activated).
     pub fn tool_defs(&self) -> Vec<ToolDef> {
         let mut defs = tools::definitions();
+        if self.skills.offers_model_skills() {
+            defs.push(tools::skill::definition());
+        }
         defs.extend(
             self.host
                 .tools()
@@ -338,6 +359,7 @@ impl<'h> Agent<'h> {
             ));
         }
         let host = self.host;
+        let skills = &*self.skills;
         let ctx = &ToolContext {
             cwd: self.opts.cwd.clone(),
         };
@@ -348,7 +370,7 @@ impl<'h> Agent<'h> {
                 .filter(|(_, n, a)| a.is_ok() && host.tool(n).is_some())
                 .count();
             for (_, name, args) in &planned {
-                let run = move || execute(host, name, args, ctx, cancel);
+                let run = move || execute(host, skills, name, args, ctx, cancel);
                 let concurrent = ext_calls > 1
                     && args.is_ok()
                     && !tools::BUILTIN_NAMES.contains(&name.as_str())
@@ -464,6 +486,7 @@ impl<'h> Agent<'h> {
 /// Runs one guarded call: a built-in, an extension tool, or an error.
 fn execute(
     host: &Host,
+    skills: &crate::skills::SkillSet,
     name: &str,
     args: &Result<Value, String>,
     ctx: &ToolContext,
@@ -473,6 +496,9 @@ fn execute(
         Ok(a) => a,
         Err(reason) => return (ToolOutput::error(reason.clone()), None, Vec::new()),
     };
+    if name == "skill" && skills.offers_model_skills() {
+        return (tools::skill::run(args, skills), None, Vec::new());
+    }
     if let Some(out) = tools::run(name, args, ctx, cancel) {
         return (out, None, Vec::new());
     }
@@ -512,8 +538,14 @@ pub fn preview(args: &Value) -> String {
     format!("{cut}...")
 }
 
-/// Identity, project directory, tools, and AGENTS.md files.
-pub fn system_prompt(cwd: &Path, zut_home: &Path, tools: &[ToolDef]) -> String {
+/// Identity, project directory, tools, skills the model may load, and
+/// AGENTS.md files.
+pub fn system_prompt(
+    cwd: &Path,
+    zut_home: &Path,
+    tools: &[ToolDef],
+    skills: &crate::skills::SkillSet,
+) -> String {
     let mut s = String::from(
         "You are zut, a coding agent working in a terminal on the user's project. \
          Use the tools to inspect and change files and run commands; keep answers short and concrete.\n",
@@ -523,6 +555,10 @@ pub fn system_prompt(cwd: &Path, zut_home: &Path, tools: &[ToolDef]) -> String {
     for t in tools {
         let first = t.description.lines().next().unwrap_or("");
         s.push_str(&format!("- {}: {first}\n", t.name));
+    }
+    if let Some(section) = crate::skills::prompt_section(skills) {
+        s.push('\n');
+        s.push_str(&section);
     }
     for path in [zut_home.join("AGENTS.md"), cwd.join("AGENTS.md")] {
         if let Ok(text) = std::fs::read_to_string(&path) {

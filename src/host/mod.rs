@@ -191,7 +191,12 @@ impl Host {
             })
             .collect();
         shared.await_handshakes(&loaded, cancel);
+        // Refused manifest `skills` paths: warnings of their extension.
+        let theme_warnings = crate::skills::stage_refusals(&loaded);
         shared.commit_and_report(&mut loaded);
+        for (extension, message) in theme_warnings {
+            shared.emit(Event::ExtWarning { extension, message });
+        }
         Host { shared, loaded }
     }
 

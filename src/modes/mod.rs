@@ -38,6 +38,8 @@ pub struct Run {
     pub provider: crate::provider::Settings,
     pub max_steps: u32,
     pub yolo: bool,
+    /// `--no-skills`: no skill discovery, `skill` tool or `/skill:`.
+    pub no_skills: bool,
 }
 
 /// Runs one prompt or slash command and shuts the extensions down.
@@ -50,6 +52,16 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
     let zut_home = run.host.zut_home.clone();
     let cwd = run.host.cwd.clone();
     let host = Host::start(run.host, sink.clone(), entries, cancel);
+    let skills = (!run.no_skills).then(|| {
+        let set = crate::skills::discover(
+            &cwd,
+            &zut_home,
+            crate::skills::home_dir().as_deref(),
+            &crate::skills::contributing(host.loaded().iter().map(|l| &l.entry)),
+        );
+        crate::skills::report_warnings(&set, sink.as_ref());
+        Arc::new(set)
+    });
     // No sessions yet: session_start carries no session.
     host.emit_event(&zut_ext::wire::EventPayload::named("session_start"));
     let code = match run.prompt.as_deref().map(str::trim) {
@@ -60,6 +72,7 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
                 host: &host,
                 sink: &sink,
                 cancel,
+                skills: skills.as_deref(),
             };
             let make_agent = || -> Result<Agent<'_>, String> {
                 let provider = crate::provider::create(&run.provider).map_err(|e| e.to_string())?;
@@ -69,7 +82,11 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
                     yolo: run.yolo,
                     confirmer: None,
                 };
-                Ok(Agent::new(provider, &host, sink.clone(), opts, &zut_home))
+                let agent = Agent::new(provider, &host, sink.clone(), opts, &zut_home);
+                Ok(match &skills {
+                    Some(set) => agent.with_skills(set.clone()),
+                    None => agent,
+                })
             };
             match p.strip_prefix('/') {
                 Some(command) => ctx.command(command, make_agent),
@@ -95,6 +112,8 @@ struct Ctx<'a> {
     host: &'a Host,
     sink: &'a Arc<dyn EventSink>,
     cancel: &'a CancelToken,
+    /// `None` with `--no-skills`.
+    skills: Option<&'a crate::skills::SkillSet>,
 }
 
 impl Ctx<'_> {
@@ -142,12 +161,43 @@ impl Ctx<'_> {
         }
     }
 
+    /// `/skills` and `/skill:NAME request`.
+    fn skill_command<'h>(
+        &self,
+        s: crate::skills::Slash,
+        make_agent: impl FnOnce() -> Result<Agent<'h>, String>,
+    ) -> i32 {
+        use crate::skills::Slash;
+        let (name, action, text) = match s {
+            Slash::Error(message) => return self.fail(message),
+            Slash::Display { name, text } => (name, "display", text),
+            Slash::Prompt { name, text } => (name, "prompt", text),
+        };
+        if self.mode == Mode::Json {
+            self.sink.emit(Event::CommandResult {
+                name,
+                action: action.into(),
+                text: text.clone(),
+            });
+        }
+        if action == "prompt" {
+            return self.prompt(&text, make_agent);
+        }
+        if self.mode == Mode::Print {
+            print::stdout_line(&text);
+        }
+        EXIT_OK
+    }
+
     /// `/name args`: an extension command, honoured as far as this mode can.
     fn command<'h>(
         &self,
         line: &str,
         make_agent: impl FnOnce() -> Result<Agent<'h>, String>,
     ) -> i32 {
+        if let Some(s) = crate::skills::slash(line, self.skills) {
+            return self.skill_command(s, make_agent);
+        }
         let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         if host::registry::BUILTIN_COMMANDS.contains(&name.to_lowercase().as_str()) {
             return self.fail(format!(
