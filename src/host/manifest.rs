@@ -252,7 +252,10 @@ pub fn resolve_skill_dir(dir: &Path, declared: &str) -> Result<PathBuf, String> 
     let real = dir
         .join(&inside)
         .canonicalize()
-        .map_err(|e| format!("{shown}: {e}"))?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!("{shown} does not exist"),
+            _ => format!("{shown}: {e}"),
+        })?;
     if !real.starts_with(&root) {
         return Err(format!(
             "{shown} escapes the extension directory through a symlink"
@@ -431,7 +434,7 @@ mod tests {
             ("skills/../..", "escapes"),
             (".", "escapes"),
             ("out", "through a symlink"),
-            ("missing", "No such file"),
+            ("missing", "does not exist"),
             ("file", "not a directory"),
         ] {
             let e = resolve_skill_dir(&ext, p).unwrap_err();

@@ -165,6 +165,23 @@ pub fn discover(
     set
 }
 
+/// The skills one extension bundles (each first of its name within the
+/// extension, whatever other sources offer), with its skipped files.
+pub fn bundled(m: &Manifest) -> SkillSet {
+    let mut set = SkillSet::default();
+    for c in layout(m).0 {
+        match load(&c) {
+            Ok(s) if !set.skills.iter().any(|o| o.name == s.name) => set.skills.push(s),
+            Ok(_) => {}
+            Err(message) => set.warnings.push(Warning {
+                extension: c.extension,
+                message,
+            }),
+        }
+    }
+    set
+}
+
 /// The manifests of the extensions that contribute skills: enabled and
 /// first of their name, in load order (whether or not the process started:
 /// skills are files).
