@@ -348,7 +348,7 @@ fn no_skills_turns_everything_off() {
     put_skill(&ext.join("skills/phases"), None, "Phase plan");
     let (out, reqs) = run(
         &sb,
-        &[ext.clone()],
+        std::slice::from_ref(&ext),
         &[
             json!({"tool_calls": [{"id": "c1", "name": "skill", "args": {"name": "review"}}]}),
             json!({"text": "ok"}),
@@ -462,7 +462,12 @@ fn escapes_are_refused_and_nothing_outside_reaches_the_model() {
         .map(|(i, n)| json!({"tool_calls": [{"id": format!("c{i}"), "name": "skill", "args": {"name": n}}]}))
         .chain([json!({"text": "ok"})])
         .collect();
-    let (out, reqs) = run(&sb, &[ext.clone()], &calls, &["--mode", "json", "go"]);
+    let (out, reqs) = run(
+        &sb,
+        std::slice::from_ref(&ext),
+        &calls,
+        &["--mode", "json", "go"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let raw = std::fs::read_to_string(sb.path("requests.jsonl")).unwrap();
     assert!(
@@ -507,7 +512,12 @@ fn escapes_are_refused_and_nothing_outside_reaches_the_model() {
     assert_eq!(warnings.len(), 8, "{warnings:#?}");
 
     // `/skill:` cannot reach them either.
-    let (out, reqs) = run(&sb, &[ext.clone()], &[], &["-p", "/skill:dir-link-skill"]);
+    let (out, reqs) = run(
+        &sb,
+        std::slice::from_ref(&ext),
+        &[],
+        &["-p", "/skill:dir-link-skill"],
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(reqs.is_empty());
     assert!(!stderr(&out).contains(MARKER) && !stdout(&out).contains(MARKER));
@@ -538,7 +548,7 @@ fn theme_only_refusals_and_shadowed_bundles_in_doctor() {
     let ext = theme_ext(&sb, "themed", &["skills", "../nope"]);
     put_skill(&ext.join("skills/phases"), None, "bundled phases");
     put_skill(&ext.join("skills/extra"), None, "bundled extra");
-    let (out, _) = run(&sb, &[ext.clone()], &[], &["--mode", "json"]);
+    let (out, _) = run(&sb, std::slice::from_ref(&ext), &[], &["--mode", "json"]);
     let events = json_lines(&out.stdout);
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["ext_loaded", "ext_warning"], "{events:?}");
@@ -611,4 +621,39 @@ fn malformed_skill_files_are_skipped_with_a_warning_naming_them() {
             .unwrap()
             .contains("skills/bad/SKILL.md")
         && e["message"].as_str().unwrap().contains("true or false")));
+}
+
+#[test]
+fn install_copies_declared_skills_even_when_ignored() {
+    let sb = Sandbox::new();
+    let src = theme_ext(&sb, "bundled", &["skills"]);
+    put_skill(&src.join("skills/phases"), None, "Phase checklist");
+    std::fs::write(src.join(".gitignore"), "skills/\n").unwrap();
+    let install = zut(&sb)
+        .env("HOME", user_home(&sb))
+        .args(["ext", "install"])
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert_eq!(install.status.code(), Some(0), "{}", stderr(&install));
+    let installed = sb.home().join("extensions/bundled/skills/phases/SKILL.md");
+    assert!(installed.is_file());
+    // The installed copy is what a run offers (the source is not loaded).
+    std::fs::remove_dir_all(&src).unwrap();
+    let (out, reqs) = run(&sb, &[], &[json!({"text": "ok"})], &["-p", "hi"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        skill_lines(&system(&reqs[0])),
+        ["- phases: Phase checklist"]
+    );
+    let list = zut(&sb)
+        .env("HOME", user_home(&sb))
+        .arg("skills")
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&list).contains("from extension bundled"),
+        "{}",
+        stdout(&list)
+    );
 }
