@@ -13,7 +13,8 @@ use std::path::PathBuf;
 ///
 /// Use -p for print mode or --mode json for the event stream (the
 /// interactive terminal UI and --mode rpc are not built yet).
-/// `zut ext` lists the extension management commands.
+/// `zut ext` lists the extension management commands; `zut skills` lists
+/// the skills zut finds for this project.
 #[argh(
     help_triggers("-h", "--help"),
     example = "git diff | zut -p \"review this change\"",

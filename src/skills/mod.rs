@@ -445,7 +445,11 @@ pub fn prompt_section(set: &SkillSet) -> Option<String> {
 
 /// The header every rendering of a skill starts with.
 fn header(skill: &Skill) -> String {
-    let mut s = format!("# Skill: {}\n\n{}\n", skill.name, skill.summary());
+    let description = match skill.description.trim() {
+        "" => skill.summary(),
+        d => d,
+    };
+    let mut s = format!("# Skill: {}\n\n{description}\n", skill.name);
     if !skill.allowed_tools.is_empty() {
         s.push_str(&format!(
             "\nAllowed tools: {}\n",
