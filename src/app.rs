@@ -13,7 +13,8 @@ use std::path::PathBuf;
 ///
 /// Use -p for print mode or --mode json for the event stream (the
 /// interactive terminal UI and --mode rpc are not built yet).
-/// `zut ext` lists the extension management commands.
+/// `zut ext` lists the extension management commands; `zut skills` lists
+/// the skills zut finds for this project.
 #[argh(
     help_triggers("-h", "--help"),
     example = "git diff | zut -p \"review this change\"",
@@ -71,6 +72,9 @@ struct Cli {
     /// keep no session
     #[argh(switch)]
     no_session: bool,
+    /// no skill discovery, no skill tool, no /skill: commands
+    #[argh(switch)]
+    no_skills: bool,
     /// cap model calls per prompt (default 50; at least 1)
     #[argh(option, arg_name = "N")]
     max_steps: Option<u32>,
@@ -182,6 +186,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         deadlines: Deadlines::from_env(),
         interactive: false,
         search_path: None,
+        skills: !cli.no_skills,
     };
     let discovery = discovery::Options {
         cwd: cwd.clone(),
@@ -197,6 +202,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         provider,
         max_steps: cli.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
         yolo: cli.yolo,
+        no_skills: cli.no_skills,
     };
     let (canceller, token) = cancel::pair();
     let signals = Signals::start(canceller)?;
@@ -294,9 +300,9 @@ fn default_model(provider: &str) -> &'static str {
     }
 }
 
-/// `zut [--ext PATH]… [--no-extensions] [--cwd DIR] ext …`: runs the
-/// management command and returns its status; `None` when the arguments
-/// are not an `ext` invocation.
+/// `zut [--ext PATH]… [--no-extensions] [--cwd DIR] ext|skills …`: runs
+/// the management command and returns its status; `None` when the
+/// arguments are not an `ext` or `skills` invocation.
 fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
     let (globals, rest) = match crate::cli::split_ext(args)? {
         Ok(split) => split,
@@ -320,6 +326,14 @@ fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
             .collect(),
         no_extensions: globals.no_extensions,
     };
+    if globals.command == "skills" {
+        return Some(crate::skills::cli::run(
+            rest,
+            &ctx,
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        ));
+    }
     Some(crate::cli::run_ext(rest, &ctx))
 }
 

@@ -21,3 +21,4 @@ pub mod provider;
 pub mod safe_fs;
 pub mod sanitize;
 pub mod trust;
+pub mod skills;

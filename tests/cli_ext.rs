@@ -229,11 +229,12 @@ fn install_dot_from_inside_the_source_and_launcher_warning() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.err.contains("warning: launcher"), "{r:?}");
     assert!(
-        r.err.contains("skills directory \"skills\" does not exist"),
+        r.err.contains("skills path \"skills\" does not exist"),
         "{r:?}"
     );
     assert!(
-        r.err.contains("skills directory \"../up\" points outside"),
+        r.err
+            .contains("skills path \"../up\" escapes the extension directory"),
         "{r:?}"
     );
     assert!(r.err.contains("installed nodey to"), "{r:?}");

@@ -154,7 +154,7 @@ impl Agent {
             approved: HashSet::new(),
             next_call: 0,
         };
-        agent.system = system_prompt(&agent.opts.cwd, zut_home, &agent.tool_defs());
+        agent.system = agent.build_system();
         agent
     }
 
@@ -201,20 +201,34 @@ impl Agent {
         self.transcript.push(message);
     }
 
-    /// After `/reload-ext` the tools changed: rebuild the system prompt.
+    /// After `/reload-ext` the tools and skills changed: rebuild the
+    /// system prompt.
     fn refresh_tools(&mut self) {
         let generation = self.host.view().generation;
         if generation != self.generation {
             self.generation = generation;
             self.activated.clear();
-            self.system = system_prompt(&self.opts.cwd, &self.zut_home, &self.tool_defs());
+            self.system = self.build_system();
         }
+    }
+
+    /// The skills of the host's current load (`None` with `--no-skills`).
+    fn skills(&self) -> Option<Arc<crate::skills::SkillSet>> {
+        self.host.view().skills.clone()
+    }
+
+    fn build_system(&self) -> String {
+        let skills = self.skills().unwrap_or_default();
+        system_prompt(&self.opts.cwd, &self.zut_home, &self.tool_defs(), &skills)
     }
 
     /// The tools the next request advertises: built-ins, then extension
     /// tools in registration order (deferred ones once activated).
     pub fn tool_defs(&self) -> Vec<ToolDef> {
         let mut defs = tools::definitions();
+        if self.skills().is_some_and(|s| s.offers_model_skills()) {
+            defs.push(tools::skill::definition());
+        }
         defs.extend(
             self.host
                 .tools()
@@ -437,7 +451,9 @@ impl Agent {
                 (ToolOutput::error("aborted"), None)
             } else {
                 let args = self.guard(id, &name, call.args.clone(), cancel);
-                let (out, extension, activate, details) = execute(&self.host, &name, &args, &ctx, cancel);
+                let skills = self.skills();
+                let (out, extension, activate, details) =
+                    execute(&self.host, skills.as_deref(), &name, &args, &ctx, cancel);
                 for t in activate {
                     if self.host.tool(&t).is_some_and(|e| e.deferred) {
                         self.activated.insert(t);
@@ -548,6 +564,7 @@ impl Agent {
 /// extension's `details` (never shown to the model).
 fn execute(
     host: &HostHandle,
+    skills: Option<&crate::skills::SkillSet>,
     name: &str,
     args: &Result<Value, String>,
     ctx: &ToolContext,
@@ -557,6 +574,9 @@ fn execute(
         Ok(a) => a,
         Err(reason) => return (ToolOutput::error(reason.clone()), None, Vec::new(), None),
     };
+    if let Some(set) = skills.filter(|s| name == "skill" && s.offers_model_skills()) {
+        return (tools::skill::run(args, set), None, Vec::new(), None);
+    }
     if let Some(out) = tools::run(name, args, ctx, cancel) {
         return (out, None, Vec::new(), None);
     }
@@ -604,8 +624,14 @@ pub fn preview(args: &Value) -> String {
     format!("{cut}...")
 }
 
-/// Identity, project directory, tools, and AGENTS.md files.
-pub fn system_prompt(cwd: &Path, zut_home: &Path, tools: &[ToolDef]) -> String {
+/// Identity, project directory, tools, skills the model may load, and
+/// AGENTS.md files.
+pub fn system_prompt(
+    cwd: &Path,
+    zut_home: &Path,
+    tools: &[ToolDef],
+    skills: &crate::skills::SkillSet,
+) -> String {
     let mut s = String::from(
         "You are zut, a coding agent working in a terminal on the user's project. \
          Use the tools to inspect and change files and run commands; keep answers short and concrete.\n",
@@ -615,6 +641,10 @@ pub fn system_prompt(cwd: &Path, zut_home: &Path, tools: &[ToolDef]) -> String {
     for t in tools {
         let first = t.description.lines().next().unwrap_or("");
         s.push_str(&format!("- {}: {first}\n", t.name));
+    }
+    if let Some(section) = crate::skills::prompt_section(skills) {
+        s.push('\n');
+        s.push_str(&section);
     }
     for path in [zut_home.join("AGENTS.md"), cwd.join("AGENTS.md")] {
         if let Ok(text) = std::fs::read_to_string(&path) {

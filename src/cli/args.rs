@@ -323,6 +323,8 @@ pub struct Globals {
     pub no_extensions: bool,
     /// `--cwd DIR`.
     pub cwd: Option<String>,
+    /// Which management command: `ext` (the default) or `skills`.
+    pub command: &'static str,
 }
 
 /// zut's global flags that take a value (both spellings where there are
@@ -361,10 +363,13 @@ pub(crate) fn split_ext(args: &[String]) -> Option<Result<(Globals, &[String]), 
     let mut i = 0;
     while i < args.len() {
         let arg = args[i].as_str();
-        if arg == "ext" {
+        if arg == "ext" || arg == "skills" {
+            if arg == "skills" {
+                globals.command = "skills";
+            }
             return Some(match refused {
                 Some(flag) => Err(format!(
-                    "{flag} does not apply to \"zut ext\"; give it without the flag{}",
+                    "{flag} does not apply to \"zut {arg}\"; give it without the flag{}",
                     if matches!(flag.as_str(), "-p" | "--print" | "--mode") {
                         " (to send the prompt \"ext\", write zut -p -- ext …)"
                     } else {
@@ -490,7 +495,8 @@ mod tests {
             Globals {
                 ext_paths: vec!["a".into()],
                 no_extensions: true,
-                cwd: Some("d".into())
+                cwd: Some("d".into()),
+                command: "",
             }
         );
         assert_eq!(rest, ["list"]);

@@ -4,8 +4,8 @@
 //! Every extension is started exactly as a run would start it (so load
 //! order, conflicts and deadlines are the real ones), then each discovered
 //! directory gets a report: its status, its manifest facts, the full load
-//! error (line breaks kept), ready or auto-ready, what it registered, what
-//! was refused and why, warnings, and its log. Healthy means no errors, no
+//! error (line breaks kept), ready or auto-ready, what it registered, the
+//! skills it bundles, what was refused and why, warnings, and its log. Healthy means no errors, no
 //! warnings and no conflicts; disabled and shadowed copies are choices, not
 //! problems.
 
@@ -39,6 +39,8 @@ pub struct Report {
     /// Command names without the leading `/` (as in `ext_loaded`).
     pub commands: Vec<String>,
     pub tools: Vec<String>,
+    /// Bundled skills; `NAME (shadowed by SOURCE)` when another wins.
+    pub skills: Vec<String>,
     pub conflicts: Vec<String>,
     pub warnings: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -91,13 +93,24 @@ pub(crate) fn run(names: &[String], json: bool, ctx: &CliContext, io: &mut Io<'_
         deadlines,
         interactive: false,
         search_path: None,
+        skills: true,
     };
     let _ = writeln!(io.err, "starting extensions…");
     let host = Host::start(config, Arc::new(Collect::default()), entries, &io.cancel);
+    let skills = crate::skills::discover(
+        &ctx.cwd,
+        &ctx.zut_home,
+        crate::skills::home_dir().as_deref(),
+        &crate::skills::contributing(host.loaded().iter().map(|l| &l.entry)),
+    );
     let reports: Vec<Report> = host
         .loaded()
         .iter()
-        .map(|l| report(&host, l))
+        .map(|l| {
+            let mut r = report(&host, l);
+            add_skills(&mut r, l, &skills);
+            r
+        })
         .filter(|r| {
             names.is_empty()
                 || names
@@ -145,6 +158,7 @@ fn report(host: &Host, l: &Loaded) -> Report {
         ready: None,
         commands: Vec::new(),
         tools: Vec::new(),
+        skills: Vec::new(),
         conflicts: Vec::new(),
         warnings: Vec::new(),
         error: None,
@@ -203,6 +217,37 @@ fn report(host: &Host, l: &Loaded) -> Report {
     r
 }
 
+/// Lists the extension's bundled skills and adds its skill problems: the
+/// refused `skills` paths (already among a started extension's warnings)
+/// and skipped `SKILL.md` files.
+fn add_skills(r: &mut Report, l: &Loaded, all: &crate::skills::SkillSet) {
+    let Status::Load(m) = &l.entry.status else {
+        return;
+    };
+    let own = crate::skills::bundled(m);
+    r.skills = own
+        .skills
+        .iter()
+        .map(|s| match all.get(&s.name) {
+            Some(w) if w.extension.as_deref() != Some(m.name.as_str()) => {
+                format!("{} (shadowed by {})", s.name, w.source)
+            }
+            _ => s.name.clone(),
+        })
+        .collect();
+    let mut problems: Vec<String> = own.warnings.into_iter().map(|w| w.message).collect();
+    if !matches!(l.outcome, LoadOutcome::Started(_)) {
+        problems.splice(0..0, crate::skills::refusals(m));
+    }
+    if problems.is_empty() {
+        return;
+    }
+    r.warnings.extend(problems);
+    if matches!(r.status, "ok" | "theme-only") {
+        r.status = "warning";
+    }
+}
+
 fn host_home(host: &Host) -> std::path::PathBuf {
     host.config().zut_home.clone()
 }
@@ -240,6 +285,9 @@ pub fn render_text(reports: &[Report]) -> String {
         }
         if !r.tools.is_empty() {
             field("tools", &r.tools.join(" "));
+        }
+        if !r.skills.is_empty() {
+            field("skills", &r.skills.join(", "));
         }
         for c in &r.conflicts {
             field("conflict", c);

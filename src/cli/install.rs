@@ -321,18 +321,20 @@ fn validate_staged(
         Some(Exec::Relative { configured, path }) => check_executable(configured, path, origin)?,
         None | Some(Exec::Launcher { .. }) => {}
     }
-    for skills in &m.skills {
-        match manifest::lexically_inside(Path::new(skills)) {
-            None => warnings.push(format!(
-                "skills directory {skills:?} points outside the extension; zut will ignore it"
-            )),
-            Some(rel) if !staging.join(&rel).is_dir() => warnings.push(format!(
-                "skills directory {skills:?} does not exist in {label}; its skills will be missing"
-            )),
-            Some(_) => {}
-        }
-    }
+    check_skills(&m, &label, warnings);
     Ok(m)
+}
+
+/// The declared skills as zut will load them from the staged copy: every
+/// refused `skills` path and skipped `SKILL.md` becomes an install warning
+/// (the skills directories themselves are copied as required paths).
+fn check_skills(m: &Manifest, label: &str, warnings: &mut Vec<String>) {
+    for refusal in crate::skills::refusals(m) {
+        warnings.push(format!("{refusal} (in {label}); zut will not load it"));
+    }
+    for w in crate::skills::bundled(m).warnings {
+        warnings.push(w.message);
+    }
 }
 
 /// Shows a manifest error against the source rather than the staging dir.

@@ -197,6 +197,8 @@ pub(super) struct Dispatcher {
     view: Arc<Mutex<Arc<View>>>,
     threads: ThreadCount,
     job: Job,
+    /// The skills of the current load (`None` with `--no-skills`).
+    skills: Option<Arc<crate::skills::SkillSet>>,
     /// Every connection ever started, joined before the dispatcher ends.
     all: Vec<Arc<Conn>>,
     pids: Arc<Mutex<Vec<u32>>>,
@@ -242,6 +244,7 @@ impl Dispatcher {
             view,
             threads,
             job: Job::Idle,
+            skills: None,
             all: Vec::new(),
             pids,
         };
@@ -524,6 +527,15 @@ impl Dispatcher {
                 exited: None,
                 acked: false,
             };
+            if let Status::Load(m) = &st.entry.status {
+                // Refused manifest `skills` paths: the extension still
+                // loads; the warning follows its `ext_loaded`.
+                let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
+                for p in crate::skills::refusals(m) {
+                    process::log_line(&log, &p);
+                    st.warnings.push(p);
+                }
+            }
             match st.entry.status.clone() {
                 Status::Load(m) if m.theme_only() => st.phase = Phase::Ready { auto: false },
                 Status::Load(m) => match self.spawn(id, &st.entry, &m) {
@@ -672,6 +684,26 @@ impl Dispatcher {
                 }
             }
         }
+        self.skills = self.config.skills.then(|| {
+            let set = crate::skills::discover(
+                &self.config.cwd,
+                &self.config.zut_home,
+                crate::skills::home_dir().as_deref(),
+                &crate::skills::contributing(self.exts.iter().map(|e| &e.entry)),
+            );
+            for w in &set.warnings {
+                match &w.extension {
+                    Some(ext) => {
+                        let _ = self.events.send(Event::ExtWarning {
+                            extension: ext.clone(),
+                            message: w.message.clone(),
+                        });
+                    }
+                    None => log::warn!("{}", w.message),
+                }
+            }
+            Arc::new(set)
+        });
         self.publish();
         if let Some(event) = self.last_session_event.clone() {
             for e in &self.exts {
@@ -762,6 +794,7 @@ impl Dispatcher {
             registry: self.registry.clone(),
             exts,
             deadlines: self.config.deadlines,
+            skills: self.skills.clone(),
         };
         *self.view.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(view);
     }

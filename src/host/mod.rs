@@ -66,6 +66,9 @@ pub struct HostConfig {
     /// Where bare launchers (`python3`, `node`) are looked up; `None`: the
     /// process's `PATH`.
     pub search_path: Option<std::ffi::OsString>,
+    /// Discover skills (off with `--no-skills`): user roots and the ones
+    /// loaded extensions bundle, recomputed on every load.
+    pub skills: bool,
 }
 
 /// Where an extension is in its life.
@@ -174,6 +177,8 @@ pub struct View {
     pub registry: Registry,
     pub exts: Vec<ViewExt>,
     pub deadlines: Deadlines,
+    /// The skills of this load (`None` with `--no-skills`).
+    pub skills: Option<Arc<crate::skills::SkillSet>>,
 }
 
 /// One loaded extension in a [`View`].
@@ -744,14 +749,6 @@ fn wait_reply(rx: &Receiver<Reply>, timeout: Option<Duration>, cancel: &CancelTo
 }
 
 /// Drops empty text blocks and makes unknown blocks visible; never empty.
-/// `word` with its indefinite article: `a notify`, `an unknown`.
-fn with_article(word: &str) -> String {
-    let vowel = word
-        .chars()
-        .next()
-        .is_some_and(|c| "aeiouAEIOU".contains(c));
-    format!("{} {word}", if vowel { "an" } else { "a" })
-}
 
 fn normalise_content(content: Vec<ContentBlock>, extension: &str) -> Vec<ContentBlock> {
     let mut out: Vec<ContentBlock> = content

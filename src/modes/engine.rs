@@ -404,9 +404,31 @@ impl Worker {
         let _ = self.host.reload();
     }
 
+    /// `/skills` and `/skill:NAME request`.
+    fn skill_command(&mut self, s: crate::skills::Slash, cancel: &CancelToken) {
+        use crate::skills::Slash;
+        let (name, action, text) = match s {
+            Slash::Error(message) => return self.fail(message),
+            Slash::Display { name, text } => (name, "display", text),
+            Slash::Prompt { name, text } => (name, "prompt", text),
+        };
+        self.emit(Event::CommandResult {
+            name,
+            action: action.into(),
+            text: text.clone(),
+        });
+        if action == "prompt" {
+            self.prompt(&text, cancel);
+        }
+    }
+
     /// `/name args`: a core built-in or an extension command.
     fn command(&mut self, line: &str, cancel: &CancelToken) {
         let line = line.trim().trim_start_matches('/');
+        let skills = self.host.view().skills.clone();
+        if let Some(s) = crate::skills::slash(line, skills.as_deref()) {
+            return self.skill_command(s, cancel);
+        }
         let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         let lower = name.to_lowercase();
         match lower.as_str() {

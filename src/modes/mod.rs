@@ -39,6 +39,8 @@ pub struct Run {
     pub provider: crate::provider::Settings,
     pub max_steps: u32,
     pub yolo: bool,
+    /// `--no-skills`: no skill discovery, `skill` tool or `/skill:`.
+    pub no_skills: bool,
 }
 
 /// Runs one prompt or slash command and shuts the extensions down.
@@ -64,6 +66,13 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
         Mode::Print => Box::new(print::Printer::default()),
         Mode::Json => Box::new(json::JsonOut::default()),
     };
+    // Skill files that could not be read, from the user's own roots (an
+    // extension's are its ext_warning).
+    if let Some(set) = host.view().skills.clone() {
+        for w in set.warnings.iter().filter(|w| w.extension.is_none()) {
+            eprintln!("zut: warning: {}", crate::sanitize::sanitize(&w.message));
+        }
+    }
     // No sessions yet: session_start carries no session.
     host.emit_event(&zut_ext::wire::EventPayload::named("session_start"));
     let prompt = run.prompt.clone().filter(|p| !p.trim().is_empty());

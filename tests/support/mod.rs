@@ -118,6 +118,7 @@ impl Sandbox {
             },
             interactive: false,
             search_path: Some(search_path().into()),
+            skills: true,
         }
     }
 

@@ -1,4 +1,6 @@
-//! Built-in tools: `read`, `write`, `edit`, `bash`, `grep`.
+//! Built-in tools: `read`, `write`, `edit`, `bash`, `grep`, and `skill`
+//! (offered by the agent only when the run has skills for the model, see
+//! [`skill`]).
 //!
 //! Each tool takes the model's JSON arguments (shapes in zut(1), BUILT-IN TOOLS) and
 //! returns a [`ToolOutput`]; a bad argument or a failure is an `is_error`
@@ -18,6 +20,7 @@ mod common;
 pub mod edit;
 pub mod grep;
 pub mod read;
+pub mod skill;
 pub mod write;
 
 /// Where tools run.

@@ -346,6 +346,7 @@ impl Sandbox {
             deadlines,
             interactive: false,
             search_path: Some(search_path()),
+            skills: true,
         }
     }
 
