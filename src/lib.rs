@@ -18,3 +18,4 @@ pub mod ignore;
 pub mod modes;
 pub mod paths;
 pub mod provider;
+pub mod session;
