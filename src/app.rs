@@ -13,7 +13,8 @@ use std::path::PathBuf;
 ///
 /// Use -p for print mode or --mode json for the event stream (the
 /// interactive terminal UI and --mode rpc are not built yet).
-/// `zut ext` lists the extension management commands.
+/// `zut ext` lists the extension management commands; `zut sessions`
+/// lists this project's sessions.
 #[argh(
     help_triggers("-h", "--help"),
     example = "git diff | zut -p \"review this change\"",
@@ -276,6 +277,7 @@ fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
     while i < args.len() {
         match args[i].as_str() {
             "ext" => return Some(crate::cli::run_ext(&args[i + 1..], &ctx)),
+            "sessions" => return Some(crate::cli::sessions::run(&args[i + 1..], &ctx)),
             "--no-extensions" => ctx.no_extensions = true,
             "-e" | "--ext" if i + 1 < args.len() => {
                 i += 1;
