@@ -196,6 +196,7 @@ impl<'h> Agent<'h> {
                 _ if !resp.tool_calls.is_empty() => "tool_use",
                 StopReason::ToolUse | StopReason::EndTurn => "end_turn",
                 StopReason::Length => "length",
+                StopReason::Refusal => "refusal",
             };
             self.emit(Event::TurnEnd {
                 stop: stop.into(),
