@@ -481,8 +481,10 @@ fn json_instead_of_a_stream_is_reported() {
 
 #[test]
 fn refusal_delta_is_the_answer_with_a_refusal_stop() {
-    let stream = chunk(json!({"role":"assistant","content":null,"refusal":""}), None)
-        + &chunk(json!({"refusal":"I'm sorry, "}), None)
+    let stream = chunk(
+        json!({"role":"assistant","content":null,"refusal":""}),
+        None,
+    ) + &chunk(json!({"refusal":"I'm sorry, "}), None)
         + &chunk(json!({"refusal":"I can't help with that."}), None)
         + &chunk(json!({}), Some("stop"))
         + DONE;

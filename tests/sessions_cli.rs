@@ -126,10 +126,7 @@ fn list_shows_sessions_newest_first_with_their_parent() {
         assert!(lines[1].split_whitespace().any(|w| w == "4"), "{text}");
         assert!(lines[2].starts_with(branch.id()), "{text}");
         // The fork point 2 moved past the tool results to keep the pair.
-        assert!(
-            lines[2].contains(&format!("{}@3", root.id())),
-            "{text}"
-        );
+        assert!(lines[2].contains(&format!("{}@3", root.id())), "{text}");
     }
 }
 
@@ -219,7 +216,11 @@ fn rm_removes_one_session_and_unknown_ids_fail() {
     assert!(branch.path().exists());
     assert_eq!(env.store().list().len(), 1);
 
-    for args in [["rm", root.id()], ["show", root.id()], ["show", "../../etc"]] {
+    for args in [
+        ["rm", root.id()],
+        ["show", root.id()],
+        ["show", "../../etc"],
+    ] {
         let out = env.zut(&args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         assert!(

@@ -110,7 +110,12 @@ fn list(store: &Store, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), S
     }
     let parents: Vec<String> = sessions.iter().map(parent_label).collect();
     let pw = parents.iter().map(|p| p.len()).max().unwrap_or(0).max(6);
-    let iw = sessions.iter().map(|s| s.id.len()).max().unwrap_or(0).max(2);
+    let iw = sessions
+        .iter()
+        .map(|s| s.id.len())
+        .max()
+        .unwrap_or(0)
+        .max(2);
     let _ = writeln!(
         out,
         "{:iw$}  {:16}  {:>8}  {:pw$}  PROMPT",
@@ -165,7 +170,10 @@ fn show(
     }
     let _ = writeln!(out, "session {}", s.id());
     if let Some(p) = s.parent_id() {
-        let at = s.fork_point().map(|n| format!(" at message {n}")).unwrap_or_default();
+        let at = s
+            .fork_point()
+            .map(|n| format!(" at message {n}"))
+            .unwrap_or_default();
         let _ = writeln!(out, "parent  {}{at}", clean(p));
     }
     let _ = writeln!(out, "cwd     {}", clean(s.cwd()));
@@ -197,7 +205,10 @@ fn show(
 /// then its text (indented), `→ tool(args) [id]` per call and
 /// `← [id] first line … (n lines)` per result.
 fn message_lines(i: usize, m: &Message) -> Vec<String> {
-    let results = m.content.iter().any(|b| matches!(b, Block::ToolResult { .. }));
+    let results = m
+        .content
+        .iter()
+        .any(|b| matches!(b, Block::ToolResult { .. }));
     let who = match m.role {
         Role::User if results => "tool results",
         Role::User => "user",
@@ -212,7 +223,11 @@ fn message_lines(i: usize, m: &Message) -> Vec<String> {
                 }
             }
             Block::Image { mime_type, data } => {
-                lines.push(format!("  [image {} ({} bytes base64)]", clean(mime_type), data.len()));
+                lines.push(format!(
+                    "  [image {} ({} bytes base64)]",
+                    clean(mime_type),
+                    data.len()
+                ));
             }
             Block::ToolCall { id, name, args } => lines.push(format!(
                 "  → {}({}) [{}]",
@@ -235,7 +250,11 @@ fn message_lines(i: usize, m: &Message) -> Vec<String> {
                     .collect();
                 let text = text.join("\n");
                 let n = text.lines().count();
-                let more = if n > 1 { format!(" … ({n} lines)") } else { String::new() };
+                let more = if n > 1 {
+                    format!(" … ({n} lines)")
+                } else {
+                    String::new()
+                };
                 let error = if *is_error { " error:" } else { "" };
                 let first = text.lines().next().unwrap_or("");
                 lines.push(format!(

@@ -78,7 +78,10 @@ impl fmt::Display for SessionError {
                 "cannot fork at message {at}: the session has {len} messages"
             ),
             SessionError::NothingToCompact => {
-                write!(f, "nothing to compact: no history before the last user turn")
+                write!(
+                    f,
+                    "nothing to compact: no history before the last user turn"
+                )
             }
         }
     }
@@ -242,7 +245,9 @@ impl Store {
     /// Removes session `id`'s file. Branches forked from it keep their own
     /// copies and stay.
     pub fn delete(&self, id: &str) -> Result<(), SessionError> {
-        let path = self.path_of(id).ok_or_else(|| SessionError::Unknown { id: id.into() })?;
+        let path = self
+            .path_of(id)
+            .ok_or_else(|| SessionError::Unknown { id: id.into() })?;
         fs::remove_file(&path).map_err(|error| {
             if error.kind() == io::ErrorKind::NotFound {
                 SessionError::Unknown { id: id.into() }
@@ -263,8 +268,12 @@ impl Store {
                 let name = e.file_name().into_string().ok()?;
                 let id = name.strip_suffix(".jsonl")?;
                 let meta = e.metadata().ok()?;
-                (valid_id(id) && meta.is_file())
-                    .then(|| (id.to_string(), meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
+                (valid_id(id) && meta.is_file()).then(|| {
+                    (
+                        id.to_string(),
+                        meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                    )
+                })
             })
             .collect()
     }
@@ -292,7 +301,11 @@ pub fn cwd_key(cwd: &Path) -> String {
     let readable = readable.trim_start_matches(|c| c == '-' || c == '.');
     let mut h = clock::Fnv::new();
     h.write(cwd.as_os_str().as_bytes());
-    let name = if readable.is_empty() { "root" } else { readable };
+    let name = if readable.is_empty() {
+        "root"
+    } else {
+        readable
+    };
     format!("{name}-{:08x}", h.finish() as u32)
 }
 
@@ -391,7 +404,11 @@ fn summarize(path: &Path, modified: SystemTime) -> Option<Summary> {
 
 /// The text of a user prompt (a user message that is not tool results).
 pub fn prompt_text(m: &Message) -> Option<String> {
-    if m.role != Role::User || m.content.iter().any(|b| matches!(b, Block::ToolResult { .. })) {
+    if m.role != Role::User
+        || m.content
+            .iter()
+            .any(|b| matches!(b, Block::ToolResult { .. }))
+    {
         return None;
     }
     let text: Vec<&str> = m
@@ -613,7 +630,10 @@ impl Session {
     /// Where [`compact`](Self::compact) would cut: the index of the last
     /// user prompt, if there is history before it.
     pub fn compact_point(&self) -> Option<usize> {
-        let last = self.messages.iter().rposition(|m| prompt_text(m).is_some())?;
+        let last = self
+            .messages
+            .iter()
+            .rposition(|m| prompt_text(m).is_some())?;
         (last > 0).then_some(last)
     }
 
@@ -639,7 +659,10 @@ impl Session {
         if n > len {
             return Err(SessionError::ForkOutOfRange { at: n, len });
         }
-        if n > 0 && n < len && has_tool_calls(&self.messages[n - 1]) && has_tool_results(&self.messages[n])
+        if n > 0
+            && n < len
+            && has_tool_calls(&self.messages[n - 1])
+            && has_tool_results(&self.messages[n])
         {
             n += 1;
         }
@@ -716,11 +739,17 @@ fn set_or_clear(states: &mut BTreeMap<String, Value>, extension: String, state: 
 }
 
 fn has_tool_calls(m: &Message) -> bool {
-    m.role == Role::Assistant && m.content.iter().any(|b| matches!(b, Block::ToolCall { .. }))
+    m.role == Role::Assistant
+        && m.content
+            .iter()
+            .any(|b| matches!(b, Block::ToolCall { .. }))
 }
 
 fn has_tool_results(m: &Message) -> bool {
-    m.role == Role::User && m.content.iter().any(|b| matches!(b, Block::ToolResult { .. }))
+    m.role == Role::User
+        && m.content
+            .iter()
+            .any(|b| matches!(b, Block::ToolResult { .. }))
 }
 
 #[cfg(test)]

@@ -133,7 +133,13 @@ mod tests {
     fn a_state_row_without_state_clears() {
         let row: RowIn =
             serde_json::from_str(r#"{"type":"extension_state","extension":"x"}"#).unwrap();
-        assert!(matches!(row, RowIn::ExtensionState { state: Value::Null, .. }));
+        assert!(matches!(
+            row,
+            RowIn::ExtensionState {
+                state: Value::Null,
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -107,7 +107,10 @@ fn round_trip_restores_transcript_states_and_identity() {
     assert_eq!(info.parent_id, "");
     assert_eq!(info.fork_point, 0);
     assert_eq!(info.cwd, env.cwd.to_string_lossy());
-    assert_eq!(Path::new(&info.path), store.dir().join(format!("{id}.jsonl")));
+    assert_eq!(
+        Path::new(&info.path),
+        store.dir().join(format!("{id}.jsonl"))
+    );
     assert!(store.dir().starts_with(env.home.join("sessions")));
 }
 
@@ -197,12 +200,18 @@ fn compaction_is_replayed_on_load_and_resets_state_at_fork() {
     assert_eq!(texts(&s), expect);
     let back = store.open(s.id()).unwrap();
     assert_eq!(texts(&back), expect);
-    assert_eq!(back.states(), &BTreeMap::from([("a".into(), json!("late"))]));
+    assert_eq!(
+        back.states(),
+        &BTreeMap::from([("a".into(), json!("late"))])
+    );
 
     // State recorded before the compaction belongs to every fork inside the
     // new transcript, even one at message 1.
     let child = back.fork(Some(1)).unwrap();
-    assert_eq!(child.states(), &BTreeMap::from([("a".into(), json!("late"))]));
+    assert_eq!(
+        child.states(),
+        &BTreeMap::from([("a".into(), json!("late"))])
+    );
 
     let mut fresh = store.create().unwrap();
     fresh.append_message(&Message::user_text("only")).unwrap();
@@ -294,7 +303,10 @@ fn state_limit_is_exact_and_a_refusal_changes_nothing() {
     assert_eq!(s.states()["big"], fits);
     assert_eq!(fs::metadata(s.path()).unwrap().len(), len_before);
     assert_eq!(env.store().open(s.id()).unwrap().states()["big"], fits);
-    assert!(matches!(s.set_state(" ", json!(1)), Err(StateError::NoName)));
+    assert!(matches!(
+        s.set_state(" ", json!(1)),
+        Err(StateError::NoName)
+    ));
 }
 
 #[test]
@@ -305,7 +317,8 @@ fn list_latest_open_and_delete() {
     assert_eq!(store.latest(), None);
 
     let mut a = store.create().unwrap();
-    a.append_message(&Message::user_text("  fix the\n  parser  ")).unwrap();
+    a.append_message(&Message::user_text("  fix the\n  parser  "))
+        .unwrap();
     a.append_message(&assistant_text("ok")).unwrap();
     let b = a.fork(Some(0)).unwrap();
     // Make `a` the most recently written regardless of clock resolution.
@@ -333,10 +346,19 @@ fn list_latest_open_and_delete() {
     let dotted = Store::new(&env.home, &env.cwd.join("."));
     assert_eq!(dotted.dir(), store.dir());
 
-    assert!(matches!(store.open("../x"), Err(SessionError::Unknown { .. })));
-    assert!(matches!(store.open("nope"), Err(SessionError::Unknown { .. })));
+    assert!(matches!(
+        store.open("../x"),
+        Err(SessionError::Unknown { .. })
+    ));
+    assert!(matches!(
+        store.open("nope"),
+        Err(SessionError::Unknown { .. })
+    ));
     store.delete(a.id()).unwrap();
-    assert!(matches!(store.delete(a.id()), Err(SessionError::Unknown { .. })));
+    assert!(matches!(
+        store.delete(a.id()),
+        Err(SessionError::Unknown { .. })
+    ));
     assert_eq!(store.latest().as_deref(), Some(b.id()));
 }
 
@@ -361,7 +383,10 @@ fn a_file_without_a_header_is_not_a_session() {
     let store = env.store();
     fs::create_dir_all(store.dir()).unwrap();
     fs::write(store.dir().join("x.jsonl"), "{\"type\":\"message\"}\n").unwrap();
-    assert!(matches!(store.open("x"), Err(SessionError::NotSession { .. })));
+    assert!(matches!(
+        store.open("x"),
+        Err(SessionError::NotSession { .. })
+    ));
     assert!(store.list().is_empty());
 }
 

@@ -73,8 +73,10 @@ fn build(store: &Store) -> Session {
     for i in 0..MESSAGES {
         s.append_message(&message(i)).expect("append");
         if i % (MESSAGES / STATE_ROWS) == 0 {
-            let state = json!({"step": i, "todo": ["read", "fix", "test"], "notes": "x".repeat(200)});
-            s.set_state(&format!("ext-{}", (i / 10) % 5), state).expect("state");
+            let state =
+                json!({"step": i, "todo": ["read", "fix", "test"], "notes": "x".repeat(200)});
+            s.set_state(&format!("ext-{}", (i / 10) % 5), state)
+                .expect("state");
         }
     }
     s
@@ -137,7 +139,8 @@ fn append(report: &mut Report, dir: &Path) {
     let lines: Vec<Vec<u8>> = msgs
         .iter()
         .map(|m| {
-            let mut l = serde_json::to_vec(&json!({"type": "message", "message": m})).expect("json");
+            let mut l =
+                serde_json::to_vec(&json!({"type": "message", "message": m})).expect("json");
             l.push(b'\n');
             l
         })
@@ -182,13 +185,20 @@ fn append(report: &mut Report, dir: &Path) {
         }
     }
     report.line("Session::append_message per row", store_t.summary());
-    report.line("BufWriter write+flush per row (baseline)", plain_t.summary());
+    report.line(
+        "BufWriter write+flush per row (baseline)",
+        plain_t.summary(),
+    );
     report.line(
         "ratio append / baseline (paired median)",
         format!("{:.1}x", paired_ratio(&store_t, &plain_t)),
     );
     let m = store_t.median();
-    report.goal(m <= Duration::from_micros(50), "append <= 50 us per row", fmt(m));
+    report.goal(
+        m <= Duration::from_micros(50),
+        "append <= 50 us per row",
+        fmt(m),
+    );
 }
 
 fn main() {
