@@ -14,7 +14,8 @@ use std::path::PathBuf;
 /// Use -p for print mode or --mode json for the event stream (the
 /// interactive terminal UI and --mode rpc are not built yet).
 /// `zut ext` lists the extension management commands; `zut skills` lists
-/// the skills zut finds for this project.
+/// the skills zut finds for this project; `zut sessions` lists this
+/// project's sessions.
 #[argh(
     help_triggers("-h", "--help"),
     example = "git diff | zut -p \"review this change\"",
@@ -326,6 +327,9 @@ fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
             .collect(),
         no_extensions: globals.no_extensions,
     };
+    if globals.command == "sessions" {
+        return Some(crate::cli::sessions::run(rest, &ctx));
+    }
     if globals.command == "skills" {
         return Some(crate::skills::cli::run(
             rest,

@@ -22,3 +22,4 @@ pub mod safe_fs;
 pub mod sanitize;
 pub mod trust;
 pub mod skills;
+pub mod session;

@@ -519,3 +519,53 @@ fn abort_interrupts_the_backoff_sleep() {
     assert!(returned.duration_since(fired.recv().unwrap()) < Duration::from_secs(1));
     assert_eq!(server.request_count(), 1, "no retry after the abort");
 }
+
+#[test]
+fn refusal_is_the_answer_with_a_refusal_stop() {
+    let stream = message_start(9)
+        + &text_block(0, &["I can't help ", "with that."])
+        + &message_end("refusal", 6);
+    let server = TestServer::start(vec![Reply::sse(&stream)]);
+    let mut p = provider(&server);
+    let (result, deltas) = ask(&mut p, &hello(), &CancelToken::never());
+    let response = result.expect("a refusal is an answer, not an error");
+    assert_eq!(deltas, ["I can't help ", "with that."]);
+    assert_eq!(response.text, "I can't help with that.");
+    assert_eq!(response.stop, StopReason::Refusal);
+    assert!(response.tool_calls.is_empty());
+}
+
+#[test]
+fn max_tokens_inside_a_tool_call_keeps_the_text_and_drops_the_call() {
+    let stream = message_start(30)
+        + &text_block(0, &["Writing ", "the file now."])
+        + &tool_block(
+            1,
+            "toolu_cut",
+            "write",
+            &["{\"path\": \"notes.txt\", ", "\"content\": \"first li"],
+        )
+        + &message_end("max_tokens", 8192);
+    let server = TestServer::start(vec![Reply::sse(&stream)]);
+    let mut p = provider(&server);
+    let (result, deltas) = ask(&mut p, &hello(), &CancelToken::never());
+    let response = result.expect("a cut answer is not an error");
+    assert_eq!(deltas, ["Writing ", "the file now."]);
+    assert_eq!(response.text, "Writing the file now.");
+    assert_eq!(response.stop, StopReason::Length);
+    assert!(response.tool_calls.is_empty(), "{:?}", response.tool_calls);
+}
+
+#[test]
+fn invalid_tool_arguments_without_a_cut_still_fail() {
+    let stream = message_start(30)
+        + &tool_block(0, "toolu_bad", "write", &["{\"path\": "])
+        + &message_end("tool_use", 20);
+    let server = TestServer::start(vec![Reply::sse(&stream)]);
+    let mut p = provider(&server);
+    let (result, _) = ask(&mut p, &hello(), &CancelToken::never());
+    match result {
+        Err(ProviderError::Protocol(m)) => assert!(m.contains("not valid JSON"), "{m}"),
+        other => panic!("expected a protocol error, got {other:?}"),
+    }
+}

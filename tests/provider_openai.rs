@@ -478,3 +478,63 @@ fn json_instead_of_a_stream_is_reported() {
     }
     assert_eq!(server.request_count(), 2, "neither is retried");
 }
+
+#[test]
+fn refusal_delta_is_the_answer_with_a_refusal_stop() {
+    let stream = chunk(
+        json!({"role":"assistant","content":null,"refusal":""}),
+        None,
+    ) + &chunk(json!({"refusal":"I'm sorry, "}), None)
+        + &chunk(json!({"refusal":"I can't help with that."}), None)
+        + &chunk(json!({}), Some("stop"))
+        + DONE;
+    let server = TestServer::start(vec![Reply::sse(&stream)]);
+    let mut p = provider(&server);
+    let (result, deltas) = ask(&mut p, &hello(), &CancelToken::never());
+    let response = result.expect("a refusal is an answer, not an error");
+    assert_eq!(deltas, ["I'm sorry, ", "I can't help with that."]);
+    assert_eq!(response.text, "I'm sorry, I can't help with that.");
+    assert_eq!(response.stop, StopReason::Refusal);
+}
+
+#[test]
+fn only_choice_zero_is_used() {
+    let two = |a: &str, b: &str, finish: Option<&str>| {
+        let c = json!({"id":"x","object":"chat.completion.chunk","choices":[
+            {"index":1,"delta":{"content":b},"finish_reason":finish},
+            {"index":0,"delta":{"content":a},"finish_reason":finish}]});
+        format!("data: {c}\n\n")
+    };
+    let only_one = {
+        let c = json!({"id":"x","object":"chat.completion.chunk","choices":[
+            {"index":1,"delta":{"content":"SECOND","tool_calls":[{"index":0,"id":"c9",
+                "type":"function","function":{"name":"bash","arguments":"{}"}}]},
+             "finish_reason":"tool_calls"}]});
+        format!("data: {c}\n\n")
+    };
+    let stream = two("Hel", "Other", None) + &only_one + &two("lo", " text", Some("stop")) + DONE;
+    let server = TestServer::start(vec![Reply::sse(&stream)]);
+    let mut p = provider(&server);
+    let (result, deltas) = ask(&mut p, &hello(), &CancelToken::never());
+    let response = result.expect("answer");
+    assert_eq!(deltas, ["Hel", "lo"]);
+    assert_eq!(response.text, "Hello");
+    assert!(response.tool_calls.is_empty());
+    assert_eq!(response.stop, StopReason::EndTurn);
+}
+
+#[test]
+fn length_inside_a_tool_call_keeps_the_text_and_drops_the_call() {
+    let stream = chunk(json!({"role":"assistant","content":"Writing it."}), None)
+        + &call_start(0, "call_cut", "write")
+        + &call_args(0, "{\"path\":\"a.txt\",\"content\":\"hal")
+        + &chunk(json!({}), Some("length"))
+        + DONE;
+    let server = TestServer::start(vec![Reply::sse(&stream)]);
+    let mut p = provider(&server);
+    let (result, _) = ask(&mut p, &hello(), &CancelToken::never());
+    let response = result.expect("a cut answer is not an error");
+    assert_eq!(response.text, "Writing it.");
+    assert_eq!(response.stop, StopReason::Length);
+    assert!(response.tool_calls.is_empty());
+}

@@ -293,6 +293,7 @@ impl Agent {
                 _ if !resp.tool_calls.is_empty() => "tool_use",
                 StopReason::ToolUse | StopReason::EndTurn => "end_turn",
                 StopReason::Length => "length",
+                StopReason::Refusal => "refusal",
             };
             let mut content = Vec::new();
             if !resp.text.is_empty() {

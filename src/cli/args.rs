@@ -323,7 +323,7 @@ pub struct Globals {
     pub no_extensions: bool,
     /// `--cwd DIR`.
     pub cwd: Option<String>,
-    /// Which management command: `ext` (the default) or `skills`.
+    /// Which management command: `ext` (empty), `skills` or `sessions`.
     pub command: &'static str,
 }
 
@@ -363,10 +363,12 @@ pub(crate) fn split_ext(args: &[String]) -> Option<Result<(Globals, &[String]), 
     let mut i = 0;
     while i < args.len() {
         let arg = args[i].as_str();
-        if arg == "ext" || arg == "skills" {
-            if arg == "skills" {
-                globals.command = "skills";
-            }
+        if arg == "ext" || arg == "skills" || arg == "sessions" {
+            globals.command = match arg {
+                "skills" => "skills",
+                "sessions" => "sessions",
+                _ => "",
+            };
             return Some(match refused {
                 Some(flag) => Err(format!(
                     "{flag} does not apply to \"zut {arg}\"; give it without the flag{}",

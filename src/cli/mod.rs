@@ -23,6 +23,7 @@ mod install;
 pub mod list;
 mod logs;
 mod process;
+pub mod sessions;
 pub mod suggest;
 mod term;
 pub mod trust;

@@ -7,7 +7,9 @@
 //!
 //! The event stream is folded into a [`Response`]: text deltas reach the
 //! caller as they arrive, tool-input JSON is accumulated per content block
-//! and parsed when the block stops. A stream is complete only with
+//! and parsed once the stop reason is known: a call cut short by
+//! `max_tokens` is dropped (the turn ends with a `length` stop and the text
+//! streamed so far), and `refusal` is a stop reason of its own. A stream is complete only with
 //! `message_stop`; anything shorter is a transport error, an `error` event a
 //! model error. Retries, abort and idle deadlines live in [`super::http`].
 
@@ -209,7 +211,9 @@ struct StreamState<'a> {
     ids: CallIds<'a>,
     text: String,
     open: BTreeMap<u64, ToolBlock>,
-    calls: Vec<(u64, ToolCall)>,
+    /// Tool blocks whose stop arrived; their input is parsed at the end,
+    /// once the stop reason says whether it may have been cut short.
+    closed: Vec<(u64, ToolBlock)>,
     stop_reason: Option<String>,
     usage: Usage,
     stopped: bool,
@@ -221,7 +225,7 @@ impl<'a> StreamState<'a> {
             ids,
             text: String::new(),
             open: BTreeMap::new(),
-            calls: Vec::new(),
+            closed: Vec::new(),
             stop_reason: None,
             usage: Usage::default(),
             stopped: false,
@@ -252,7 +256,7 @@ impl<'a> StreamState<'a> {
             "message_start" => self.message_start(&data),
             "content_block_start" => self.block_start(&data, sink),
             "content_block_delta" => self.block_delta(&data, sink),
-            "content_block_stop" => return self.block_stop(&data).map(|()| false),
+            "content_block_stop" => self.block_stop(&data),
             "message_delta" => self.message_delta(&data),
             "message_stop" => {
                 self.stopped = true;
@@ -315,19 +319,11 @@ impl<'a> StreamState<'a> {
         }
     }
 
-    fn block_stop(&mut self, data: &Value) -> Result<(), ProviderError> {
+    fn block_stop(&mut self, data: &Value) {
         let idx = index(data);
-        match self.open.remove(&idx) {
-            Some(tool) => self.close_tool(idx, tool),
-            None => Ok(()),
+        if let Some(tool) = self.open.remove(&idx) {
+            self.closed.push((idx, tool));
         }
-    }
-
-    /// Parses a finished tool block's input into a call.
-    fn close_tool(&mut self, idx: u64, tool: ToolBlock) -> Result<(), ProviderError> {
-        let call = self.ids.call(tool.id, tool.name, &tool.json)?;
-        self.calls.push((idx, call));
-        Ok(())
     }
 
     fn message_delta(&mut self, data: &Value) {
@@ -348,11 +344,23 @@ impl<'a> StreamState<'a> {
         if !self.stopped {
             return Err(ProviderError::Transport("stream ended early".to_string()));
         }
-        for (idx, tool) in std::mem::take(&mut self.open) {
-            self.close_tool(idx, tool)?;
+        // Output cut by the token limit may end inside a tool call's
+        // arguments: such a call is dropped (never run), the text stays.
+        let cut = stop_reason(self.stop_reason.as_deref(), false) == StopReason::Length;
+        let mut blocks = std::mem::take(&mut self.closed);
+        blocks.extend(std::mem::take(&mut self.open));
+        blocks.sort_by_key(|(idx, _)| *idx);
+        let mut tool_calls: Vec<ToolCall> = Vec::new();
+        for (_, tool) in blocks {
+            let name = tool.name.clone();
+            match self.ids.call(tool.id, tool.name, &tool.json) {
+                Ok(call) => tool_calls.push(call),
+                Err(e) if cut => {
+                    log::warn!("dropped tool call {name:?} cut off by the output limit: {e}")
+                }
+                Err(e) => return Err(e),
+            }
         }
-        self.calls.sort_by_key(|(idx, _)| *idx);
-        let tool_calls: Vec<ToolCall> = self.calls.into_iter().map(|(_, c)| c).collect();
         let stop = stop_reason(self.stop_reason.as_deref(), !tool_calls.is_empty());
         Ok(Response {
             text: self.text,
@@ -369,11 +377,12 @@ fn index(data: &Value) -> u64 {
 }
 
 /// Maps the API's stop reason; tool calls imply tool use unless the output
-/// was cut by the token limit.
+/// was cut by the token limit or the model refused.
 fn stop_reason(reason: Option<&str>, has_calls: bool) -> StopReason {
     match reason {
         Some("max_tokens") | Some("model_context_window_exceeded") => StopReason::Length,
         Some("tool_use") => StopReason::ToolUse,
+        Some("refusal") => StopReason::Refusal,
         _ if has_calls => StopReason::ToolUse,
         _ => StopReason::EndTurn,
     }
@@ -521,6 +530,7 @@ mod tests {
         assert_eq!(stop_reason(Some("tool_use"), true), StopReason::ToolUse);
         assert_eq!(stop_reason(Some("max_tokens"), true), StopReason::Length);
         assert_eq!(stop_reason(None, true), StopReason::ToolUse);
+        assert_eq!(stop_reason(Some("refusal"), false), StopReason::Refusal);
     }
 
     #[test]

@@ -210,6 +210,9 @@ pub enum StopReason {
     ToolUse,
     /// The output token limit was reached.
     Length,
+    /// The model (or the provider's filter) declined to answer; the
+    /// response's text is the refusal, when the provider sent one.
+    Refusal,
 }
 
 /// Token accounting, when the provider reports it.

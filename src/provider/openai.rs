@@ -13,8 +13,10 @@
 //! text only.
 //!
 //! The stream is folded into a [`Response`]: `delta.content` reaches the
-//! caller as it arrives, `delta.tool_calls` fragments are merged by
-//! `index`. Servers differ, so this tolerates missing ids (a fresh
+//! caller as it arrives, and so does `delta.refusal` (the model declining:
+//! a `refusal` stop); `delta.tool_calls` fragments are merged by `index`.
+//! Only choice 0 counts. A call cut short by `finish_reason: "length"` is
+//! dropped rather than failing the turn. Servers differ, so this tolerates missing ids (a fresh
 //! `call_<n>`), missing indexes, arguments sent in one piece or as an
 //! object, `stop` with tool calls, a missing `[DONE]` after a finish reason,
 //! and error objects mid-stream (a model error).
@@ -255,6 +257,8 @@ struct StreamState<'a> {
     /// The index the last fragment went to (for fragments without one).
     last_index: Option<u64>,
     finish_reason: Option<String>,
+    /// Refusal text arrived (`delta.refusal`).
+    refused: bool,
     usage: Usage,
     done: bool,
 }
@@ -267,6 +271,7 @@ impl<'a> StreamState<'a> {
             calls: BTreeMap::new(),
             last_index: None,
             finish_reason: None,
+            refused: false,
             usage: Usage::default(),
             done: false,
         }
@@ -312,6 +317,13 @@ impl<'a> StreamState<'a> {
         if let Some(text) = delta["content"].as_str() {
             sink.text(text);
             self.text.push_str(text);
+        }
+        // A refusal comes in its own field instead of `content`; it is the
+        // answer the person gets to read.
+        if let Some(text) = delta["refusal"].as_str() {
+            sink.text(text);
+            self.text.push_str(text);
+            self.refused = true;
         }
         if let Some(fragments) = delta["tool_calls"].as_array() {
             for fragment in fragments {
@@ -377,11 +389,25 @@ impl<'a> StreamState<'a> {
         for call in self.calls.values().filter(|c| !c.id.is_empty()) {
             self.ids.reserve(&call.id);
         }
+        // Output cut by the token limit may end inside a call's arguments:
+        // such a call is dropped (never run), the text stays.
+        let cut = self.finish_reason.as_deref() == Some("length");
         let mut tool_calls = Vec::new();
         for call in std::mem::take(&mut self.calls).into_values() {
-            tool_calls.push(self.finish_call(call)?);
+            let name = call.name.clone();
+            match self.finish_call(call) {
+                Ok(call) => tool_calls.push(call),
+                Err(e) if cut => {
+                    log::warn!("dropped tool call {name:?} cut off by the output limit: {e}")
+                }
+                Err(e) => return Err(e),
+            }
         }
-        let stop = stop_reason(self.finish_reason.as_deref(), !tool_calls.is_empty());
+        let stop = if self.refused {
+            StopReason::Refusal
+        } else {
+            stop_reason(self.finish_reason.as_deref(), !tool_calls.is_empty())
+        };
         Ok(Response {
             text: self.text,
             tool_calls,
@@ -400,13 +426,13 @@ impl<'a> StreamState<'a> {
     }
 }
 
-/// The choice with index 0 (or the first one).
+/// Choice 0 (a choice without an index counts as 0). With `n` > 1 a
+/// server interleaves the other choices' chunks; they are not ours.
 fn first_choice(chunk: &Value) -> Option<&Value> {
-    let choices = chunk["choices"].as_array()?;
-    choices
+    chunk["choices"]
+        .as_array()?
         .iter()
-        .find(|c| c["index"].as_u64() == Some(0))
-        .or_else(|| choices.first())
+        .find(|c| c["index"].as_u64().unwrap_or(0) == 0)
 }
 
 /// The message of an error object sent instead of a chunk.
@@ -429,6 +455,7 @@ fn stop_reason(reason: Option<&str>, has_calls: bool) -> StopReason {
     match reason {
         Some("length") => StopReason::Length,
         Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
+        Some("content_filter") => StopReason::Refusal,
         _ if has_calls => StopReason::ToolUse,
         _ => StopReason::EndTurn,
     }
@@ -498,6 +525,10 @@ mod tests {
         assert_eq!(stop_reason(Some("tool_calls"), true), StopReason::ToolUse);
         assert_eq!(stop_reason(Some("length"), true), StopReason::Length);
         assert_eq!(stop_reason(None, false), StopReason::EndTurn);
+        assert_eq!(
+            stop_reason(Some("content_filter"), false),
+            StopReason::Refusal
+        );
     }
 
     #[test]
