@@ -202,3 +202,299 @@ fn conversation_frames_fit_the_schema() {
         assert!(matches!(exit, Some("clean") | Some("error")), "{file}: exit");
     }
 }
+
+// ----- conversations: the declared extension, built with the SDK -----
+
+mod pipe {
+    //! An in-memory byte pipe: the writer's chunks come out of the reader
+    //! in order; dropping the writer is the end of input.
+    use std::io::{self, Read, Write};
+    use std::sync::mpsc;
+
+    pub struct Writer(mpsc::Sender<Vec<u8>>);
+    pub struct Reader {
+        rx: mpsc::Receiver<Vec<u8>>,
+        chunk: Vec<u8>,
+        at: usize,
+    }
+
+    pub fn pipe() -> (Writer, Reader) {
+        let (tx, rx) = mpsc::channel();
+        let reader = Reader {
+            rx,
+            chunk: Vec::new(),
+            at: 0,
+        };
+        (Writer(tx), reader)
+    }
+
+    impl Write for Writer {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0
+                .send(buf.to_vec())
+                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "reader gone"))?;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Read for Reader {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            while self.at == self.chunk.len() {
+                match self.rx.recv() {
+                    Ok(chunk) => {
+                        self.chunk = chunk;
+                        self.at = 0;
+                    }
+                    Err(_) => return Ok(0),
+                }
+            }
+            let n = buf.len().min(self.chunk.len() - self.at);
+            buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+}
+
+use serde_json::json;
+use std::io::{BufRead, BufReader, Write};
+use std::sync::mpsc;
+use std::time::Duration;
+use zut_ext::{
+    display, error, error_result, image, insert, noop, prompt, text_result, AssistantMessageDecision,
+    Extension, Response, ToolCallDecision, ToolResult, TurnStartDecision,
+};
+
+/// How long an `expect` waits for its frame.
+const EXPECT_WAIT: Duration = Duration::from_secs(10);
+
+fn substitute(v: &Value, args: &str) -> Value {
+    match v {
+        Value::String(s) => Value::String(s.replace("{args}", args)),
+        Value::Object(o) => o.iter().map(|(k, v)| (k.clone(), substitute(v, args))).collect(),
+        other => other.clone(),
+    }
+}
+
+fn reply_to_response(reply: &Value) -> Response {
+    let field = |k: &str| reply[k].as_str().unwrap_or_default().to_string();
+    let mut r = match reply["action"].as_str() {
+        Some("prompt") => prompt(field("prompt")),
+        Some("insert") => insert(field("insert")),
+        Some("display") => display(field("display")),
+        Some("noop") => noop(),
+        other => panic!("vector reply action {other:?} is not supported by the harness"),
+    };
+    if let Some(e) = reply["error"].as_str() {
+        r.error = error(e).error;
+    }
+    r
+}
+
+fn tool_behavior(behavior: &str) -> impl Fn(Value) -> ToolResult + Send + Sync + 'static {
+    let behavior = behavior.to_string();
+    move |args| match behavior.as_str() {
+        "echo" => text_result(serde_json::to_string(&args).expect("args serialise")),
+        "error" => error_result("boom"),
+        "panic" => panic!("vector tool panics on purpose"),
+        "details" => text_result("ok").with_details(args),
+        "image" => ToolResult {
+            content: vec![image("image/png", "iVBORw0KGgo=")],
+            ..ToolResult::default()
+        },
+        other => panic!("unknown vector behavior {other}"),
+    }
+}
+
+fn build(decl: &Value) -> Extension {
+    let s = |v: &Value| v.as_str().expect("string in extension declaration").to_string();
+    let mut ext = Extension::new(&s(&decl["name"]), &s(&decl["version"]));
+    for c in decl["commands"].as_array().into_iter().flatten() {
+        let reply = c["reply"].clone();
+        ext.command(&s(&c["name"]), &s(&c["description"]), move |args| {
+            reply_to_response(&substitute(&reply, args))
+        });
+    }
+    for t in decl["tools"].as_array().into_iter().flatten() {
+        let (name, desc, schema) = (s(&t["name"]), s(&t["description"]), t["schema"].clone());
+        let f = tool_behavior(&s(&t["behavior"]));
+        if t["deferred"].as_bool().unwrap_or(false) {
+            ext.deferred_tool(&name, &desc, schema, f);
+        } else {
+            ext.tool(&name, &desc, schema, f);
+        }
+    }
+    for e in decl["events"].as_array().into_iter().flatten() {
+        ext.on(&s(e), |_| {});
+    }
+    let behavior = &decl["intercept_behavior"];
+    for kind in decl["intercept"].as_array().into_iter().flatten() {
+        match kind.as_str() {
+            Some("tool_call") => {
+                let b = &behavior["tool_call"];
+                let (tool, reason) = (b["block_tool"].clone(), b["reason"].clone());
+                ext.intercept_tool_call(move |name, _args| {
+                    if Some(name) == tool.as_str() {
+                        ToolCallDecision::block(reason.as_str().unwrap_or_default())
+                    } else {
+                        ToolCallDecision::allow()
+                    }
+                });
+            }
+            Some("turn_start") => {
+                let context = behavior["turn_start"]["context"].as_str().map(str::to_string);
+                ext.intercept_turn_start(move |_| match &context {
+                    Some(c) => TurnStartDecision::context(c.clone()),
+                    None => TurnStartDecision::allow(),
+                });
+            }
+            Some("assistant_message") => {
+                let pair = behavior["assistant_message"]["replace"].clone();
+                ext.intercept_assistant_message(move |text| {
+                    match (pair[0].as_str(), pair[1].as_str()) {
+                        (Some(from), Some(to)) if text.contains(from) => {
+                            AssistantMessageDecision::replace(text.replace(from, to))
+                        }
+                        _ => AssistantMessageDecision::allow(),
+                    }
+                });
+            }
+            other => panic!("unknown intercept {other:?}"),
+        }
+    }
+    ext
+}
+
+/// Subset match: every field of `want` is in `got` and equal; objects
+/// recursively, arrays element by element, `"<any>"` matches anything.
+fn matches(want: &Value, got: &Value) -> bool {
+    match (want, got) {
+        (Value::String(s), _) if s == "<any>" => true,
+        (Value::Object(w), Value::Object(g)) => w
+            .iter()
+            .all(|(k, wv)| g.get(k).is_some_and(|gv| matches(wv, gv))),
+        (Value::Array(w), Value::Array(g)) => {
+            w.len() == g.len() && w.iter().zip(g).all(|(a, b)| matches(a, b))
+        }
+        (w, g) => w == g,
+    }
+}
+
+#[test]
+fn subset_matching_follows_the_vector_rules() {
+    let got = json!({"type":"t","a":{"b":1,"c":2},"l":[1,2],"x":"y"});
+    assert!(matches(&json!({"type":"t","a":{"b":1}}), &got));
+    assert!(matches(&json!({"l":[1,2],"x":"<any>"}), &got));
+    assert!(!matches(&json!({"l":[1]}), &got));
+    assert!(!matches(&json!({"a":{"b":2}}), &got));
+    assert!(!matches(&json!({"missing":"<any>"}), &got));
+}
+
+/// Runs one conversation against the Rust SDK; the error says which step failed.
+fn run_conversation(file: &str, conv: &Value, schema: &Checker) -> Result<(), String> {
+    let mut ext = build(&conv["extension"]);
+    let (mut to_ext, ext_in) = pipe::pipe();
+    let (ext_out, from_ext) = pipe::pipe();
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(ext.run_with(ext_in, ext_out).map_err(|e| e.to_string()));
+    });
+    let (frames_tx, frames) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(from_ext).lines() {
+            let line = line.expect("extension writes UTF-8");
+            let v: Value = serde_json::from_str(&line).expect("extension writes JSON lines");
+            if frames_tx.send(v).is_err() {
+                return;
+            }
+        }
+    });
+    let check = |frame: &Value| {
+        schema
+            .check("ext_to_host", frame, false)
+            .map_err(|e| format!("{file}: the SDK wrote a frame outside the schema: {e}: {frame}"))
+    };
+    let steps = conv["steps"].as_array().expect("steps");
+    for (i, step) in steps.iter().enumerate() {
+        if let Some(frame) = step.get("send") {
+            let mut line = serde_json::to_vec(frame).expect("serialise");
+            line.push(b'\n');
+            to_ext
+                .write_all(&line)
+                .map_err(|e| format!("{file} step {i}: extension stopped reading: {e}"))?;
+        } else if let Some(want) = step.get("expect") {
+            loop {
+                let got = frames.recv_timeout(EXPECT_WAIT).map_err(|e| {
+                    format!("{file} step {i}: no frame matching {want} ({e})")
+                })?;
+                check(&got)?;
+                if got["type"] == want["type"] {
+                    if !matches(want, &got) {
+                        return Err(format!("{file} step {i}: expected {want}, got {got}"));
+                    }
+                    break;
+                }
+            }
+        } else if let Some(t) = step.get("expect_none_before") {
+            while let Ok(got) = frames.recv_timeout(EXPECT_WAIT) {
+                check(&got)?;
+                if got["type"] == *t {
+                    return Err(format!("{file} step {i}: unexpected {got}"));
+                }
+            }
+        }
+    }
+    drop(to_ext);
+    let outcome = done_rx
+        .recv_timeout(EXPECT_WAIT)
+        .map_err(|_| format!("{file}: run_with did not return after its input closed"))?;
+    match (conv["exit"].as_str(), outcome) {
+        (Some("clean"), Ok(())) => {}
+        (Some("error"), Err(msg)) => {
+            if conv["name"] == "protocol_mismatch" && !msg.contains("protocol version 3") {
+                return Err(format!("{file}: unclear error {msg:?}"));
+            }
+        }
+        (want, got) => return Err(format!("{file}: wanted exit {want:?}, run returned {got:?}")),
+    }
+    // run_with has returned, so the output is closed: whatever is left is
+    // readable to the end without waiting.
+    while let Ok(got) = frames.recv_timeout(EXPECT_WAIT) {
+        check(&got)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn conversations_pass_against_the_rust_sdk() {
+    let schema = checker();
+    let mut failures = Vec::new();
+    for (file, conv) in conversations() {
+        if let Err(e) = run_conversation(&file, &conv, &schema) {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_wrong_expectation_fails_the_harness() {
+    // The harness must be able to fail: a conversation expecting a reply
+    // the declared extension does not give is reported.
+    let schema = checker();
+    let (file, mut conv) = conversations()
+        .into_iter()
+        .find(|(_, c)| c["name"] == "commands")
+        .expect("commands conversation");
+    let steps = conv["steps"].as_array_mut().unwrap();
+    let step = steps
+        .iter_mut()
+        .find(|s| s["expect"]["display"] == "hi there")
+        .expect("the hi there step");
+    step["expect"]["display"] = json!("hi somebody else");
+    let err = run_conversation(&file, &conv, &schema).unwrap_err();
+    assert!(err.contains("hi somebody else"), "{err}");
+}
