@@ -336,7 +336,10 @@ impl Handle {
         let mut out = lock(&self.shared.out);
         let Some(w) = out.as_mut() else {
             drop(out);
-            self.log(&format!("not connected; dropped a {} frame", frame.type_name()));
+            self.log(&format!(
+                "not connected; dropped a {} frame",
+                frame.type_name()
+            ));
             return false;
         };
         match w.write_all(&line).and_then(|()| w.flush()) {
@@ -517,7 +520,9 @@ impl Handle {
     /// handle.close_panel("ask-1");
     /// ```
     pub fn close_panel(&self, id: &str) {
-        self.send(&ExtFrame::PanelClose { panel_id: id.into() });
+        self.send(&ExtFrame::PanelClose {
+            panel_id: id.into(),
+        });
     }
 
     /// Routes keys and the close of panel `id` to these callbacks (in order,
@@ -706,7 +711,14 @@ impl Extension {
         schema: Value,
         f: impl Fn(Value) -> ToolResult + Send + Sync + 'static,
     ) -> &mut Self {
-        self.add_tool(name, description, schema, false, false, Arc::new(move |_, a| f(a)))
+        self.add_tool(
+            name,
+            description,
+            schema,
+            false,
+            false,
+            Arc::new(move |_, a| f(a)),
+        )
     }
 
     /// Registers a tool that stays hidden until a result activates it.
@@ -724,7 +736,14 @@ impl Extension {
         schema: Value,
         f: impl Fn(Value) -> ToolResult + Send + Sync + 'static,
     ) -> &mut Self {
-        self.add_tool(name, description, schema, true, false, Arc::new(move |_, a| f(a)))
+        self.add_tool(
+            name,
+            description,
+            schema,
+            true,
+            false,
+            Arc::new(move |_, a| f(a)),
+        )
     }
 
     /// Registers a tool that waits for a person (no host deadline). The
@@ -1045,7 +1064,8 @@ impl Dispatch {
             let line = match lines.next_line()? {
                 Line::Eof => return Ok(()),
                 Line::TooLong(n) => {
-                    self.handle.log(&format!("skipped a {n}-byte line: over the limit"));
+                    self.handle
+                        .log(&format!("skipped a {n}-byte line: over the limit"));
                     continue;
                 }
                 Line::Data(line) => line,
@@ -1075,7 +1095,8 @@ impl Dispatch {
                 if let Some(f) = self.events.get(&event.event) {
                     if let Err(msg) = guarded(|| f(&event)) {
                         let name = &event.event;
-                        self.handle.log(&format!("event {name} handler panicked: {msg}"));
+                        self.handle
+                            .log(&format!("event {name} handler panicked: {msg}"));
                     }
                 }
             }
@@ -1083,7 +1104,11 @@ impl Dispatch {
                 let me = self.clone();
                 self.pool.spawn(Box::new(move || me.intercept(id, payload)));
             }
-            HostFrame::PanelKey { panel_id, key, text } => {
+            HostFrame::PanelKey {
+                panel_id,
+                key,
+                text,
+            } => {
                 let callbacks = lock(&self.handle.shared.panels).get(&panel_id).cloned();
                 if let Some(f) = callbacks.and_then(|c| c.on_key) {
                     self.on_panel_thread(Box::new(move || f(&key, &text)));
@@ -1100,7 +1125,8 @@ impl Dispatch {
             HostFrame::Shutdown => unreachable!("handled by the read loop"),
             HostFrame::Unknown => {
                 let t = frame_type(line);
-                self.handle.log(&format!("skipped a frame of unknown type {t:?}"));
+                self.handle
+                    .log(&format!("skipped a frame of unknown type {t:?}"));
             }
         }
     }
@@ -1112,21 +1138,32 @@ impl Dispatch {
         };
         let me = self.clone();
         self.pool.spawn(Box::new(move || {
-            let response = guarded(|| f(&args)).unwrap_or_else(|msg| error(format!("panic: {msg}")));
+            let response =
+                guarded(|| f(&args)).unwrap_or_else(|msg| error(format!("panic: {msg}")));
             me.answer_command(id, response);
         }));
     }
 
     fn answer_command(&self, id: String, r: Response) {
         use crate::results::Action;
-        let text = |a: Action| if r.action == a { r.text.clone() } else { String::new() };
+        let text = |a: Action| {
+            if r.action == a {
+                r.text.clone()
+            } else {
+                String::new()
+            }
+        };
         self.handle.send(&ExtFrame::CommandResponse {
             id,
             action: r.action.as_str().into(),
             prompt: text(Action::Prompt),
             insert: text(Action::Insert),
             display: text(Action::Display),
-            open_panel: if r.action == Action::OpenPanel { r.panel.clone() } else { None },
+            open_panel: if r.action == Action::OpenPanel {
+                r.panel.clone()
+            } else {
+                None
+            },
             error: r.error.clone(),
         });
     }
@@ -1151,7 +1188,8 @@ impl Dispatch {
                 }
             }
             if token.is_cancelled() {
-                me.handle.log(&format!("dropped the result of cancelled tool call {id}"));
+                me.handle
+                    .log(&format!("dropped the result of cancelled tool call {id}"));
             } else {
                 me.answer_tool(id, result);
             }

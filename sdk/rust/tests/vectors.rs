@@ -8,6 +8,9 @@
 //! - every conversation's frames fit the schema.
 
 mod schema_check;
+mod support;
+
+use support::pipe;
 
 use schema_check::Checker;
 use serde_json::Value;
@@ -62,7 +65,11 @@ pub fn conversations() -> Vec<(String, Value)> {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
-    assert!(files.len() >= 7, "conversations are missing in {}", dir.display());
+    assert!(
+        files.len() >= 7,
+        "conversations are missing in {}",
+        dir.display()
+    );
     files
         .into_iter()
         .map(|p| {
@@ -82,7 +89,10 @@ fn host_lines_decode_as_the_vectors_say() {
     let schema = checker();
     let known: BTreeSet<String> = schema.frame_types("host_to_ext").into_iter().collect();
     let mut seen = BTreeSet::new();
-    for v in frame_vectors().iter().filter(|v| v.direction == "host_to_ext") {
+    for v in frame_vectors()
+        .iter()
+        .filter(|v| v.direction == "host_to_ext")
+    {
         let decoded = decode_host_frame(v.line.as_bytes());
         let parsed: Option<Value> = serde_json::from_str(&v.line).ok();
         if v.valid {
@@ -91,7 +101,11 @@ fn host_lines_decode_as_the_vectors_say() {
             let parsed = parsed.expect("valid lines are JSON");
             assert_eq!(parsed["type"], want, "{}: vector type field", v.name);
             if frame == HostFrame::Unknown {
-                assert!(!known.contains(want), "{}: known type {want} decoded as unknown", v.name);
+                assert!(
+                    !known.contains(want),
+                    "{}: known type {want} decoded as unknown",
+                    v.name
+                );
             } else {
                 assert_eq!(host_type(&frame), want, "{}", v.name);
                 seen.insert(want.to_string());
@@ -101,7 +115,11 @@ fn host_lines_decode_as_the_vectors_say() {
             }
         } else {
             assert!(decoded.is_err(), "{}: accepted {:?}", v.name, v.line);
-            assert!(v.frame_type.is_none(), "{}: invalid vectors have type null", v.name);
+            assert!(
+                v.frame_type.is_none(),
+                "{}: invalid vectors have type null",
+                v.name
+            );
             if let Some(parsed) = parsed {
                 assert!(
                     schema.check("host_to_ext", &parsed, false).is_err(),
@@ -119,7 +137,10 @@ fn extension_lines_round_trip_exactly() {
     let schema = checker();
     let known: BTreeSet<String> = schema.frame_types("ext_to_host").into_iter().collect();
     let mut seen = BTreeSet::new();
-    for v in frame_vectors().iter().filter(|v| v.direction == "ext_to_host") {
+    for v in frame_vectors()
+        .iter()
+        .filter(|v| v.direction == "ext_to_host")
+    {
         assert!(v.valid, "{}: extension vectors are all valid", v.name);
         let frame = decode_ext_frame(v.line.as_bytes())
             .unwrap_or_else(|e| panic!("{}: rejected: {e}", v.name));
@@ -137,14 +158,21 @@ fn extension_lines_round_trip_exactly() {
             .unwrap_or_else(|e| panic!("{}: schema refuses: {e}", v.name));
         seen.insert(want.to_string());
     }
-    assert_eq!(seen, known, "extension frame types covered by vectors vs schema");
+    assert_eq!(
+        seen, known,
+        "extension frame types covered by vectors vs schema"
+    );
 }
 
 #[test]
 fn vector_names_are_unique() {
     let mut names = BTreeSet::new();
     for v in frame_vectors() {
-        assert!(names.insert(v.name.clone()), "duplicate vector name {}", v.name);
+        assert!(
+            names.insert(v.name.clone()),
+            "duplicate vector name {}",
+            v.name
+        );
     }
 }
 
@@ -155,12 +183,30 @@ fn the_checker_refuses_what_the_schema_forbids() {
     let bad = [
         ("host_to_ext", r#"{"type":"tool_call","id":"1","name":5}"#),
         ("host_to_ext", r#"{"type":"tool_call","id":"1"}"#),
-        ("host_to_ext", r#"{"type":"hello_ack","protocol_version":-1}"#),
-        ("ext_to_host", r#"{"type":"notify","level":"loud","message":"x"}"#),
-        ("ext_to_host", r#"{"type":"tool_result","id":"1","content":[{"type":"text"}]}"#),
-        ("ext_to_host", r#"{"type":"command_response","id":"1","action":"shout"}"#),
-        ("ext_to_host", r#"{"type":"open_panel","panel":{"title":"no id"}}"#),
-        ("ext_to_host", r#"{"type":"hello_ack","protocol_version":2}"#),
+        (
+            "host_to_ext",
+            r#"{"type":"hello_ack","protocol_version":-1}"#,
+        ),
+        (
+            "ext_to_host",
+            r#"{"type":"notify","level":"loud","message":"x"}"#,
+        ),
+        (
+            "ext_to_host",
+            r#"{"type":"tool_result","id":"1","content":[{"type":"text"}]}"#,
+        ),
+        (
+            "ext_to_host",
+            r#"{"type":"command_response","id":"1","action":"shout"}"#,
+        ),
+        (
+            "ext_to_host",
+            r#"{"type":"open_panel","panel":{"title":"no id"}}"#,
+        ),
+        (
+            "ext_to_host",
+            r#"{"type":"hello_ack","protocol_version":2}"#,
+        ),
     ];
     for (dir, line) in bad {
         let v: Value = serde_json::from_str(line).unwrap();
@@ -199,73 +245,22 @@ fn conversation_frames_fit_the_schema() {
             }
         }
         let exit = conv["exit"].as_str();
-        assert!(matches!(exit, Some("clean") | Some("error")), "{file}: exit");
+        assert!(
+            matches!(exit, Some("clean") | Some("error")),
+            "{file}: exit"
+        );
     }
 }
 
 // ----- conversations: the declared extension, built with the SDK -----
-
-mod pipe {
-    //! An in-memory byte pipe: the writer's chunks come out of the reader
-    //! in order; dropping the writer is the end of input.
-    use std::io::{self, Read, Write};
-    use std::sync::mpsc;
-
-    pub struct Writer(mpsc::Sender<Vec<u8>>);
-    pub struct Reader {
-        rx: mpsc::Receiver<Vec<u8>>,
-        chunk: Vec<u8>,
-        at: usize,
-    }
-
-    pub fn pipe() -> (Writer, Reader) {
-        let (tx, rx) = mpsc::channel();
-        let reader = Reader {
-            rx,
-            chunk: Vec::new(),
-            at: 0,
-        };
-        (Writer(tx), reader)
-    }
-
-    impl Write for Writer {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0
-                .send(buf.to_vec())
-                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "reader gone"))?;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Read for Reader {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            while self.at == self.chunk.len() {
-                match self.rx.recv() {
-                    Ok(chunk) => {
-                        self.chunk = chunk;
-                        self.at = 0;
-                    }
-                    Err(_) => return Ok(0),
-                }
-            }
-            let n = buf.len().min(self.chunk.len() - self.at);
-            buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
-            self.at += n;
-            Ok(n)
-        }
-    }
-}
 
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
 use std::sync::mpsc;
 use std::time::Duration;
 use zut_ext::{
-    display, error, error_result, image, insert, noop, prompt, text_result, AssistantMessageDecision,
-    Extension, Response, ToolCallDecision, ToolResult, TurnStartDecision,
+    display, error, error_result, image, insert, noop, prompt, text_result,
+    AssistantMessageDecision, Extension, Response, ToolCallDecision, ToolResult, TurnStartDecision,
 };
 
 /// How long an `expect` waits for its frame.
@@ -274,7 +269,10 @@ const EXPECT_WAIT: Duration = Duration::from_secs(10);
 fn substitute(v: &Value, args: &str) -> Value {
     match v {
         Value::String(s) => Value::String(s.replace("{args}", args)),
-        Value::Object(o) => o.iter().map(|(k, v)| (k.clone(), substitute(v, args))).collect(),
+        Value::Object(o) => o
+            .iter()
+            .map(|(k, v)| (k.clone(), substitute(v, args)))
+            .collect(),
         other => other.clone(),
     }
 }
@@ -310,7 +308,11 @@ fn tool_behavior(behavior: &str) -> impl Fn(Value) -> ToolResult + Send + Sync +
 }
 
 fn build(decl: &Value) -> Extension {
-    let s = |v: &Value| v.as_str().expect("string in extension declaration").to_string();
+    let s = |v: &Value| {
+        v.as_str()
+            .expect("string in extension declaration")
+            .to_string()
+    };
     let mut ext = Extension::new(&s(&decl["name"]), &s(&decl["version"]));
     for c in decl["commands"].as_array().into_iter().flatten() {
         let reply = c["reply"].clone();
@@ -345,7 +347,9 @@ fn build(decl: &Value) -> Extension {
                 });
             }
             Some("turn_start") => {
-                let context = behavior["turn_start"]["context"].as_str().map(str::to_string);
+                let context = behavior["turn_start"]["context"]
+                    .as_str()
+                    .map(str::to_string);
                 ext.intercept_turn_start(move |_| match &context {
                     Some(c) => TurnStartDecision::context(c.clone()),
                     None => TurnStartDecision::allow(),
@@ -427,9 +431,9 @@ fn run_conversation(file: &str, conv: &Value, schema: &Checker) -> Result<(), St
                 .map_err(|e| format!("{file} step {i}: extension stopped reading: {e}"))?;
         } else if let Some(want) = step.get("expect") {
             loop {
-                let got = frames.recv_timeout(EXPECT_WAIT).map_err(|e| {
-                    format!("{file} step {i}: no frame matching {want} ({e})")
-                })?;
+                let got = frames
+                    .recv_timeout(EXPECT_WAIT)
+                    .map_err(|e| format!("{file} step {i}: no frame matching {want} ({e})"))?;
                 check(&got)?;
                 if got["type"] == want["type"] {
                     if !matches(want, &got) {
@@ -458,7 +462,11 @@ fn run_conversation(file: &str, conv: &Value, schema: &Checker) -> Result<(), St
                 return Err(format!("{file}: unclear error {msg:?}"));
             }
         }
-        (want, got) => return Err(format!("{file}: wanted exit {want:?}, run returned {got:?}")),
+        (want, got) => {
+            return Err(format!(
+                "{file}: wanted exit {want:?}, run returned {got:?}"
+            ))
+        }
     }
     // run_with has returned, so the output is closed: whatever is left is
     // readable to the end without waiting.

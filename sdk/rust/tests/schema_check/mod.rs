@@ -63,7 +63,11 @@ impl Checker {
                         .filter_map(|b| self.check_at(b, v, partial, at).err())
                         .collect();
                     let matched = branches.len() - errors.len();
-                    let ok = if key == "oneOf" { matched == 1 } else { matched >= 1 };
+                    let ok = if key == "oneOf" {
+                        matched == 1
+                    } else {
+                        matched >= 1
+                    };
                     if !ok {
                         return Err(if matched == 0 {
                             let best = errors.iter().max_by_key(|e| e.len()).cloned();
