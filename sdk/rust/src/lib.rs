@@ -25,7 +25,6 @@
 pub mod lines;
 mod results;
 mod sdk;
-#[allow(missing_docs)]
 pub mod wire;
 
 pub use results::{

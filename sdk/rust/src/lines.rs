@@ -30,7 +30,8 @@ pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
 pub enum Line {
     /// One line, without its `\n` (and without a `\r` before it).
     Data(Vec<u8>),
-    /// A line longer than the limit was skipped; it held this many bytes.
+    /// A line longer than the limit was skipped; it held this many bytes
+    /// (a `\r` before its newline included).
     TooLong(usize),
     /// The input ended.
     Eof,
@@ -41,7 +42,7 @@ pub enum Line {
 /// ```
 /// use zut_ext::lines::{Line, LineReader};
 /// let mut r = LineReader::with_limit(&b"toolong\r\nok\r\n"[..], 4);
-/// assert_eq!(r.next_line().unwrap(), Line::TooLong(7));
+/// assert_eq!(r.next_line().unwrap(), Line::TooLong(8)); // `\r` counted
 /// assert_eq!(r.next_line().unwrap(), Line::Data(b"ok".to_vec()));
 /// ```
 pub struct LineReader<R> {

@@ -53,7 +53,9 @@ impl Plan {
 
     /// The plan stored in `state`; no plan when it is absent or unreadable.
     fn from_state(state: Option<&Value>) -> Plan {
-        let Some(s) = state else { return Plan::default() };
+        let Some(s) = state else {
+            return Plan::default();
+        };
         let phases: Vec<String> = (s["phases"].as_array().into_iter().flatten())
             .filter_map(|p| p.as_str().map(str::to_string))
             .collect();
@@ -180,15 +182,20 @@ fn main() -> Result<(), zut_ext::Error> {
             }
         }
     });
-    ext.tool("phase_advance", "Start a phased plan, or finish the current phase and move to the next.", schema, move |args| {
-        let mut plan = lock(&p);
-        let result: ToolResult = match plan.advance(&args) {
-            Ok(text) => text_result(text),
-            Err(msg) => error_result(msg),
-        };
-        show(&h, &plan);
-        result.with_details(plan.state())
-    });
+    ext.tool(
+        "phase_advance",
+        "Start a phased plan, or finish the current phase and move to the next.",
+        schema,
+        move |args| {
+            let mut plan = lock(&p);
+            let result: ToolResult = match plan.advance(&args) {
+                Ok(text) => text_result(text),
+                Err(msg) => error_result(msg),
+            };
+            show(&h, &plan);
+            result.with_details(plan.state())
+        },
+    );
 
     let p = plan.clone();
     ext.intercept_turn_start(move |_step| match lock(&p).context() {
@@ -196,7 +203,12 @@ fn main() -> Result<(), zut_ext::Error> {
         None => TurnStartDecision::allow(),
     });
 
-    for event in ["session_opened", "session_switched", "session_forked", "session_compacted"] {
+    for event in [
+        "session_opened",
+        "session_switched",
+        "session_forked",
+        "session_compacted",
+    ] {
         let (p, h) = (plan.clone(), handle.clone());
         ext.on(event, move |e| {
             let mut plan = lock(&p);
@@ -215,13 +227,20 @@ mod tests {
     fn a_plan_advances_to_completion() {
         let mut plan = Plan::default();
         assert!(plan.advance(&json!({})).is_err());
-        plan.advance(&json!({"phases": ["parse", "check", "ship"]})).unwrap();
+        plan.advance(&json!({"phases": ["parse", "check", "ship"]}))
+            .unwrap();
         assert_eq!(plan.lines(), ["▸ 1. parse", "  2. check", "  3. ship"]);
         let ctx = plan.context().unwrap();
-        assert!(ctx.contains("phase 1/3: parse") && ctx.contains("check, ship"), "{ctx}");
+        assert!(
+            ctx.contains("phase 1/3: parse") && ctx.contains("check, ship"),
+            "{ctx}"
+        );
         plan.advance(&json!({})).unwrap();
         plan.advance(&json!({})).unwrap();
-        assert_eq!(plan.advance(&json!({})).unwrap(), "finished \"ship\"; all 3 phases are done");
+        assert_eq!(
+            plan.advance(&json!({})).unwrap(),
+            "finished \"ship\"; all 3 phases are done"
+        );
         assert!(plan.complete() && plan.context().is_none());
         assert!(plan.advance(&json!({})).is_err());
     }
@@ -232,8 +251,14 @@ mod tests {
         plan.advance(&json!({"phases": ["a", "b"]})).unwrap();
         plan.advance(&json!({})).unwrap();
         assert_eq!(Plan::from_state(Some(&plan.state())), plan);
-        assert_eq!(Plan::from_state(Some(&json!({"phases":["a"],"current":9}))).current, 1);
-        assert_eq!(plan.advance(&json!({"phases": []})).unwrap(), "plan dropped");
+        assert_eq!(
+            Plan::from_state(Some(&json!({"phases":["a"],"current":9}))).current,
+            1
+        );
+        assert_eq!(
+            plan.advance(&json!({"phases": []})).unwrap(),
+            "plan dropped"
+        );
         assert_eq!(plan.state(), Value::Null);
         assert!(plan.advance(&json!({"phases": ["", "x"]})).is_err());
         assert!(plan.advance(&json!({"phases": "x"})).is_err());

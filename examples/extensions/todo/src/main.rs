@@ -118,10 +118,15 @@ impl Todos {
     /// Runs a tool call; `Err` is a message for an error result.
     fn tool(&mut self, args: &Value) -> Result<String, String> {
         let index = || -> Result<usize, String> {
-            let n = args["index"].as_u64().ok_or("`index` (1-based) is required")?;
+            let n = args["index"]
+                .as_u64()
+                .ok_or("`index` (1-based) is required")?;
             match usize::try_from(n) {
                 Ok(i) if i >= 1 && i <= self.items.len() => Ok(i - 1),
-                _ => Err(format!("no todo number {n} (the list has {})", self.items.len())),
+                _ => Err(format!(
+                    "no todo number {n} (the list has {})",
+                    self.items.len()
+                )),
             }
         };
         match args["action"].as_str() {
@@ -131,7 +136,10 @@ impl Todos {
                 if text.is_empty() {
                     return Err("`text` is required for add".into());
                 }
-                self.items.push(Todo { text: text.into(), done: false });
+                self.items.push(Todo {
+                    text: text.into(),
+                    done: false,
+                });
             }
             Some("toggle") => {
                 let i = index()?;
@@ -142,7 +150,11 @@ impl Todos {
                 self.items.remove(i);
                 self.clamp();
             }
-            other => return Err(format!("unknown action {other:?}: use add, list, toggle or remove")),
+            other => {
+                return Err(format!(
+                    "unknown action {other:?}: use add, list, toggle or remove"
+                ))
+            }
         }
         Ok(self.listing())
     }
@@ -165,21 +177,28 @@ fn main() -> Result<(), zut_ext::Error> {
     let handle = ext.handle();
 
     let (t, h) = (todos.clone(), handle.clone());
-    ext.command("todo", "open the todo panel (/todo add TEXT adds one)", move |args| {
-        let mut todos = lock(&t);
-        match args.split_once(' ').map(|(verb, rest)| (verb, rest.trim())) {
-            Some(("add", text)) if !text.is_empty() => {
-                todos.items.push(Todo { text: text.into(), done: false });
-                redraw(&h, &todos);
-                display(format!("added: {text}"))
+    ext.command(
+        "todo",
+        "open the todo panel (/todo add TEXT adds one)",
+        move |args| {
+            let mut todos = lock(&t);
+            match args.split_once(' ').map(|(verb, rest)| (verb, rest.trim())) {
+                Some(("add", text)) if !text.is_empty() => {
+                    todos.items.push(Todo {
+                        text: text.into(),
+                        done: false,
+                    });
+                    redraw(&h, &todos);
+                    display(format!("added: {text}"))
+                }
+                _ if args.is_empty() => {
+                    todos.panel_open = true;
+                    open_panel_response(todos.panel())
+                }
+                _ => error("usage: /todo or /todo add TEXT"),
             }
-            _ if args.is_empty() => {
-                todos.panel_open = true;
-                open_panel_response(todos.panel())
-            }
-            _ => error("usage: /todo or /todo add TEXT"),
-        }
-    });
+        },
+    );
 
     let (t, h) = (todos.clone(), handle.clone());
     let schema = json!({
@@ -191,17 +210,27 @@ fn main() -> Result<(), zut_ext::Error> {
         },
         "required": ["action"]
     });
-    ext.tool("todo", "Keep the session's todo list: add, list, toggle or remove items. Returns the whole list.", schema, move |args| {
-        let mut todos = lock(&t);
-        let result = match todos.tool(&args) {
-            Ok(listing) => text_result(listing),
-            Err(msg) => error_result(msg),
-        };
-        redraw(&h, &todos);
-        result.with_details(todos.state())
-    });
+    ext.tool(
+        "todo",
+        "Keep the session's todo list: add, list, toggle or remove items. Returns the whole list.",
+        schema,
+        move |args| {
+            let mut todos = lock(&t);
+            let result = match todos.tool(&args) {
+                Ok(listing) => text_result(listing),
+                Err(msg) => error_result(msg),
+            };
+            redraw(&h, &todos);
+            result.with_details(todos.state())
+        },
+    );
 
-    for event in ["session_opened", "session_switched", "session_forked", "session_compacted"] {
+    for event in [
+        "session_opened",
+        "session_switched",
+        "session_forked",
+        "session_compacted",
+    ] {
         let (t, h) = (todos.clone(), handle.clone());
         ext.on(event, move |e| {
             let mut todos = lock(&t);
@@ -234,7 +263,13 @@ mod tests {
 
     fn with(items: &[(&str, bool)]) -> Todos {
         let mut t = Todos::default();
-        t.items = items.iter().map(|(s, d)| Todo { text: s.to_string(), done: *d }).collect();
+        t.items = items
+            .iter()
+            .map(|(s, d)| Todo {
+                text: s.to_string(),
+                done: *d,
+            })
+            .collect();
         t
     }
 
@@ -266,18 +301,33 @@ mod tests {
         back.restore(Some(&Value::Null));
         assert!(back.items.is_empty());
         back.restore(Some(&json!({"todos":[{"done":true},{"text":"ok"}]})));
-        assert_eq!(back.items, vec![Todo { text: "ok".into(), done: false }]);
+        assert_eq!(
+            back.items,
+            vec![Todo {
+                text: "ok".into(),
+                done: false
+            }]
+        );
     }
 
     #[test]
     fn tool_actions_validate_their_arguments() {
         let mut t = Todos::default();
         assert!(t.tool(&json!({"action":"add"})).is_err());
-        assert_eq!(t.tool(&json!({"action":"add","text":"x"})).unwrap(), "1. [ ] x");
-        assert_eq!(t.tool(&json!({"action":"toggle","index":1})).unwrap(), "1. [x] x");
+        assert_eq!(
+            t.tool(&json!({"action":"add","text":"x"})).unwrap(),
+            "1. [ ] x"
+        );
+        assert_eq!(
+            t.tool(&json!({"action":"toggle","index":1})).unwrap(),
+            "1. [x] x"
+        );
         assert!(t.tool(&json!({"action":"toggle","index":2})).is_err());
         assert!(t.tool(&json!({"action":"remove","index":0})).is_err());
         assert!(t.tool(&json!({"action":"fly"})).is_err());
-        assert_eq!(t.tool(&json!({"action":"remove","index":1})).unwrap(), "no todos");
+        assert_eq!(
+            t.tool(&json!({"action":"remove","index":1})).unwrap(),
+            "no todos"
+        );
     }
 }

@@ -28,14 +28,20 @@ impl Ext {
             }
         });
         let stdin = child.stdin.take();
-        Ext { child, stdin, frames }
+        Ext {
+            child,
+            stdin,
+            frames,
+        }
     }
     fn send(&mut self, v: Value) {
         let w = self.stdin.as_mut().unwrap();
         writeln!(w, "{v}").unwrap();
     }
     fn next(&self) -> Value {
-        self.frames.recv_timeout(Duration::from_secs(10)).expect("a frame in time")
+        self.frames
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a frame in time")
     }
     /// The next frame of type `t`; others (a redraw racing the panel's
     /// close, say) are skipped.
@@ -57,14 +63,27 @@ fn todo_over_real_pipes() {
     assert_eq!(ext.next()["name"], "todo", "register_command");
     assert_eq!(ext.next()["type"], "register_tool");
     let sub = ext.next();
-    assert_eq!(sub["events"], json!(["session_opened","session_switched","session_forked","session_compacted"]));
+    assert_eq!(
+        sub["events"],
+        json!([
+            "session_opened",
+            "session_switched",
+            "session_forked",
+            "session_compacted"
+        ])
+    );
     assert_eq!(ext.next()["type"], "ready");
 
     ext.send(json!({"type":"event","event":"session_opened","session":{"id":"b1"},"state":{"todos":[{"text":"old","done":true}]}}));
-    ext.send(json!({"type":"tool_call","id":"1","name":"todo","args":{"action":"add","text":"new"}}));
+    ext.send(
+        json!({"type":"tool_call","id":"1","name":"todo","args":{"action":"add","text":"new"}}),
+    );
     let r = ext.next();
     assert_eq!(r["content"][0]["text"], "1. [x] old\n2. [ ] new");
-    assert_eq!(r["details"], json!({"todos":[{"text":"old","done":true},{"text":"new","done":false}]}));
+    assert_eq!(
+        r["details"],
+        json!({"todos":[{"text":"old","done":true},{"text":"new","done":false}]})
+    );
 
     ext.send(json!({"type":"command_invoked","id":"2","name":"todo"}));
     let r = ext.next();
@@ -81,7 +100,10 @@ fn todo_over_real_pipes() {
     ext.send(json!({"type":"event","event":"session_switched","session":{"id":"b2"}}));
     ext.send(json!({"type":"tool_call","id":"3","name":"todo","args":{"action":"list"}}));
     let r = ext.next_of("tool_result");
-    assert_eq!(r["content"][0]["text"], "no todos", "a branch without state starts empty");
+    assert_eq!(
+        r["content"][0]["text"], "no todos",
+        "a branch without state starts empty"
+    );
     assert_eq!(r["details"], json!({"todos":[]}));
 
     ext.send(json!({"type":"shutdown"}));

@@ -15,31 +15,40 @@ fn main() -> io::Result<()> {
         out.write_all(&buf)?;
         out.flush()
     };
-    send(&mut out, &ExtFrame::Hello {
-        protocol_version: 2,
-        name: "raw-echo".into(),
-        version: "0.1.0".into(),
-        capabilities: vec!["tools".into()],
-    })?;
+    send(
+        &mut out,
+        &ExtFrame::Hello {
+            protocol_version: 2,
+            name: "raw-echo".into(),
+            version: "0.1.0".into(),
+            capabilities: vec!["tools".into()],
+        },
+    )?;
     for line in stdin.split(b'\n') {
         match decode_host_frame(&line?) {
             Ok(HostFrame::HelloAck { .. }) => {
-                send(&mut out, &ExtFrame::RegisterTool {
-                    name: "echo".into(),
-                    description: "Return the args as JSON text.".into(),
-                    schema: Some(serde_json::json!({"type": "object"})),
-                    deferred: false,
-                    interactive: false,
-                })?;
+                send(
+                    &mut out,
+                    &ExtFrame::RegisterTool {
+                        name: "echo".into(),
+                        description: "Return the args as JSON text.".into(),
+                        schema: Some(serde_json::json!({"type": "object"})),
+                        deferred: false,
+                        interactive: false,
+                    },
+                )?;
                 send(&mut out, &ExtFrame::Ready)?;
             }
-            Ok(HostFrame::ToolCall { id, args, .. }) => send(&mut out, &ExtFrame::ToolResult {
-                id,
-                content: vec![ContentBlock::text(args.to_string())],
-                is_error: false,
-                activate_tools: vec![],
-                details: None,
-            })?,
+            Ok(HostFrame::ToolCall { id, args, .. }) => send(
+                &mut out,
+                &ExtFrame::ToolResult {
+                    id,
+                    content: vec![ContentBlock::text(args.to_string())],
+                    is_error: false,
+                    activate_tools: vec![],
+                    details: None,
+                },
+            )?,
             Ok(HostFrame::Shutdown) => {
                 send(&mut out, &ExtFrame::ShutdownAck)?;
                 return Ok(());
