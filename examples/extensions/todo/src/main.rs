@@ -262,15 +262,16 @@ mod tests {
     use super::*;
 
     fn with(items: &[(&str, bool)]) -> Todos {
-        let mut t = Todos::default();
-        t.items = items
-            .iter()
+        let items = (items.iter())
             .map(|(s, d)| Todo {
                 text: s.to_string(),
                 done: *d,
             })
             .collect();
-        t
+        Todos {
+            items,
+            ..Todos::default()
+        }
     }
 
     #[test]
