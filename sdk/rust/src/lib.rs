@@ -1,1 +1,38 @@
+//! `zut-ext`: the zut extension protocol in Rust.
+//!
+//! - [`wire`]: every frame in both directions as serde types; the one
+//!   definition the zut host and this SDK share;
+//! - [`lines`]: splitting a byte stream into bounded protocol lines;
+//! - the SDK (re-exported here): an [`Extension`] collects handlers for
+//!   commands, tools, events, interceptors and panels, and
+//!   [`Extension::run`] speaks the protocol on stdin/stdout; a [`Handle`]
+//!   sends one-way frames from any thread.
+//!
+//! ```no_run
+//! use zut_ext::{display, text_result, Extension};
+//!
+//! fn main() -> Result<(), zut_ext::Error> {
+//!     Extension::new("hello", "1.0.0")
+//!         .command("hello", "say hi", |args| display(format!("hi {args}")))
+//!         .tool("echo", "Echo the args.", serde_json::json!({"type": "object"}), |args| {
+//!             text_result(args.to_string())
+//!         })
+//!         .run()
+//! }
+//! ```
+#![warn(missing_docs)]
+
+pub mod lines;
+mod results;
+mod sdk;
 pub mod wire;
+
+pub use results::{
+    display, error, error_result, image, image_bytes, insert, noop, open_panel_response, prompt,
+    text, text_result, Action, AssistantMessageDecision, Response, ToolCallDecision, ToolResult,
+    TurnStartDecision,
+};
+pub use sdk::{
+    CancelToken, Error, Event, Extension, Handle, HostInfo, Level, ALERT_BELL, CAPABILITIES,
+    WIDGET_ABOVE_INPUT,
+};

@@ -17,10 +17,18 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 /// The protocol major both sides must agree on in `hello` / `hello_ack`.
+///
+/// ```
+/// assert_eq!(zut_ext::wire::PROTOCOL_VERSION, 2);
+/// ```
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Tool names an extension can never claim, whether or not the host
 /// implements them (the spec's built-in namespace plus its reserved names).
+///
+/// ```
+/// assert!(zut_ext::wire::RESERVED_TOOL_NAMES.contains(&"bash"));
+/// ```
 pub const RESERVED_TOOL_NAMES: &[&str] = &[
     "read",
     "write",
@@ -42,6 +50,10 @@ pub const RESERVED_TOOL_NAMES: &[&str] = &[
 ];
 
 /// Event names the host recognises in `subscribe.events`.
+///
+/// ```
+/// assert!(zut_ext::wire::KNOWN_EVENTS.contains(&"turn_start"));
+/// ```
 pub const KNOWN_EVENTS: &[&str] = &[
     "session_start",
     "session_opened",
@@ -56,24 +68,41 @@ pub const KNOWN_EVENTS: &[&str] = &[
 ];
 
 /// Event names that can be intercepted (`subscribe.intercept`).
+///
+/// ```
+/// assert_eq!(zut_ext::wire::INTERCEPTABLE_EVENTS.len(), 3);
+/// ```
 pub const INTERCEPTABLE_EVENTS: &[&str] = &["tool_call", "turn_start", "assistant_message"];
 
 /// The capability an extension advertises in `hello` to receive `tool_cancel`.
+///
+/// ```
+/// assert_eq!(zut_ext::wire::CAP_TOOL_CANCEL, "tool_cancel");
+/// ```
 pub const CAP_TOOL_CANCEL: &str = "tool_cancel";
 
 /// One block of tool output or message content.
+///
+/// ```
+/// use zut_ext::wire::{encode_line, ContentBlock};
+/// let line = encode_line(&ContentBlock::text("hi"));
+/// assert_eq!(line, b"{\"type\":\"text\",\"text\":\"hi\"}\n");
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
     /// Plain text.
     Text {
+        /// The text.
         #[serde(default)]
         text: String,
     },
     /// An image, base64 (standard alphabet) encoded.
     Image {
+        /// The media type, e.g. `image/png`.
         #[serde(default)]
         mime_type: String,
+        /// The image bytes, base64 encoded.
         #[serde(default)]
         data: String,
     },
@@ -85,102 +114,159 @@ pub enum ContentBlock {
 
 impl ContentBlock {
     /// A text block.
+    ///
+    /// ```
+    /// let b = zut_ext::wire::ContentBlock::text("hi");
+    /// assert!(matches!(b, zut_ext::wire::ContentBlock::Text { .. }));
+    /// ```
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text { text: text.into() }
     }
 }
 
 /// The content of an extension-owned panel.
+///
+/// ```
+/// let p = zut_ext::wire::Panel { id: "todo".into(), lines: vec!["a".into()], ..Default::default() };
+/// assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"id":"todo","lines":["a"]}"#);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Panel {
+    /// Identifies the panel in keys, redraws and closes.
     #[serde(default)]
     pub id: String,
+    /// The heading.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub title: String,
+    /// The body, one entry per row.
     #[serde(default)]
     pub lines: Vec<String>,
+    /// A hint line under the body.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub footer: String,
 }
 
 /// Identity of the active session branch, in `hello_ack` and session events.
+///
+/// ```
+/// let s: zut_ext::wire::SessionInfo = serde_json::from_str(r#"{"id":"b1","fork_point":4}"#).unwrap();
+/// assert_eq!((s.id.as_str(), s.fork_point), ("b1", 4));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionInfo {
+    /// The current branch (session) id.
     pub id: String,
+    /// The branch this one was forked from.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub parent_id: String,
+    /// The session file.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
+    /// The project directory of the session.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cwd: String,
+    /// Where the branch forked from its parent (0: not a fork).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fork_point: u64,
 }
 
 /// Frames an extension writes on its stdout.
+///
+/// ```
+/// use zut_ext::wire::{decode_ext_frame, ExtFrame};
+/// assert_eq!(decode_ext_frame(br#"{"type":"ready"}"#).unwrap(), ExtFrame::Ready);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ExtFrame {
     /// Required first frame.
     Hello {
+        /// The protocol major; must be 2.
         #[serde(default)]
         protocol_version: u32,
+        /// Must equal the manifest name.
         #[serde(default)]
         name: String,
+        /// The extension's version.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         version: String,
+        /// Features the extension supports (`tool_cancel` opts in to cancellation).
         #[serde(default)]
         capabilities: Vec<String>,
     },
+    /// Registers a slash command (before `ready`).
     RegisterCommand {
+        /// The name.
         name: String,
+        /// What it does, for the user or the model.
         #[serde(default)]
         description: String,
     },
+    /// Registers a tool the model can call (before `ready`).
     RegisterTool {
+        /// The name.
         name: String,
+        /// What it does, for the user or the model.
         #[serde(default)]
         description: String,
+        /// JSON Schema of the arguments.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         schema: Option<Value>,
+        /// Hidden until a result activates it.
         #[serde(default, skip_serializing_if = "is_false")]
         deferred: bool,
+        /// Waits for a person: no host reply deadline.
         #[serde(default, skip_serializing_if = "is_false")]
         interactive: bool,
     },
     /// All initial registrations are flushed.
     Ready,
+    /// Lifecycle events to observe and events to intercept.
     Subscribe {
+        /// Events to receive as `event` frames.
         #[serde(default)]
         events: Vec<String>,
+        /// Events to receive as `event_intercept` (`tool_call`, `turn_start`, `assistant_message`).
         #[serde(default)]
         intercept: Vec<String>,
     },
+    /// The answer to an `event_intercept`; every field defaults to "allow, unchanged".
     EventInterceptResponse {
+        /// The correlation id.
         #[serde(deserialize_with = "id_string")]
         id: String,
+        /// Refuse the action.
         #[serde(default, skip_serializing_if = "is_false")]
         block: bool,
+        /// Why (on block) or a pass-through note.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         reason: String,
+        /// `tool_call` only: the replacement argument object.
         #[serde(
             default,
             skip_serializing_if = "Option::is_none",
             deserialize_with = "present"
         )]
         modified_args: Option<Value>,
+        /// `assistant_message` only: the text the user sees instead.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         replace_text: String,
+        /// `turn_start` only: hidden context for the upcoming model request.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         context: String,
     },
+    /// The answer to a `tool_call`.
     ToolResult {
+        /// The correlation id.
         #[serde(deserialize_with = "id_string")]
         id: String,
+        /// What the model sees.
         #[serde(default)]
         content: Vec<ContentBlock>,
+        /// The call failed.
         #[serde(default, skip_serializing_if = "is_false")]
         is_error: bool,
+        /// Deferred tools this result makes available.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         activate_tools: Vec<String>,
         /// Opaque extension state; `Some(Value::Null)` (an explicit `null`)
@@ -192,84 +278,123 @@ pub enum ExtFrame {
         )]
         details: Option<Value>,
     },
+    /// The answer to a `command_invoked`.
     CommandResponse {
+        /// The correlation id.
         #[serde(deserialize_with = "id_string")]
         id: String,
+        /// `prompt`, `insert`, `display`, `open_panel` or `noop`.
         #[serde(default)]
         action: String,
+        /// For `prompt`: the user message to submit.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         prompt: String,
+        /// For `insert`: the text for the editor.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         insert: String,
+        /// For `display`: the note to show.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         display: String,
+        /// For `open_panel`: the panel.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         open_panel: Option<Panel>,
+        /// Shown as a red status line whatever the action.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         error: String,
     },
+    /// A one-shot note under the transcript.
     Notify {
+        /// `info`, `success`, `warn` or `error`.
         #[serde(default)]
         level: String,
+        /// The note.
         #[serde(default)]
         message: String,
     },
+    /// Sets or replaces a persistent status item; empty `text` clears it.
     Status {
+        /// Identifies the item among this extension's items.
         #[serde(default)]
         key: String,
+        /// `info`, `success`, `warn` or `error`.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         level: String,
+        /// The item; empty clears it.
         #[serde(default)]
         text: String,
     },
+    /// Sets or replaces a persistent widget.
     Widget {
+        /// The correlation id.
         #[serde(default)]
         id: String,
+        /// Placement; `above_input` (the only one rendered).
         #[serde(default, skip_serializing_if = "String::is_empty")]
         position: String,
+        /// The heading.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         title: String,
+        /// The rows.
         #[serde(default)]
         lines: Vec<String>,
     },
+    /// Removes a widget.
     WidgetClear {
+        /// The correlation id.
         #[serde(default)]
         id: String,
     },
+    /// Asks the host for a structured alert (kind `bell`).
     Alert {
+        /// The alert, e.g. `bell`.
         #[serde(default)]
         kind: String,
+        /// Why, as metadata (never rendered).
         #[serde(default, skip_serializing_if = "String::is_empty")]
         reason: String,
     },
+    /// Removes every note this extension showed.
     ClearNotes,
+    /// Submits text as a user prompt (interactive host only).
     Submit {
+        /// The text.
         #[serde(default)]
         text: String,
     },
+    /// Runs a slash command as if the user typed it.
     SubmitSlash {
+        /// The text.
         #[serde(default)]
         text: String,
     },
     /// Spontaneous panel open (interactive tools use it).
     OpenPanel {
+        /// The panel to open.
         #[serde(default)]
         panel: Panel,
     },
+    /// Redraws an open panel.
     PanelRender {
+        /// The panel.
         #[serde(default)]
         panel_id: String,
+        /// The heading.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         title: String,
+        /// The rows.
         #[serde(default)]
         lines: Vec<String>,
+        /// A hint line under the rows.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         footer: String,
     },
+    /// Closes a panel (from the extension) or reports that the user closed it (from the host).
     PanelClose {
+        /// The panel.
         #[serde(default)]
         panel_id: String,
     },
+    /// The answer to `shutdown`.
     ShutdownAck,
     /// Any `type` this version does not know. Logged, never fatal.
     #[serde(other)]
@@ -277,93 +402,150 @@ pub enum ExtFrame {
 }
 
 /// Frames the host writes on an extension's stdin.
+///
+/// ```
+/// use zut_ext::wire::{decode_host_frame, HostFrame};
+/// let f = decode_host_frame(br#"{"type":"tool_cancel","id":"7"}"#).unwrap();
+/// assert_eq!(f, HostFrame::ToolCancel { id: "7".into() });
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HostFrame {
+    /// The host's answer to `hello`.
     HelloAck {
+        /// The host's protocol major.
         protocol_version: u32,
+        /// The host's version.
         #[serde(default)]
         zut_version: String,
+        /// The active model provider.
         #[serde(default)]
         provider: String,
+        /// The active model.
         #[serde(default)]
         model: String,
+        /// The user's project directory.
         #[serde(default)]
         cwd: String,
+        /// The extension's own directory.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         extension_dir: String,
+        /// Where the extension keeps its files.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         data_dir: String,
+        /// The active session branch, when there is one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session: Option<SessionInfo>,
     },
+    /// The user ran a registered slash command.
     CommandInvoked {
+        /// The correlation id.
         #[serde(deserialize_with = "id_string")]
         id: String,
+        /// The command as registered.
         name: String,
+        /// Everything typed after the command name, trimmed.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         args: String,
     },
+    /// The model called a registered tool.
     ToolCall {
+        /// The correlation id.
         #[serde(deserialize_with = "id_string")]
         id: String,
+        /// The tool as registered.
         name: String,
+        /// The JSON object the model produced.
         #[serde(default)]
         args: Value,
     },
+    /// A delivered tool call was abandoned (only with the `tool_cancel` capability).
     ToolCancel {
+        /// The correlation id.
         #[serde(deserialize_with = "id_string")]
         id: String,
     },
+    /// A subscribed lifecycle event (no answer expected).
     Event(EventPayload),
+    /// A chance to block or rewrite an event; answered with `event_intercept_response`.
     EventIntercept {
+        /// The correlation id.
         #[serde(deserialize_with = "id_string")]
         id: String,
+        /// The event and its fields.
         #[serde(flatten)]
         payload: EventPayload,
     },
+    /// A key pressed in the extension's focused panel.
     PanelKey {
+        /// The panel.
         panel_id: String,
+        /// The normalised key name (`up`, `down`, `enter`, `rune`, ...).
         key: String,
+        /// For `rune`: the typed character.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         text: String,
     },
+    /// Closes a panel (from the extension) or reports that the user closed it (from the host).
     PanelClose {
+        /// The panel.
         panel_id: String,
     },
+    /// The panel was resized (defined; current hosts do not send it).
     PanelResize {
+        /// The panel.
         panel_id: String,
+        /// Columns.
         width: u32,
+        /// Rows.
         height: u32,
     },
+    /// The host is stopping: answer `shutdown_ack` and exit.
     Shutdown,
+    /// Any `type` this version does not know. Logged, never fatal.
     #[serde(other)]
     Unknown,
 }
 
 /// The payload of `event` and `event_intercept`: the event name plus the
 /// fields that event carries. Empty fields stay off the wire.
+///
+/// ```
+/// let e = zut_ext::wire::EventPayload { step: 2, ..zut_ext::wire::EventPayload::named("turn_start") };
+/// assert_eq!(serde_json::to_string(&e).unwrap(), r#"{"event":"turn_start","step":2}"#);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EventPayload {
+    /// The event name.
     pub event: String,
+    /// `turn_start`: the step, from 1.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub step: u64,
+    /// `turn_end`: why the turn stopped.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stop: String,
+    /// `turn_end`: the error that ended the turn.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub error: String,
+    /// Tool events: the call id in the transcript.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tool_id: String,
+    /// Tool events: the tool.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tool_name: String,
+    /// Tool events: its arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_args: Option<Value>,
+    /// `tool_confirmation_requested`: the short preview shown to the user.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tool_preview: String,
+    /// `assistant_message`: the text.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub text: String,
+    /// Session events: the active branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionInfo>,
+    /// Session events: this extension's stored state for the branch (`null`: none).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -374,6 +556,10 @@ pub struct EventPayload {
 
 impl EventPayload {
     /// A payload with only the event name set.
+    ///
+    /// ```
+    /// assert_eq!(zut_ext::wire::EventPayload::named("turn_end").event, "turn_end");
+    /// ```
     pub fn named(event: &str) -> Self {
         EventPayload {
             event: event.to_string(),
@@ -384,6 +570,10 @@ impl EventPayload {
 
 impl ExtFrame {
     /// The wire `type` of this frame (`"unknown"` for [`ExtFrame::Unknown`]).
+    ///
+    /// ```
+    /// assert_eq!(zut_ext::wire::ExtFrame::ClearNotes.type_name(), "clear_notes");
+    /// ```
     pub fn type_name(&self) -> &'static str {
         match self {
             ExtFrame::Hello { .. } => "hello",
@@ -412,6 +602,11 @@ impl ExtFrame {
 }
 
 /// Why a line could not be decoded as a frame.
+///
+/// ```
+/// use zut_ext::wire::{decode_host_frame, DecodeError};
+/// assert!(matches!(decode_host_frame(b"Loading..."), Err(DecodeError::NotAnObject(_))));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum DecodeError {
     /// The line is not valid UTF-8.
@@ -419,7 +614,12 @@ pub enum DecodeError {
     /// The line is not a JSON object (a banner, a stray print).
     NotAnObject(String),
     /// A JSON object of a known `type` whose fields have the wrong shape.
-    BadFrame { frame_type: String, error: String },
+    BadFrame {
+        /// The frame's `type`.
+        frame_type: String,
+        /// What the decoder said.
+        error: String,
+    },
 }
 
 impl std::fmt::Display for DecodeError {
@@ -437,11 +637,21 @@ impl std::fmt::Display for DecodeError {
 impl std::error::Error for DecodeError {}
 
 /// Decodes one line (without its `\n`) written by an extension.
+///
+/// ```
+/// let f = zut_ext::wire::decode_ext_frame(br#"{"type":"notify","level":"info","message":"hi"}"#).unwrap();
+/// assert_eq!(f.type_name(), "notify");
+/// ```
 pub fn decode_ext_frame(line: &[u8]) -> Result<ExtFrame, DecodeError> {
     decode(line)
 }
 
 /// Decodes one line (without its `\n`) written by the host.
+///
+/// ```
+/// use zut_ext::wire::{decode_host_frame, HostFrame};
+/// assert_eq!(decode_host_frame(br#"{"type":"shutdown"}"#).unwrap(), HostFrame::Shutdown);
+/// ```
 pub fn decode_host_frame(line: &[u8]) -> Result<HostFrame, DecodeError> {
     decode(line)
 }
@@ -478,6 +688,11 @@ fn decode<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Result<T, DecodeError> {
 }
 
 /// Encodes a frame as one line, newline included.
+///
+/// ```
+/// let line = zut_ext::wire::encode_line(&zut_ext::wire::ExtFrame::Ready);
+/// assert_eq!(line, b"{\"type\":\"ready\"}\n");
+/// ```
 pub fn encode_line<T: Serialize>(frame: &T) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     encode_into(frame, &mut out);
@@ -485,6 +700,12 @@ pub fn encode_line<T: Serialize>(frame: &T) -> Vec<u8> {
 }
 
 /// Appends a frame and its newline to `out`.
+///
+/// ```
+/// let mut buf = Vec::new();
+/// zut_ext::wire::encode_into(&zut_ext::wire::ExtFrame::ShutdownAck, &mut buf);
+/// assert!(buf.ends_with(b"}\n"));
+/// ```
 pub fn encode_into<T: Serialize>(frame: &T, out: &mut Vec<u8>) {
     // Serialising our own types into a Vec cannot fail: every map key is a
     // string and no Serialize impl here returns an error.

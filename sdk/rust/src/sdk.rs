@@ -1,0 +1,1384 @@
+//! The Rust SDK: write a zut extension as a set of handlers.
+//!
+//! An [`Extension`] collects registrations (commands, tools, event handlers,
+//! interceptors, panel callbacks), then [`Extension::run`] speaks the
+//! protocol on stdin/stdout until the host says `shutdown` or closes stdin.
+//! A [`Handle`] sends one-way frames (notes, status, widgets, panels) from
+//! any thread at any time.
+//!
+//! Invariants:
+//! - the run sequence is fixed: `hello`; the first host line must be a
+//!   `hello_ack` of protocol major 2 (anything else ends [`Extension::run`]
+//!   with an [`Error`]); the `on_hello` callback; every `register_command`,
+//!   every `register_tool`, one `subscribe` (only when something is
+//!   subscribed or intercepted), `ready`;
+//! - every request gets exactly one answer, even when its handler panics
+//!   (commands and tools answer an error, interceptors block, "fail
+//!   closed"); unknown commands and tools get an error answer;
+//! - commands, tools and interceptors run concurrently on worker threads;
+//!   events run in order on the reading thread; panel callbacks run in order
+//!   on one panel thread, so keystrokes are never reordered;
+//! - frames are written whole (one lock per line) and flushed one by one;
+//!   nothing is written after `shutdown_ack` or after `run` returns;
+//! - a tool's [`CancelToken`] exists before its handler starts, so a
+//!   `tool_cancel` that overtakes the handler still cancels it; tokens are
+//!   also cancelled on `shutdown` and at the end of input, and a result
+//!   produced after cancellation is dropped;
+//! - malformed lines and unknown frame types are logged on stderr and
+//!   skipped.
+
+use crate::lines::{Line, LineReader};
+use crate::results::{error, error_result, AssistantMessageDecision, Response, ToolCallDecision};
+use crate::results::{ToolResult, TurnStartDecision};
+use crate::wire::{self, EventPayload, ExtFrame, HostFrame, Panel, SessionInfo};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::{self, BufReader, Read, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// The capabilities every SDK advertises in `hello`, `tool_cancel` included.
+///
+/// ```
+/// assert!(zut_ext::CAPABILITIES.contains(&"tool_cancel"));
+/// ```
+pub const CAPABILITIES: &[&str] = &[
+    "commands",
+    "tools",
+    "events",
+    "alerts",
+    "panels",
+    "session_state",
+    "status",
+    "widgets",
+    wire::CAP_TOOL_CANCEL,
+];
+
+/// The widget position zut renders (above the editor).
+///
+/// ```
+/// assert_eq!(zut_ext::WIDGET_ABOVE_INPUT, "above_input");
+/// ```
+pub const WIDGET_ABOVE_INPUT: &str = "above_input";
+
+/// The alert kind that rings the terminal bell.
+///
+/// ```
+/// assert_eq!(zut_ext::ALERT_BELL, "bell");
+/// ```
+pub const ALERT_BELL: &str = "bell";
+
+/// How long an idle worker thread waits for more work before it exits.
+const WORKER_IDLE: Duration = Duration::from_secs(30);
+
+/// A lifecycle event as the host sent it (`event` names which one).
+///
+/// ```
+/// let e = zut_ext::Event::named("turn_start");
+/// assert_eq!(e.event, "turn_start");
+/// ```
+pub type Event = EventPayload;
+
+/// Severity of a note or a status item.
+///
+/// ```
+/// assert_eq!(zut_ext::Level::Warn.as_str(), "warn");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Neutral information.
+    Info,
+    /// Something went well.
+    Success,
+    /// Worth a look.
+    Warn,
+    /// Something failed.
+    Error,
+}
+
+impl Level {
+    /// The wire spelling.
+    ///
+    /// ```
+    /// assert_eq!(zut_ext::Level::Success.as_str(), "success");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Info => "info",
+            Level::Success => "success",
+            Level::Warn => "warn",
+            Level::Error => "error",
+        }
+    }
+}
+
+/// What the host said about itself in `hello_ack`.
+///
+/// ```
+/// let info = zut_ext::HostInfo::default();
+/// assert_eq!(info.cwd, "");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostInfo {
+    /// The protocol major (2).
+    pub protocol_version: u32,
+    /// The host's version.
+    pub zut_version: String,
+    /// The active model provider.
+    pub provider: String,
+    /// The active model.
+    pub model: String,
+    /// The user's project directory (the extension runs in its own directory).
+    pub cwd: String,
+    /// The extension's own directory.
+    pub extension_dir: String,
+    /// Where the extension keeps its files (its own directory today).
+    pub data_dir: String,
+    /// The active session branch, when the host already has one.
+    pub session: Option<SessionInfo>,
+}
+
+/// Why [`Extension::run`] stopped with an error. Its `Debug` form is the
+/// message, so `fn main() -> Result<(), zut_ext::Error>` prints it cleanly.
+///
+/// ```
+/// let e = zut_ext::Error::ProtocolVersion(3);
+/// assert_eq!(e.to_string(), "unsupported host protocol version 3 (want 2)");
+/// ```
+pub enum Error {
+    /// Reading stdin or writing stdout failed.
+    Io(io::Error),
+    /// The host's first line was not a usable `hello_ack`.
+    Handshake(String),
+    /// The host speaks another protocol major.
+    ProtocolVersion(u32),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Io(e) => write!(f, "extension i/o failed: {e}"),
+            Error::Handshake(msg) => write!(f, "{msg}"),
+            Error::ProtocolVersion(v) => write!(
+                f,
+                "unsupported host protocol version {v} (want {})",
+                wire::PROTOCOL_VERSION
+            ),
+        }
+    }
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Self {
+        Error::Io(e)
+    }
+}
+
+/// Cooperative cancellation for a tool call.
+///
+/// Interactive tool handlers receive one; it is cancelled when the host sends
+/// `tool_cancel` for the call, on `shutdown`, and when the host's input ends.
+///
+/// ```
+/// use std::time::Duration;
+/// let token = zut_ext::CancelToken::new();
+/// assert!(!token.wait_timeout(Duration::from_millis(1)));
+/// token.cancel();
+/// assert!(token.is_cancelled());
+/// token.wait(); // returns at once
+/// ```
+#[derive(Clone, Default)]
+pub struct CancelToken {
+    state: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl CancelToken {
+    /// A token nobody has cancelled yet.
+    ///
+    /// ```
+    /// assert!(!zut_ext::CancelToken::new().is_cancelled());
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancels the token and wakes every waiter; later calls do nothing.
+    ///
+    /// ```
+    /// let t = zut_ext::CancelToken::new();
+    /// let t2 = t.clone();
+    /// std::thread::spawn(move || t2.cancel());
+    /// t.wait();
+    /// ```
+    pub fn cancel(&self) {
+        *lock(&self.state.0) = true;
+        self.state.1.notify_all();
+    }
+
+    /// Whether the token was cancelled.
+    ///
+    /// ```
+    /// let t = zut_ext::CancelToken::new();
+    /// t.cancel();
+    /// assert!(t.is_cancelled());
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        *lock(&self.state.0)
+    }
+
+    /// Blocks until the token is cancelled.
+    ///
+    /// ```
+    /// let t = zut_ext::CancelToken::new();
+    /// t.cancel();
+    /// t.wait();
+    /// ```
+    pub fn wait(&self) {
+        let mut done = lock(&self.state.0);
+        while !*done {
+            done = self.state.1.wait(done).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Blocks until the token is cancelled or `timeout` passes; true when
+    /// cancelled.
+    ///
+    /// ```
+    /// let t = zut_ext::CancelToken::new();
+    /// assert!(!t.wait_timeout(std::time::Duration::ZERO));
+    /// ```
+    pub fn wait_timeout(&self, timeout: Duration) -> bool {
+        let done = lock(&self.state.0);
+        let (done, _) = self
+            .state
+            .1
+            .wait_timeout_while(done, timeout, |d| !*d)
+            .unwrap_or_else(|p| p.into_inner());
+        *done
+    }
+
+    fn same(&self, other: &CancelToken) -> bool {
+        Arc::ptr_eq(&self.state, &other.state)
+    }
+}
+
+type CommandFn = Arc<dyn Fn(&str) -> Response + Send + Sync>;
+type ToolFn = Arc<dyn Fn(&CancelToken, Value) -> ToolResult + Send + Sync>;
+type EventFn = Arc<dyn Fn(&Event) + Send + Sync>;
+type ToolInterceptFn = Arc<dyn Fn(&str, &Value) -> ToolCallDecision + Send + Sync>;
+type TurnInterceptFn = Arc<dyn Fn(u64) -> TurnStartDecision + Send + Sync>;
+type MessageInterceptFn = Arc<dyn Fn(&str) -> AssistantMessageDecision + Send + Sync>;
+type KeyFn = Arc<dyn Fn(&str, &str) + Send + Sync>;
+type CloseFn = Arc<dyn Fn() + Send + Sync>;
+type HelloFn = Box<dyn FnOnce(&mut Extension, &HostInfo) + Send>;
+type Job = Box<dyn FnOnce() + Send>;
+
+struct CommandEntry {
+    name: String,
+    description: String,
+    handler: CommandFn,
+}
+
+struct ToolEntry {
+    name: String,
+    description: String,
+    schema: Value,
+    deferred: bool,
+    interactive: bool,
+    handler: ToolFn,
+}
+
+#[derive(Clone, Default)]
+struct PanelCallbacks {
+    on_key: Option<KeyFn>,
+    on_close: Option<CloseFn>,
+}
+
+/// State shared by the extension, its handles and the running loop.
+struct Shared {
+    name: String,
+    /// The open output; `None` before `run` and once it has ended.
+    out: Mutex<Option<Box<dyn Write + Send>>>,
+    host: Mutex<Option<HostInfo>>,
+    panels: Mutex<HashMap<String, PanelCallbacks>>,
+}
+
+/// Sends one-way frames to the host; cheap to clone, usable from any thread.
+///
+/// Frames sent before [`Extension::run`] has written `hello`, or after it
+/// returned, are dropped (with a line on stderr).
+///
+/// ```
+/// use zut_ext::{Extension, Level};
+/// let mut ext = Extension::new("clock", "1.0.0");
+/// let handle = ext.handle();
+/// std::thread::spawn(move || handle.notify(Level::Info, "tick"));
+/// ```
+#[derive(Clone)]
+pub struct Handle {
+    shared: Arc<Shared>,
+}
+
+impl Handle {
+    fn send(&self, frame: &ExtFrame) -> bool {
+        let line = wire::encode_line(frame);
+        let mut out = lock(&self.shared.out);
+        let Some(w) = out.as_mut() else {
+            drop(out);
+            self.log(&format!(
+                "not connected; dropped a {} frame",
+                frame.type_name()
+            ));
+            return false;
+        };
+        match w.write_all(&line).and_then(|()| w.flush()) {
+            Ok(()) => true,
+            Err(e) => {
+                *out = None;
+                drop(out);
+                self.log(&format!("writing to the host failed, output closed: {e}"));
+                false
+            }
+        }
+    }
+
+    /// Closes the output: nothing is written after this.
+    fn close(&self) {
+        lock(&self.shared.out).take();
+    }
+
+    /// Writes `[name] message` on stderr (the extension's log file).
+    ///
+    /// ```
+    /// zut_ext::Extension::new("demo", "1").handle().log("starting");
+    /// ```
+    pub fn log(&self, message: &str) {
+        eprintln!("[{}] {message}", self.shared.name);
+    }
+
+    /// What the host said in `hello_ack`; `None` before it arrived.
+    ///
+    /// ```
+    /// assert!(zut_ext::Extension::new("demo", "1").handle().host().is_none());
+    /// ```
+    pub fn host(&self) -> Option<HostInfo> {
+        lock(&self.shared.host).clone()
+    }
+
+    /// Shows a one-shot note.
+    ///
+    /// ```no_run
+    /// # let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// handle.notify(zut_ext::Level::Success, "cache refreshed");
+    /// ```
+    pub fn notify(&self, level: Level, message: &str) {
+        self.send(&ExtFrame::Notify {
+            level: level.as_str().into(),
+            message: message.into(),
+        });
+    }
+
+    /// Sets or replaces the status item `key`; empty `text` clears it.
+    ///
+    /// ```no_run
+    /// # let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// handle.set_status("progress", "2/4 done", Some(zut_ext::Level::Success));
+    /// ```
+    pub fn set_status(&self, key: &str, text: &str, level: Option<Level>) {
+        self.send(&ExtFrame::Status {
+            key: key.into(),
+            level: level.map(|l| l.as_str().to_string()).unwrap_or_default(),
+            text: text.into(),
+        });
+    }
+
+    /// Removes the status item `key`.
+    ///
+    /// ```no_run
+    /// # let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// handle.clear_status("progress");
+    /// ```
+    pub fn clear_status(&self, key: &str) {
+        self.set_status(key, "", None);
+    }
+
+    /// Sets or replaces the widget `id` (use [`WIDGET_ABOVE_INPUT`]).
+    ///
+    /// ```no_run
+    /// # let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// handle.set_widget("plan", zut_ext::WIDGET_ABOVE_INPUT, "Plan", ["parse", "check"]);
+    /// ```
+    pub fn set_widget<I, S>(&self, id: &str, position: &str, title: &str, lines: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.send(&ExtFrame::Widget {
+            id: id.into(),
+            position: position.into(),
+            title: title.into(),
+            lines: lines.into_iter().map(Into::into).collect(),
+        });
+    }
+
+    /// Removes the widget `id`.
+    ///
+    /// ```no_run
+    /// # let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// handle.clear_widget("plan");
+    /// ```
+    pub fn clear_widget(&self, id: &str) {
+        self.send(&ExtFrame::WidgetClear { id: id.into() });
+    }
+
+    /// Asks the host for an alert ([`ALERT_BELL`]); `reason` is metadata.
+    ///
+    /// ```no_run
+    /// # let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// handle.alert(zut_ext::ALERT_BELL, "question_ready");
+    /// ```
+    pub fn alert(&self, kind: &str, reason: &str) {
+        self.send(&ExtFrame::Alert {
+            kind: kind.into(),
+            reason: reason.into(),
+        });
+    }
+
+    /// Removes every note this extension showed.
+    ///
+    /// ```no_run
+    /// # let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// handle.clear_notes();
+    /// ```
+    pub fn clear_notes(&self) {
+        self.send(&ExtFrame::ClearNotes);
+    }
+
+    /// Submits `text` as a user prompt (interactive zut only).
+    ///
+    /// ```no_run
+    /// # let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// handle.submit("Summarize the workspace.");
+    /// ```
+    pub fn submit(&self, text: &str) {
+        self.send(&ExtFrame::Submit { text: text.into() });
+    }
+
+    /// Runs a slash command as if the user typed it (`text` starts with `/`).
+    ///
+    /// ```no_run
+    /// # let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// handle.submit_slash("/todo");
+    /// ```
+    pub fn submit_slash(&self, text: &str) {
+        self.send(&ExtFrame::SubmitSlash { text: text.into() });
+    }
+
+    /// Opens a panel outside a command reply (interactive tools use this).
+    ///
+    /// ```no_run
+    /// # let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// use zut_ext::wire::Panel;
+    /// handle.open_panel(Panel { id: "ask-1".into(), title: "Question".into(),
+    ///     lines: vec!["Proceed? y/n".into()], footer: "y/n".into() });
+    /// ```
+    pub fn open_panel(&self, panel: Panel) {
+        self.send(&ExtFrame::OpenPanel { panel });
+    }
+
+    /// Redraws an open panel.
+    ///
+    /// ```no_run
+    /// # let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// use zut_ext::wire::Panel;
+    /// handle.render_panel(&Panel { id: "ask-1".into(), lines: vec!["y".into()], ..Panel::default() });
+    /// ```
+    pub fn render_panel(&self, panel: &Panel) {
+        self.send(&ExtFrame::PanelRender {
+            panel_id: panel.id.clone(),
+            title: panel.title.clone(),
+            lines: panel.lines.clone(),
+            footer: panel.footer.clone(),
+        });
+    }
+
+    /// Closes the panel `id`.
+    ///
+    /// ```no_run
+    /// # let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// handle.close_panel("ask-1");
+    /// ```
+    pub fn close_panel(&self, id: &str) {
+        self.send(&ExtFrame::PanelClose {
+            panel_id: id.into(),
+        });
+    }
+
+    /// Routes keys and the close of panel `id` to these callbacks (in order,
+    /// on the panel thread). Registering again replaces both.
+    ///
+    /// ```
+    /// let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// handle.on_panel_key("ask-1", |key, text| eprintln!("{key} {text}"), || eprintln!("closed"));
+    /// ```
+    pub fn on_panel_key(
+        &self,
+        id: &str,
+        on_key: impl Fn(&str, &str) + Send + Sync + 'static,
+        on_close: impl Fn() + Send + Sync + 'static,
+    ) {
+        lock(&self.shared.panels).insert(
+            id.to_string(),
+            PanelCallbacks {
+                on_key: Some(Arc::new(on_key)),
+                on_close: Some(Arc::new(on_close)),
+            },
+        );
+    }
+
+    /// Forgets the callbacks of panel `id` (keys for it are then ignored).
+    ///
+    /// ```
+    /// let handle = zut_ext::Extension::new("demo", "1").handle();
+    /// handle.forget_panel("ask-1");
+    /// ```
+    pub fn forget_panel(&self, id: &str) {
+        lock(&self.shared.panels).remove(id);
+    }
+}
+
+/// An extension: its registrations and the protocol loop.
+///
+/// Registration methods take `&mut self` and return it, so calls chain
+/// (like `std::process::Command`). Handlers are closures that may run on any
+/// thread, hence `Send + Sync + 'static`.
+///
+/// ```no_run
+/// use serde_json::json;
+/// use zut_ext::{display, text_result, Extension};
+///
+/// fn main() -> Result<(), zut_ext::Error> {
+///     Extension::new("hello", "1.0.0")
+///         .command("hello", "say hi", |args| display(format!("hi {args}")))
+///         .tool("shout", "Upper-case `text`.", json!({"type": "object"}), |args| {
+///             text_result(args["text"].as_str().unwrap_or("").to_uppercase())
+///         })
+///         .run()
+/// }
+/// ```
+pub struct Extension {
+    handle: Handle,
+    version: String,
+    commands: Vec<CommandEntry>,
+    tools: Vec<ToolEntry>,
+    events: Vec<(String, EventFn)>,
+    tool_intercept: Option<ToolInterceptFn>,
+    turn_intercept: Option<TurnInterceptFn>,
+    message_intercept: Option<MessageInterceptFn>,
+    on_hello: Option<HelloFn>,
+}
+
+impl Extension {
+    /// A new extension; `name` must equal the `name` of its `extension.json`.
+    ///
+    /// ```
+    /// let ext = zut_ext::Extension::new("todo", "0.1.0");
+    /// assert_eq!(ext.name(), "todo");
+    /// ```
+    pub fn new(name: &str, version: &str) -> Self {
+        Extension {
+            handle: Handle {
+                shared: Arc::new(Shared {
+                    name: name.to_string(),
+                    out: Mutex::new(None),
+                    host: Mutex::new(None),
+                    panels: Mutex::new(HashMap::new()),
+                }),
+            },
+            version: version.to_string(),
+            commands: Vec::new(),
+            tools: Vec::new(),
+            events: Vec::new(),
+            tool_intercept: None,
+            turn_intercept: None,
+            message_intercept: None,
+            on_hello: None,
+        }
+    }
+
+    /// The extension's name.
+    ///
+    /// ```
+    /// assert_eq!(zut_ext::Extension::new("x", "1").name(), "x");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.handle.shared.name
+    }
+
+    /// A [`Handle`] for one-way frames, to move into handlers and threads.
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// let handle = ext.handle();
+    /// ext.command("bell", "ring", move |_| {
+    ///     handle.alert(zut_ext::ALERT_BELL, "asked");
+    ///     zut_ext::noop()
+    /// });
+    /// ```
+    pub fn handle(&self) -> Handle {
+        self.handle.clone()
+    }
+
+    /// What the host said in `hello_ack`; `None` before it arrived.
+    ///
+    /// ```
+    /// assert!(zut_ext::Extension::new("x", "1").host().is_none());
+    /// ```
+    pub fn host(&self) -> Option<HostInfo> {
+        self.handle.host()
+    }
+
+    /// Writes `[name] message` on stderr (the extension's log file).
+    ///
+    /// ```
+    /// zut_ext::Extension::new("x", "1").log("hello log");
+    /// ```
+    pub fn log(&self, message: &str) {
+        self.handle.log(message);
+    }
+
+    /// Runs `f` after `hello_ack`, before the registrations are sent; it may
+    /// register more (for example depending on [`HostInfo::cwd`]).
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// ext.on_hello(|ext, host| {
+    ///     let cwd = host.cwd.clone();
+    ///     ext.command("cwd", "show the project directory", move |_| zut_ext::display(cwd.clone()));
+    /// });
+    /// ```
+    pub fn on_hello(
+        &mut self,
+        f: impl FnOnce(&mut Extension, &HostInfo) + Send + 'static,
+    ) -> &mut Self {
+        self.on_hello = Some(Box::new(f));
+        self
+    }
+
+    /// Registers the slash command `/name`; `f` gets the text after it.
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// ext.command("greet", "ask for a greeting", |args| zut_ext::prompt(format!("Greet {args}.")));
+    /// ```
+    pub fn command(
+        &mut self,
+        name: &str,
+        description: &str,
+        f: impl Fn(&str) -> Response + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.commands.push(CommandEntry {
+            name: name.into(),
+            description: description.into(),
+            handler: Arc::new(f),
+        });
+        self
+    }
+
+    /// Registers a tool the model can call; `schema` describes its args.
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// ext.tool("echo", "Echo the args.", serde_json::json!({"type": "object"}), |args| {
+    ///     zut_ext::text_result(args.to_string())
+    /// });
+    /// ```
+    pub fn tool(
+        &mut self,
+        name: &str,
+        description: &str,
+        schema: Value,
+        f: impl Fn(Value) -> ToolResult + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.add_tool(
+            name,
+            description,
+            schema,
+            false,
+            false,
+            Arc::new(move |_, a| f(a)),
+        )
+    }
+
+    /// Registers a tool that stays hidden until a result activates it.
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// ext.deferred_tool("lookup", "Find a note.", serde_json::json!({"type": "object"}), |_| {
+    ///     zut_ext::text_result("found")
+    /// });
+    /// ```
+    pub fn deferred_tool(
+        &mut self,
+        name: &str,
+        description: &str,
+        schema: Value,
+        f: impl Fn(Value) -> ToolResult + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.add_tool(
+            name,
+            description,
+            schema,
+            true,
+            false,
+            Arc::new(move |_, a| f(a)),
+        )
+    }
+
+    /// Registers a tool that waits for a person (no host deadline). The
+    /// handler must return when its [`CancelToken`] is cancelled; a result
+    /// returned after that is dropped.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// ext.interactive_tool("wait", "Wait for the user.", serde_json::json!({"type": "object"}),
+    ///     |cancel, _args| {
+    ///         if cancel.wait_timeout(Duration::from_secs(60)) {
+    ///             zut_ext::error_result("cancelled")
+    ///         } else {
+    ///             zut_ext::text_result("no answer")
+    ///         }
+    ///     });
+    /// ```
+    pub fn interactive_tool(
+        &mut self,
+        name: &str,
+        description: &str,
+        schema: Value,
+        f: impl Fn(&CancelToken, Value) -> ToolResult + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.add_tool(name, description, schema, false, true, Arc::new(f))
+    }
+
+    fn add_tool(
+        &mut self,
+        name: &str,
+        description: &str,
+        schema: Value,
+        deferred: bool,
+        interactive: bool,
+        handler: ToolFn,
+    ) -> &mut Self {
+        self.tools.push(ToolEntry {
+            name: name.into(),
+            description: description.into(),
+            schema,
+            deferred,
+            interactive,
+            handler,
+        });
+        self
+    }
+
+    /// Subscribes to the lifecycle event `event`; `f` runs in order on the
+    /// reading thread, so keep it short. Registering again replaces it.
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// ext.on("session_opened", |e| eprintln!("state: {:?}", e.state));
+    /// ```
+    pub fn on(&mut self, event: &str, f: impl Fn(&Event) + Send + Sync + 'static) -> &mut Self {
+        let f: EventFn = Arc::new(f);
+        match self.events.iter_mut().find(|(name, _)| name == event) {
+            Some(slot) => slot.1 = f,
+            None => self.events.push((event.to_string(), f)),
+        }
+        self
+    }
+
+    /// Intercepts tool calls: block them or rewrite their args.
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("guard", "1");
+    /// ext.intercept_tool_call(|tool, args| {
+    ///     match args["command"].as_str() {
+    ///         Some(c) if tool == "bash" && c.contains("rm -rf") => zut_ext::ToolCallDecision::block("refused"),
+    ///         _ => zut_ext::ToolCallDecision::allow(),
+    ///     }
+    /// });
+    /// ```
+    pub fn intercept_tool_call(
+        &mut self,
+        f: impl Fn(&str, &Value) -> ToolCallDecision + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.tool_intercept = Some(Arc::new(f));
+        self
+    }
+
+    /// Intercepts the start of each model turn (`step` counts from 1).
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// ext.intercept_turn_start(|step| zut_ext::TurnStartDecision::context(format!("step {step}")));
+    /// ```
+    pub fn intercept_turn_start(
+        &mut self,
+        f: impl Fn(u64) -> TurnStartDecision + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.turn_intercept = Some(Arc::new(f));
+        self
+    }
+
+    /// Intercepts the assistant's final text before the user sees it.
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// ext.intercept_assistant_message(|text| {
+    ///     zut_ext::AssistantMessageDecision::replace(text.replace("SECRET", "[redacted]"))
+    /// });
+    /// ```
+    pub fn intercept_assistant_message(
+        &mut self,
+        f: impl Fn(&str) -> AssistantMessageDecision + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.message_intercept = Some(Arc::new(f));
+        self
+    }
+
+    /// Routes keys and the close of panel `id` to these callbacks; see
+    /// [`Handle::on_panel_key`].
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// ext.on_panel_key("main", |key, _text| eprintln!("{key}"), || {});
+    /// ```
+    pub fn on_panel_key(
+        &mut self,
+        id: &str,
+        on_key: impl Fn(&str, &str) + Send + Sync + 'static,
+        on_close: impl Fn() + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.handle.on_panel_key(id, on_key, on_close);
+        self
+    }
+
+    /// Speaks the protocol on stdin/stdout until `shutdown` or the end of
+    /// stdin (both `Ok`); see [`Error`] for the rest.
+    ///
+    /// ```no_run
+    /// fn main() -> Result<(), zut_ext::Error> {
+    ///     zut_ext::Extension::new("idle", "1.0.0").run()
+    /// }
+    /// ```
+    pub fn run(&mut self) -> Result<(), Error> {
+        self.run_with(io::stdin().lock(), io::stdout())
+    }
+
+    /// [`Extension::run`] over any reader and writer (tests use in-memory
+    /// pipes). The writer is dropped when this returns.
+    ///
+    /// ```
+    /// let host = b"{\"type\":\"hello_ack\",\"protocol_version\":2}\n{\"type\":\"shutdown\"}\n";
+    /// let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    /// # struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    /// # impl std::io::Write for Shared {
+    /// #     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> { self.0.lock().unwrap().extend_from_slice(b); Ok(b.len()) }
+    /// #     fn flush(&mut self) -> std::io::Result<()> { Ok(()) }
+    /// # }
+    /// zut_ext::Extension::new("x", "1").run_with(&host[..], Shared(out.clone())).unwrap();
+    /// let written = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    /// assert!(written.ends_with("{\"type\":\"ready\"}\n{\"type\":\"shutdown_ack\"}\n"));
+    /// ```
+    pub fn run_with<R, W>(&mut self, reader: R, writer: W) -> Result<(), Error>
+    where
+        R: Read,
+        W: Write + Send + 'static,
+    {
+        *lock(&self.handle.shared.out) = Some(Box::new(writer));
+        let result = self.serve(LineReader::new(BufReader::with_capacity(64 * 1024, reader)));
+        self.handle.close();
+        result
+    }
+
+    fn serve<R: io::BufRead>(&mut self, mut lines: LineReader<R>) -> Result<(), Error> {
+        let hello = ExtFrame::Hello {
+            protocol_version: wire::PROTOCOL_VERSION,
+            name: self.name().to_string(),
+            version: self.version.clone(),
+            capabilities: CAPABILITIES.iter().map(|c| c.to_string()).collect(),
+        };
+        if !self.handle.send(&hello) {
+            return Err(Error::Io(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "cannot write hello",
+            )));
+        }
+        let Some(host) = self.handshake(&mut lines)? else {
+            return Ok(());
+        };
+        *lock(&self.handle.shared.host) = Some(host.clone());
+        if let Some(f) = self.on_hello.take() {
+            f(self, &host);
+        }
+        for frame in self.registrations() {
+            self.handle.send(&frame);
+        }
+        let dispatch = Arc::new(self.dispatcher());
+        let end = dispatch.read_loop(&mut lines);
+        dispatch.cancel_all();
+        end
+    }
+
+    /// Reads `hello_ack`; `None` when the input ended first.
+    fn handshake<R: io::BufRead>(
+        &self,
+        lines: &mut LineReader<R>,
+    ) -> Result<Option<HostInfo>, Error> {
+        let line = match lines.next_line()? {
+            Line::Eof => return Ok(None),
+            Line::TooLong(n) => {
+                return Err(Error::Handshake(format!(
+                    "parse hello_ack: a {n}-byte line is over the limit"
+                )))
+            }
+            Line::Data(line) => line,
+        };
+        let frame = wire::decode_host_frame(&line)
+            .map_err(|e| Error::Handshake(format!("parse hello_ack: {e}")))?;
+        match frame {
+            HostFrame::HelloAck {
+                protocol_version,
+                zut_version,
+                provider,
+                model,
+                cwd,
+                extension_dir,
+                data_dir,
+                session,
+            } => {
+                if protocol_version != wire::PROTOCOL_VERSION {
+                    return Err(Error::ProtocolVersion(protocol_version));
+                }
+                Ok(Some(HostInfo {
+                    protocol_version,
+                    zut_version,
+                    provider,
+                    model,
+                    cwd,
+                    extension_dir,
+                    data_dir,
+                    session,
+                }))
+            }
+            _ => Err(Error::Handshake(format!(
+                "first host frame must be hello_ack (got {:?})",
+                frame_type(&line)
+            ))),
+        }
+    }
+
+    fn registrations(&self) -> Vec<ExtFrame> {
+        let mut frames: Vec<ExtFrame> = self
+            .commands
+            .iter()
+            .map(|c| ExtFrame::RegisterCommand {
+                name: c.name.clone(),
+                description: c.description.clone(),
+            })
+            .collect();
+        frames.extend(self.tools.iter().map(|t| ExtFrame::RegisterTool {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            schema: Some(t.schema.clone()),
+            deferred: t.deferred,
+            interactive: t.interactive,
+        }));
+        let events: Vec<String> = self.events.iter().map(|(n, _)| n.clone()).collect();
+        let intercept: Vec<String> = [
+            (self.tool_intercept.is_some(), "tool_call"),
+            (self.turn_intercept.is_some(), "turn_start"),
+            (self.message_intercept.is_some(), "assistant_message"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, n)| n.to_string())
+        .collect();
+        if !events.is_empty() || !intercept.is_empty() {
+            frames.push(ExtFrame::Subscribe { events, intercept });
+        }
+        frames.push(ExtFrame::Ready);
+        frames
+    }
+
+    fn dispatcher(&self) -> Dispatch {
+        Dispatch {
+            handle: self.handle.clone(),
+            commands: (self.commands.iter())
+                .map(|c| (c.name.clone(), c.handler.clone()))
+                .collect(),
+            tools: (self.tools.iter())
+                .map(|t| (t.name.clone(), t.handler.clone()))
+                .collect(),
+            events: self.events.iter().cloned().collect(),
+            tool_intercept: self.tool_intercept.clone(),
+            turn_intercept: self.turn_intercept.clone(),
+            message_intercept: self.message_intercept.clone(),
+            pending: Mutex::new(HashMap::new()),
+            pool: Pool::new(),
+            panel_thread: Mutex::new(None),
+        }
+    }
+}
+
+/// The frozen registrations of a running extension and its in-flight calls.
+struct Dispatch {
+    handle: Handle,
+    commands: HashMap<String, CommandFn>,
+    tools: HashMap<String, ToolFn>,
+    events: HashMap<String, EventFn>,
+    tool_intercept: Option<ToolInterceptFn>,
+    turn_intercept: Option<TurnInterceptFn>,
+    message_intercept: Option<MessageInterceptFn>,
+    /// Tool calls whose handler has not answered yet, by correlation id.
+    pending: Mutex<HashMap<String, CancelToken>>,
+    pool: Pool,
+    /// Runs panel callbacks one after another; started on first use.
+    panel_thread: Mutex<Option<mpsc::Sender<Job>>>,
+}
+
+impl Dispatch {
+    fn read_loop<R: io::BufRead>(self: &Arc<Self>, lines: &mut LineReader<R>) -> Result<(), Error> {
+        loop {
+            let line = match lines.next_line()? {
+                Line::Eof => return Ok(()),
+                Line::TooLong(n) => {
+                    self.handle
+                        .log(&format!("skipped a {n}-byte line: over the limit"));
+                    continue;
+                }
+                Line::Data(line) => line,
+            };
+            match wire::decode_host_frame(&line) {
+                Ok(HostFrame::Shutdown) => {
+                    self.handle.send(&ExtFrame::ShutdownAck);
+                    self.handle.close();
+                    return Ok(());
+                }
+                Ok(frame) => self.dispatch(frame, &line),
+                Err(e) => self.handle.log(&format!("skipped a malformed line: {e}")),
+            }
+        }
+    }
+
+    fn dispatch(self: &Arc<Self>, frame: HostFrame, line: &[u8]) {
+        match frame {
+            HostFrame::CommandInvoked { id, name, args } => self.command(id, name, args),
+            HostFrame::ToolCall { id, name, args } => self.tool(id, name, args),
+            HostFrame::ToolCancel { id } => {
+                if let Some(token) = lock(&self.pending).get(&id) {
+                    token.cancel();
+                }
+            }
+            HostFrame::Event(event) => {
+                if let Some(f) = self.events.get(&event.event) {
+                    if let Err(msg) = guarded(|| f(&event)) {
+                        let name = &event.event;
+                        self.handle
+                            .log(&format!("event {name} handler panicked: {msg}"));
+                    }
+                }
+            }
+            HostFrame::EventIntercept { id, payload } => {
+                let me = self.clone();
+                self.pool.spawn(Box::new(move || me.intercept(id, payload)));
+            }
+            HostFrame::PanelKey {
+                panel_id,
+                key,
+                text,
+            } => {
+                let callbacks = lock(&self.handle.shared.panels).get(&panel_id).cloned();
+                if let Some(f) = callbacks.and_then(|c| c.on_key) {
+                    self.on_panel_thread(Box::new(move || f(&key, &text)));
+                }
+            }
+            HostFrame::PanelClose { panel_id } => {
+                let callbacks = lock(&self.handle.shared.panels).get(&panel_id).cloned();
+                if let Some(f) = callbacks.and_then(|c| c.on_close) {
+                    self.on_panel_thread(Box::new(move || f()));
+                }
+            }
+            HostFrame::HelloAck { .. } => self.handle.log("ignored a second hello_ack"),
+            HostFrame::PanelResize { .. } => {}
+            HostFrame::Shutdown => unreachable!("handled by the read loop"),
+            HostFrame::Unknown => {
+                let t = frame_type(line);
+                self.handle
+                    .log(&format!("skipped a frame of unknown type {t:?}"));
+            }
+        }
+    }
+
+    fn command(self: &Arc<Self>, id: String, name: String, args: String) {
+        let Some(f) = self.commands.get(&name).cloned() else {
+            self.answer_command(id, error(format!("no handler for /{name}")));
+            return;
+        };
+        let me = self.clone();
+        self.pool.spawn(Box::new(move || {
+            let response =
+                guarded(|| f(&args)).unwrap_or_else(|msg| error(format!("panic: {msg}")));
+            me.answer_command(id, response);
+        }));
+    }
+
+    fn answer_command(&self, id: String, r: Response) {
+        use crate::results::Action;
+        let text = |a: Action| {
+            if r.action == a {
+                r.text.clone()
+            } else {
+                String::new()
+            }
+        };
+        self.handle.send(&ExtFrame::CommandResponse {
+            id,
+            action: r.action.as_str().into(),
+            prompt: text(Action::Prompt),
+            insert: text(Action::Insert),
+            display: text(Action::Display),
+            open_panel: if r.action == Action::OpenPanel {
+                r.panel.clone()
+            } else {
+                None
+            },
+            error: r.error.clone(),
+        });
+    }
+
+    fn tool(self: &Arc<Self>, id: String, name: String, args: Value) {
+        let Some(f) = self.tools.get(&name).cloned() else {
+            self.answer_tool(id, error_result(format!("no handler for tool {name:?}")));
+            return;
+        };
+        // The token exists before the handler starts: a tool_cancel read
+        // right after this frame finds it.
+        let token = CancelToken::new();
+        lock(&self.pending).insert(id.clone(), token.clone());
+        let me = self.clone();
+        self.pool.spawn(Box::new(move || {
+            let result = guarded(|| f(&token, args))
+                .unwrap_or_else(|msg| error_result(format!("panic: {msg}")));
+            {
+                let mut pending = lock(&me.pending);
+                if pending.get(&id).is_some_and(|t| t.same(&token)) {
+                    pending.remove(&id);
+                }
+            }
+            if token.is_cancelled() {
+                me.handle
+                    .log(&format!("dropped the result of cancelled tool call {id}"));
+            } else {
+                me.answer_tool(id, result);
+            }
+        }));
+    }
+
+    fn answer_tool(&self, id: String, r: ToolResult) {
+        self.handle.send(&ExtFrame::ToolResult {
+            id,
+            content: r.content,
+            is_error: r.is_error,
+            activate_tools: r.activate_tools,
+            details: r.details,
+        });
+    }
+
+    /// Answers one `event_intercept`: exactly one response, blocking when the
+    /// interceptor panics.
+    fn intercept(&self, id: String, p: EventPayload) {
+        let mut frame = InterceptAnswer::default();
+        let outcome = guarded(|| match p.event.as_str() {
+            "tool_call" => {
+                if let Some(f) = &self.tool_intercept {
+                    let args = p.tool_args.clone().unwrap_or(Value::Null);
+                    let d = f(&p.tool_name, &args);
+                    frame.block = d.block;
+                    frame.reason = d.reason;
+                    frame.modified_args = d.modified_args.filter(|a| !d.block && a.is_object());
+                }
+            }
+            "turn_start" => {
+                if let Some(f) = &self.turn_intercept {
+                    let d = f(p.step);
+                    frame.block = d.block;
+                    frame.reason = d.reason;
+                    frame.context = if d.block { String::new() } else { d.context };
+                }
+            }
+            "assistant_message" => {
+                if let Some(f) = &self.message_intercept {
+                    let d = f(&p.text);
+                    frame.block = d.block;
+                    frame.reason = d.reason;
+                    frame.replace_text = (d.replace_text)
+                        .filter(|t| !d.block && !t.is_empty() && *t != p.text)
+                        .unwrap_or_default();
+                }
+            }
+            _ => {}
+        });
+        if let Err(msg) = outcome {
+            frame = InterceptAnswer {
+                block: true,
+                reason: format!("intercept panic: {msg}"),
+                ..InterceptAnswer::default()
+            };
+        }
+        self.handle.send(&ExtFrame::EventInterceptResponse {
+            id,
+            block: frame.block,
+            reason: frame.reason,
+            modified_args: frame.modified_args,
+            replace_text: frame.replace_text,
+            context: frame.context,
+        });
+    }
+
+    fn on_panel_thread(&self, job: Job) {
+        let mut slot = lock(&self.panel_thread);
+        let tx = slot.get_or_insert_with(|| {
+            let (tx, rx) = mpsc::channel::<Job>();
+            let handle = self.handle.clone();
+            std::thread::spawn(move || {
+                for job in rx {
+                    if let Err(msg) = guarded(job) {
+                        handle.log(&format!("panel callback panicked: {msg}"));
+                    }
+                }
+            });
+            tx
+        });
+        // The thread only ends when this sender is dropped, so sending works.
+        let _ = tx.send(job);
+    }
+
+    fn cancel_all(&self) {
+        for token in lock(&self.pending).values() {
+            token.cancel();
+        }
+    }
+}
+
+#[derive(Default)]
+struct InterceptAnswer {
+    block: bool,
+    reason: String,
+    modified_args: Option<Value>,
+    replace_text: String,
+    context: String,
+}
+
+/// Worker threads for handlers: a call reuses an idle worker when there is
+/// one and starts a new thread otherwise, so calls never wait for each other
+/// and a busy extension does not pay a thread start per call.
+///
+/// `idle` counts workers waiting for a job that nobody has claimed; a caller
+/// claims one by decrementing it before sending, so every sent job has a
+/// worker. A worker idle for [`WORKER_IDLE`] exits if it can un-count itself.
+struct Pool {
+    idle: Arc<AtomicUsize>,
+    tx: mpsc::Sender<Job>,
+    rx: Arc<Mutex<mpsc::Receiver<Job>>>,
+}
+
+impl Pool {
+    fn new() -> Pool {
+        let (tx, rx) = mpsc::channel();
+        Pool {
+            idle: Arc::new(AtomicUsize::new(0)),
+            tx,
+            rx: Arc::new(Mutex::new(rx)),
+        }
+    }
+
+    fn spawn(&self, job: Job) {
+        if claim(&self.idle) {
+            // A claimed worker holds the receiver's lock or waits for it.
+            if let Err(mpsc::SendError(job)) = self.tx.send(job) {
+                std::thread::spawn(job);
+            }
+            return;
+        }
+        let (idle, rx) = (self.idle.clone(), self.rx.clone());
+        std::thread::spawn(move || {
+            let mut job = Some(job);
+            loop {
+                if let Some(j) = job.take() {
+                    j();
+                    idle.fetch_add(1, Ordering::SeqCst);
+                }
+                let next = lock(&rx).recv_timeout(WORKER_IDLE);
+                match next {
+                    Ok(j) => job = Some(j),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if claim(&idle) {
+                            return;
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        });
+    }
+}
+
+/// Takes one idle worker off the count; false when none is idle.
+fn claim(idle: &AtomicUsize) -> bool {
+    idle.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+/// Runs `f`, turning a panic into its message.
+fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
+        if let Some(s) = payload.downcast_ref::<&str>() {
+            s.to_string()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "non-string panic payload".to_string()
+        }
+    })
+}
+
+/// Locks a mutex, ignoring poisoning: handlers run under `catch_unwind` and
+/// never hold these locks, so a poisoned lock still guards consistent data.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The `type` of a raw line, for messages about frames we do not handle.
+fn frame_type(line: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct Tag {
+        #[serde(rename = "type")]
+        t: Option<String>,
+    }
+    serde_json::from_slice::<Tag>(line)
+        .ok()
+        .and_then(|t| t.t)
+        .unwrap_or_default()
+}
