@@ -189,6 +189,14 @@ def _str(v: Any) -> str:
     return v if isinstance(v, str) else ""
 
 
+def _put(frame: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
+    """Adds the fields that are not empty strings: the wire leaves defaults out."""
+    for k, v in fields.items():
+        if v != "" and v is not None:
+            frame[k] = v
+    return frame
+
+
 def _int(v: Any) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
@@ -308,7 +316,7 @@ class Panel:
 
     def to_json(self) -> Dict[str, Any]:
         """The wire object (``open_panel`` payload)."""
-        return {"id": self.id, "title": self.title, "lines": list(self.lines), "footer": self.footer}
+        return _put({"id": self.id}, title=self.title, lines=list(self.lines), footer=self.footer)
 
 
 @dataclass
@@ -565,12 +573,7 @@ class _Tool:
     interactive: bool = False
 
     def frame(self) -> Dict[str, Any]:
-        f: Dict[str, Any] = {
-            "type": "register_tool",
-            "name": self.name,
-            "description": self.description,
-            "schema": self.schema if self.schema is not None else {"type": "object"},
-        }
+        f = _put({"type": "register_tool", "name": self.name}, description=self.description, schema=self.schema)
         if self.deferred:
             f["deferred"] = True
         if self.interactive:
@@ -603,6 +606,8 @@ class Extension:
         self.version = version
         #: Filled from ``hello_ack`` before ``on_hello`` handlers run.
         self.host = HostInfo()
+        #: Announced in ``hello``; :data:`CAPABILITIES` unless changed before :meth:`run`.
+        self.capabilities: List[str] = list(CAPABILITIES)
         self._in = stdin
         self._out = stdout
         self._write_lock = threading.Lock()
@@ -664,7 +669,7 @@ class Extension:
         def register(f: CommandHandler) -> CommandHandler:
             self._commands.append(_Command(name, description, f))
             if self._announced:
-                self._send({"type": "register_command", "name": name, "description": description})
+                self._send(_put({"type": "register_command", "name": name}, description=description))
             return f
 
         return register(fn) if fn is not None else register
@@ -777,13 +782,11 @@ class Extension:
 
     def notify(self, level: str, message: str) -> None:
         """A one-shot note (``info``, ``success``, ``warn``, ``error``)."""
-        self._send({"type": "notify", "level": level, "message": message})
+        self._send(_put({"type": "notify"}, level=level, message=message))
 
     def set_status(self, key: str, text: str, level: Optional[str] = None) -> None:
         """Sets or replaces status item ``key``; empty ``text`` clears it."""
-        f: Dict[str, Any] = {"type": "status", "key": key}
-        if level:
-            f["level"] = level
+        f = _put({"type": "status", "key": key}, level=level)
         f["text"] = text
         self._send(f)
 
@@ -793,7 +796,7 @@ class Extension:
 
     def set_widget(self, id: str, position: str, title: str, lines: Sequence[str]) -> None:
         """Sets or replaces widget ``id`` (see :data:`WIDGET_ABOVE_INPUT`)."""
-        self._send({"type": "widget", "id": id, "position": position, "title": title, "lines": list(lines)})
+        self._send(_put({"type": "widget", "id": id}, position=position, title=title, lines=list(lines)))
 
     def clear_widget(self, id: str) -> None:
         """Removes widget ``id``."""
@@ -801,7 +804,7 @@ class Extension:
 
     def alert(self, kind: str, reason: str = "") -> None:
         """Asks the host for an alert (``kind`` :data:`ALERT_BELL`); ``reason`` is metadata."""
-        self._send({"type": "alert", "kind": kind, "reason": reason})
+        self._send(_put({"type": "alert", "kind": kind}, reason=reason))
 
     def clear_notes(self) -> None:
         """Removes every note this extension showed."""
@@ -821,7 +824,7 @@ class Extension:
 
     def render_panel(self, id: str, title: str, lines: Sequence[str], footer: str = "") -> None:
         """Redraws open panel ``id``."""
-        self._send({"type": "panel_render", "panel_id": id, "title": title, "lines": list(lines), "footer": footer})
+        self._send(_put({"type": "panel_render", "panel_id": id}, title=title, lines=list(lines), footer=footer))
 
     def close_panel(self, id: str) -> None:
         """Closes panel ``id``."""
@@ -860,15 +863,9 @@ class Extension:
         return line if line else None
 
     def _handshake(self) -> bool:
-        self._send(
-            {
-                "type": "hello",
-                "protocol_version": PROTOCOL_VERSION,
-                "name": self.name,
-                "version": self.version,
-                "capabilities": list(CAPABILITIES),
-            }
-        )
+        hello = _put({"type": "hello", "protocol_version": PROTOCOL_VERSION, "name": self.name}, version=self.version)
+        hello["capabilities"] = list(self.capabilities)
+        self._send(hello)
         line = self._read_line()
         if line is None:
             return False
@@ -892,7 +889,7 @@ class Extension:
 
     def _announce(self) -> None:
         for c in self._commands:
-            self._send({"type": "register_command", "name": c.name, "description": c.description})
+            self._send(_put({"type": "register_command", "name": c.name}, description=c.description))
         for t in self._tools:
             self._send(t.frame())
         intercept = [

@@ -24,6 +24,10 @@ SDK_DIR = HERE.parent
 REPO = SDK_DIR.parent.parent
 EXTS = HERE / "exts"
 
+# The in-process tests import the SDK from this checkout, not an installed copy.
+if str(SDK_DIR) not in sys.path:
+    sys.path.insert(0, str(SDK_DIR))
+
 #: Default wait for one frame; generous because the machine is shared.
 TIMEOUT = 10.0
 
