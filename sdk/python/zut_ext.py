@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import json
+import queue
 import sys
 import threading
 import traceback
@@ -508,25 +509,35 @@ class Cancel:
     block in :meth:`wait`; a result returned after cancellation is dropped.
     """
 
+    # Every tool call gets one, so it stays cheap: the Event behind wait()
+    # is only made when someone waits.
+
     def __init__(self, call_id: Any = None) -> None:
         self.call_id = call_id
-        self._event = threading.Event()
+        self._cancelled = False
+        self._event: Optional[threading.Event] = None
         self._callbacks: List[Callable[[], None]] = []
         self._lock = threading.Lock()
 
     @property
     def cancelled(self) -> bool:
         """Whether the call has been cancelled."""
-        return self._event.is_set()
+        return self._cancelled
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Blocks until cancelled or ``timeout`` seconds pass; returns :attr:`cancelled`."""
-        return self._event.wait(timeout)
+        with self._lock:
+            if self._cancelled:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def on_cancel(self, fn: Callable[[], None]) -> None:
         """Runs ``fn`` once when the call is cancelled (at once if it already is)."""
         with self._lock:
-            if not self._event.is_set():
+            if not self._cancelled:
                 self._callbacks.append(fn)
                 return
         fn()
@@ -534,9 +545,11 @@ class Cancel:
     def cancel(self) -> None:
         """Marks the call cancelled and runs the registered callbacks."""
         with self._lock:
-            if self._event.is_set():
+            if self._cancelled:
                 return
-            self._event.set()
+            self._cancelled = True
+            if self._event is not None:
+                self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for fn in callbacks:
             try:
@@ -581,8 +594,60 @@ class _Tool:
         return f
 
 
+_STOP = object()  # _dispatch: serving is over
+
+
 class _HandshakeError(Exception):
     pass
+
+
+class _Workers:
+    """Runs each submitted call on a thread of its own, reusing idle threads.
+
+    Starting a thread per request costs more than the request itself, so
+    finished workers wait for the next call; when none is idle a new one is
+    started, so a handler that blocks (an interactive tool waiting for a
+    person) never delays another. At most ``keep_idle`` threads stay parked.
+    """
+
+    def __init__(self, keep_idle: int = 8) -> None:
+        self._calls: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._keep_idle = keep_idle
+        self._closed = False
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+        with self._lock:
+            reuse = self._idle > 0
+            if reuse:
+                self._idle -= 1  # that worker is now promised this call
+        self._calls.put((fn, args))
+        if not reuse:
+            threading.Thread(target=self._work, daemon=True).start()
+
+    def close(self) -> None:
+        """Lets parked threads end; calls still running finish first."""
+        with self._lock:
+            self._closed = True
+            parked, self._idle = self._idle, 0
+        for _ in range(parked):
+            self._calls.put(None)
+
+    def _work(self) -> None:
+        while True:
+            call = self._calls.get()
+            if call is None:
+                return
+            fn, args = call
+            try:
+                fn(*args)
+            except BaseException:  # handlers guard themselves; this is a last resort
+                traceback.print_exc(file=sys.stderr)
+            with self._lock:
+                if self._closed or self._idle >= self._keep_idle:
+                    return
+                self._idle += 1
 
 
 class Extension:
@@ -623,6 +688,7 @@ class Extension:
         self._message_interceptor: Optional[Callable[[str], Any]] = None
         self._panels: Dict[str, List[Optional[Callable[..., None]]]] = {}
         self._pending: Dict[Any, Cancel] = {}
+        self._workers = _Workers()
 
     # ---- logging and writing
 
@@ -636,7 +702,11 @@ class Extension:
 
     def _send(self, frame: Mapping[str, Any]) -> bool:
         """Writes one frame; returns False when it could not (closed pipe, after shutdown)."""
-        line = (encode_frame(frame) + "\n").encode("utf-8", errors="surrogatepass")
+        return self._send_line(encode_frame(frame))
+
+    def _send_line(self, text: str) -> bool:
+        """Writes one encoded frame (see :func:`encode_frame`) as a line."""
+        line = (text + "\n").encode("utf-8", errors="surrogatepass")
         with self._write_lock:
             if self._closed or self._out is None:
                 return False
@@ -852,7 +922,10 @@ class Extension:
         except _HandshakeError as err:
             self.log(f"error: {err}")
             raise SystemExit(1) from None
-        self._serve()
+        self._done = threading.Event()
+        self._workers.submit(self._lead)
+        self._done.wait()
+        self._workers.close()
 
     def _read_line(self) -> Optional[bytes]:
         assert self._in is not None
@@ -904,21 +977,39 @@ class Extension:
         self._announced = True
         self._send({"type": "ready"})
 
-    def _serve(self) -> None:
-        while True:
-            line = self._read_line()
-            if line is None:
-                break  # stdin closed: the host is gone
-            if not line.strip():
-                continue
-            try:
-                frame = decode_frame(line)
-            except FrameError as err:
-                self.log(f"skipping malformed frame: {err}")
-                continue
-            if not self._dispatch(frame):
-                break
+    def _lead(self) -> None:
+        """Reads and dispatches frames until one needs a handler of its own.
+
+        Then this thread hands reading over to another worker and runs that
+        handler itself: the request is served by the thread that read it,
+        so no thread wake-up sits between a request and its answer.
+        """
+        try:
+            while True:
+                line = self._read_line()
+                if line is None:
+                    break  # stdin closed: the host is gone
+                if not line.strip():
+                    continue
+                try:
+                    frame = decode_frame(line)
+                except FrameError as err:
+                    self.log(f"skipping malformed frame: {err}")
+                    continue
+                work = self._dispatch(frame)
+                if work is _STOP:
+                    break
+                if work is not None:
+                    fn, args = work
+                    self._workers.submit(self._lead)
+                    fn(*args)
+                    return
+        except BaseException:
+            self._cancel_all()
+            self._done.set()
+            raise
         self._cancel_all()
+        self._done.set()
 
     def _cancel_all(self) -> None:
         with self._state_lock:
@@ -927,13 +1018,17 @@ class Extension:
         for c in pending:
             c.cancel()
 
-    def _dispatch(self, f: Dict[str, Any]) -> bool:
-        """Handles one host frame; returns False when the loop should end."""
+    def _dispatch(self, f: Dict[str, Any]) -> Any:
+        """Handles one host frame.
+
+        Returns ``_STOP`` when serving ends, a ``(fn, args)`` handler call
+        to run concurrently with further reading, or ``None``.
+        """
         kind = f["type"]
         if kind == "command_invoked":
-            self._on_command(f)
+            return self._on_command(f)
         elif kind == "tool_call":
-            self._on_tool_call(f)
+            return self._on_tool_call(f)
         elif kind == "tool_cancel":
             with self._state_lock:
                 c = self._pending.get(f.get("id"))
@@ -942,23 +1037,19 @@ class Extension:
         elif kind == "event":
             self._on_event(f)
         elif kind == "event_intercept":
-            self._spawn(self._on_intercept, f)
+            return (self._on_intercept, (f,))
         elif kind in ("panel_key", "panel_close"):
-            self._on_panel(f)
+            return self._on_panel(f)
         elif kind == "shutdown":
             self._send({"type": "shutdown_ack"})
             with self._write_lock:
                 self._closed = True
-            return False
+            return _STOP
         elif kind in ("hello_ack", "panel_resize"):
             pass  # a repeated ack, or a frame hosts define but we have no use for
         else:
             self.log(f"ignoring unknown frame type {kind!r}")
-        return True
-
-    @staticmethod
-    def _spawn(fn: Callable[..., None], *args: Any) -> None:
-        threading.Thread(target=fn, args=args, daemon=True).start()
+        return None
 
     # ---- commands
 
@@ -972,14 +1063,14 @@ class Extension:
                 return c
         return None
 
-    def _on_command(self, f: Dict[str, Any]) -> None:
+    def _on_command(self, f: Dict[str, Any]) -> Any:
         call_id = f.get("id")
         name = _str(f.get("name"))
         cmd = self._find_command(name)
         if cmd is None:
             self._send(error(f"no handler for /{name}").to_frame(call_id))
-            return
-        self._spawn(self._run_command, cmd, call_id, _str(f.get("args")))
+            return None
+        return (self._run_command, (cmd, call_id, _str(f.get("args"))))
 
     def _run_command(self, cmd: _Command, call_id: Any, args: str) -> None:
         try:
@@ -988,22 +1079,21 @@ class Extension:
                 resp = noop()
             if not isinstance(resp, Response):
                 raise TypeError(f"command handler returned {type(resp).__name__}, not Response")
-            frame = resp.to_frame(call_id)
-            encode_frame(frame)
+            line = encode_frame(resp.to_frame(call_id))
         except Exception as err:
             self.log(f"command /{cmd.name} failed: {err!r}\n{traceback.format_exc()}")
-            frame = error(f"panic: {err}").to_frame(call_id)
-        self._send(frame)
+            line = encode_frame(error(f"panic: {err}").to_frame(call_id))
+        self._send_line(line)
 
     # ---- tools
 
-    def _on_tool_call(self, f: Dict[str, Any]) -> None:
+    def _on_tool_call(self, f: Dict[str, Any]) -> Any:
         call_id = f.get("id")
         name = _str(f.get("name"))
         tool = next((t for t in self._tools if t.name == name), None)
         if tool is None:
             self._send(error_result(f'no handler for tool "{name}"').to_frame(call_id))
-            return
+            return None
         args = f.get("args")
         if args is None:
             args = {}
@@ -1012,7 +1102,7 @@ class Extension:
         cancel = Cancel(call_id)
         with self._state_lock:
             self._pending[call_id] = cancel
-        self._spawn(self._run_tool, tool, call_id, args, cancel)
+        return (self._run_tool, (tool, call_id, args, cancel))
 
     def _run_tool(self, tool: _Tool, call_id: Any, args: Any, cancel: Cancel) -> None:
         try:
@@ -1023,17 +1113,16 @@ class Extension:
                 result = text_result(result)
             if not isinstance(result, ToolResult):
                 raise TypeError(f"tool handler returned {type(result).__name__}, not ToolResult")
-            frame = result.to_frame(call_id)
-            encode_frame(frame)
+            line = encode_frame(result.to_frame(call_id))
         except Exception as err:
             self.log(f"tool {tool.name} failed: {err!r}\n{traceback.format_exc()}")
-            frame = error_result(f"panic: {err}").to_frame(call_id)
+            line = encode_frame(error_result(f"panic: {err}").to_frame(call_id))
         with self._state_lock:
             if self._pending.get(call_id) is cancel:
                 del self._pending[call_id]
         if cancel.cancelled:
             return  # the host has given up on this call
-        self._send(frame)
+        self._send_line(line)
 
     # ---- events and interception
 
@@ -1079,29 +1168,30 @@ class Extension:
                         out["reason"] = d.reason
                     if not d.block and d.replace_text and d.replace_text != original:
                         out["replace_text"] = d.replace_text
-            encode_frame(out)
+            line = encode_frame(out)
         except Exception as err:
             self.log(f"{event} interceptor failed: {err!r}\n{traceback.format_exc()}")
-            out = {
+            line = encode_frame({
                 "type": "event_intercept_response",
                 "id": f.get("id"),
                 "block": True,
                 "reason": f"intercept panic: {err}",
-            }
-        self._send(out)
+            })
+        self._send_line(line)
 
     # ---- panels
 
-    def _on_panel(self, f: Dict[str, Any]) -> None:
+    def _on_panel(self, f: Dict[str, Any]) -> Any:
         with self._state_lock:
             cbs = self._panels.get(_str(f.get("panel_id")))
         if cbs is None:
-            return
+            return None
         on_key, on_close = cbs
         if f["type"] == "panel_key" and on_key is not None:
-            self._spawn(self._guarded, "panel key", on_key, _str(f.get("key")), _str(f.get("text")))
-        elif f["type"] == "panel_close" and on_close is not None:
-            self._spawn(self._guarded, "panel close", on_close)
+            return (self._guarded, ("panel key", on_key, _str(f.get("key")), _str(f.get("text"))))
+        if f["type"] == "panel_close" and on_close is not None:
+            return (self._guarded, ("panel close", on_close))
+        return None
 
     def _guarded(self, what: str, fn: Callable[..., None], *args: Any) -> None:
         try:

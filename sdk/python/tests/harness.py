@@ -38,10 +38,12 @@ class ExtProc:
     """One extension process and the host side of its pipes."""
 
     def __init__(self, script: Path, *args: str, env: Optional[Dict[str, str]] = None,
-                 cwd: Optional[Path] = None) -> None:
+                 cwd: Optional[Path] = None, sdk_on_path: bool = True) -> None:
         self.stderr_file = tempfile.TemporaryFile()
         full_env = dict(os.environ)
-        full_env["PYTHONPATH"] = str(SDK_DIR) + os.pathsep + full_env.get("PYTHONPATH", "")
+        full_env.pop("PYTHONPATH", None)
+        if sdk_on_path:
+            full_env["PYTHONPATH"] = str(SDK_DIR)
         full_env["PYTHONUNBUFFERED"] = "1"
         full_env.update(env or {})
         self.proc = subprocess.Popen(

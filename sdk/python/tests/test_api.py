@@ -217,7 +217,8 @@ class Interactive(FullExt):
     def test_end_of_input_cancels(self) -> None:
         self.ext.send({"type": "tool_call", "id": "w3", "name": "wait", "args": {}})
         self.ext.close_stdin()
-        self.assertTrue(self.ext.expect("notify")["message"].endswith("False True"))
+        msg = self.ext.expect("notify")["message"]
+        self.assertTrue(msg.startswith("cancelled w3") and msg.endswith(" True"), msg)
         self.ext.rest()
         self.assertFalse([f for f in self.ext.seen if f["type"] == "tool_result"])
 
