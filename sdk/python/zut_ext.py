@@ -40,6 +40,7 @@ import json
 import queue
 import sys
 import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import (
@@ -154,19 +155,25 @@ def decode_frame(line: Union[str, bytes]) -> Dict[str, Any]:
     ignore). Raises :class:`FrameError` for anything that is not a JSON
     object with a string ``type``.
     """
-    if isinstance(line, bytes):
-        line = line.decode("utf-8", errors="replace")
-    line = line.rstrip("\n").rstrip("\r")
     try:
+        # json.loads takes bytes and ignores the line ending itself.
         value = json.loads(line)
+    except UnicodeDecodeError:
+        assert isinstance(line, bytes)
+        return decode_frame(line.decode("utf-8", errors="replace"))
     except ValueError as err:
         raise FrameError(f"not json: {err}") from None
     if not isinstance(value, dict):
-        raise FrameError(f"not a json object: {line[:80]}")
+        raise FrameError(f"not a json object: {line[:80]!r}")
     kind = value.get("type")
     if not isinstance(kind, str):
         raise FrameError("frame has no string \"type\"")
     return value
+
+
+# Built once: json.dumps with options builds a new encoder on every call.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 
 def encode_frame(frame: Mapping[str, Any]) -> str:
@@ -176,10 +183,7 @@ def encode_frame(frame: Mapping[str, Any]) -> str:
     NaN, ...), so a handler's bad result becomes an error answer, never a
     corrupt line.
     """
-    try:
-        return json.dumps(frame, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except UnicodeEncodeError:
-        return json.dumps(frame, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(frame)
 
 
 # --------------------------------------------------------------------------
@@ -596,6 +600,13 @@ class _Tool:
 
 _STOP = object()  # _dispatch: serving is over
 
+#: A handler still running after this many seconds on the reading thread
+#: hands reading over to another thread (see ``Extension._lead``).
+_HANDOVER_AFTER = 0.002
+
+#: The watchdog behind the hand-over sleeps after this long without work.
+_WATCH_IDLE = 0.1
+
 
 class _HandshakeError(Exception):
     pass
@@ -681,6 +692,7 @@ class Extension:
         self._announced = False
         self._commands: List[_Command] = []
         self._tools: List[_Tool] = []
+        self._tool_index: Dict[str, _Tool] = {}
         self._events: Dict[str, EventHandler] = {}
         self._on_hello: List[Callable[[HostInfo], None]] = []
         self._tool_interceptor: Optional[Callable[[str, Any], Any]] = None
@@ -689,6 +701,12 @@ class Extension:
         self._panels: Dict[str, List[Optional[Callable[..., None]]]] = {}
         self._pending: Dict[Any, Cancel] = {}
         self._workers = _Workers()
+        self._done = threading.Event()
+        # The reading thread's current handler: (token, start time), or None.
+        self._role = threading.Lock()
+        self._inline: Optional[Any] = None
+        self._watch_parked = True
+        self._watch_wake = threading.Event()
 
     # ---- logging and writing
 
@@ -706,7 +724,10 @@ class Extension:
 
     def _send_line(self, text: str) -> bool:
         """Writes one encoded frame (see :func:`encode_frame`) as a line."""
-        line = (text + "\n").encode("utf-8", errors="surrogatepass")
+        try:
+            line = (text + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: escape it as JSON does
+            line = (_ASCII_ENCODER.encode(json.loads(text)) + "\n").encode("ascii")
         with self._write_lock:
             if self._closed or self._out is None:
                 return False
@@ -746,6 +767,7 @@ class Extension:
 
     def _add_tool(self, tool: _Tool) -> None:
         self._tools.append(tool)
+        self._tool_index.setdefault(tool.name, tool)
         if self._announced:
             self._send(tool.frame())
 
@@ -922,9 +944,10 @@ class Extension:
         except _HandshakeError as err:
             self.log(f"error: {err}")
             raise SystemExit(1) from None
-        self._done = threading.Event()
+        threading.Thread(target=self._watch, daemon=True).start()
         self._workers.submit(self._lead)
         self._done.wait()
+        self._watch_wake.set()
         self._workers.close()
 
     def _read_line(self) -> Optional[bytes]:
@@ -978,11 +1001,13 @@ class Extension:
         self._send({"type": "ready"})
 
     def _lead(self) -> None:
-        """Reads and dispatches frames until one needs a handler of its own.
+        """Reads and dispatches frames; runs handlers on this thread.
 
-        Then this thread hands reading over to another worker and runs that
-        handler itself: the request is served by the thread that read it,
-        so no thread wake-up sits between a request and its answer.
+        A request is served by the thread that read it, so no thread
+        wake-up sits between a request and its answer. Handlers must still
+        run concurrently: when one is still busy after ``_HANDOVER_AFTER``,
+        the watchdog (``_watch``) gives reading to another worker, and this
+        thread, once its handler returns, goes back to the pool.
         """
         try:
             while True:
@@ -1001,15 +1026,49 @@ class Extension:
                     break
                 if work is not None:
                     fn, args = work
-                    self._workers.submit(self._lead)
+                    token = object()
+                    with self._role:
+                        self._inline = (token, time.monotonic())
+                        if self._watch_parked:
+                            self._watch_parked = False
+                            self._watch_wake.set()
                     fn(*args)
-                    return
+                    with self._role:
+                        if self._inline is None or self._inline[0] is not token:
+                            return  # reading was handed over meanwhile
+                        self._inline = None
         except BaseException:
             self._cancel_all()
             self._done.set()
             raise
         self._cancel_all()
         self._done.set()
+
+    def _watch(self) -> None:
+        """Hands reading over when the reading thread's handler is slow.
+
+        Ticks every ``_HANDOVER_AFTER`` while handlers run and parks after
+        ``_WATCH_IDLE`` without one, so an idle extension costs nothing.
+        """
+        idle_since = time.monotonic()
+        while not self._done.is_set():
+            with self._role:
+                parked = self._watch_parked
+            if parked:
+                self._watch_wake.wait()
+                self._watch_wake.clear()
+                idle_since = time.monotonic()
+                continue
+            self._done.wait(_HANDOVER_AFTER)
+            now = time.monotonic()
+            with self._role:
+                if self._inline is not None:
+                    idle_since = now
+                    if now - self._inline[1] >= _HANDOVER_AFTER:
+                        self._inline = None
+                        self._workers.submit(self._lead)
+                elif now - idle_since >= _WATCH_IDLE:
+                    self._watch_parked = True
 
     def _cancel_all(self) -> None:
         with self._state_lock:
@@ -1090,7 +1149,7 @@ class Extension:
     def _on_tool_call(self, f: Dict[str, Any]) -> Any:
         call_id = f.get("id")
         name = _str(f.get("name"))
-        tool = next((t for t in self._tools if t.name == name), None)
+        tool = self._tool_index.get(name)
         if tool is None:
             self._send(error_result(f'no handler for tool "{name}"').to_frame(call_id))
             return None
