@@ -28,8 +28,10 @@ Invariants the module keeps:
   exactly one answer, even when the handler raises (commands and tools get an
   error answer, interceptors fail closed with ``block``), except a tool call
   that was cancelled: its result is discarded.
-- Lifecycle events run in order on the reader thread; commands, tools,
-  interceptors and panel callbacks each run on a thread of their own.
+- Lifecycle events run in order on the reading thread. Commands, tools,
+  interceptors and panel callbacks run concurrently: each starts on the
+  thread that read its request, and if it is still busy after 2 ms another
+  thread takes over reading, so a slow handler never holds up the next one.
 - A malformed line or an unknown frame type is logged to stderr and skipped.
 """
 
