@@ -45,9 +45,9 @@ class Handshake(FullExt):
         self.assertEqual((hello["name"], hello["version"]), ("full", "1.2.3"))
         self.assertIn("tool_cancel", hello["capabilities"])
         kinds = [f["type"] for f in rest]
-        self.assertEqual(kinds, ["register_command"] * 5 + ["register_tool"] * 6 + ["subscribe", "ready"])
+        self.assertEqual(kinds, ["register_command"] * 6 + ["register_tool"] * 6 + ["subscribe", "ready"])
         # Registration order, with the one made in on_hello last.
-        self.assertEqual([f["name"] for f in rest[:5]], ["say", "rt", "gate", "flood", "host"])
+        self.assertEqual([f["name"] for f in rest[:6]], ["say", "rt", "gate", "flood", "grow", "host"])
         tools = {f["name"]: f for f in rest if f["type"] == "register_tool"}
         self.assertEqual(list(tools), ["echo", "result", "later", "slow", "wait", "ask"])
         self.assertEqual(tools["echo"]["schema"], {"type": "object"})
@@ -89,6 +89,50 @@ class Handshake(FullExt):
         err = self.ext.stderr()
         self.assertIn("malformed", err)
         self.assertIn("from_the_future", err)
+
+
+class BadHandshake(unittest.TestCase):
+    def run_with_first_line(self, line: str) -> ExtProc:
+        ext = ExtProc(FULL)
+        self.addCleanup(ext.close)
+        ext.expect("hello")
+        ext.send_raw(line)
+        self.assertEqual(ext.rest(), [], "nothing after hello: no registrations, no ready")
+        self.assertEqual(ext.wait(), 1)
+        return ext
+
+    def test_protocol_mismatch_exits_nonzero(self) -> None:
+        ext = self.run_with_first_line('{"type":"hello_ack","protocol_version":3}')
+        self.assertIn("unsupported host protocol version 3 (want 2)", ext.stderr())
+
+    def test_first_frame_must_be_hello_ack(self) -> None:
+        ext = self.run_with_first_line('{"type":"command_invoked","id":"c","name":"say"}')
+        self.assertIn("first host frame must be hello_ack", ext.stderr())
+
+    def test_unparsable_hello_ack(self) -> None:
+        ext = self.run_with_first_line("hello?")
+        self.assertIn("parse hello_ack", ext.stderr())
+
+    def test_eof_before_hello_ack_is_a_clean_end(self) -> None:
+        ext = ExtProc(FULL)
+        self.addCleanup(ext.close)
+        ext.expect("hello")
+        ext.close_stdin()
+        self.assertEqual(ext.rest(), [])
+        self.assertEqual(ext.wait(), 0)
+
+
+class LateRegistration(FullExt):
+    def test_registrations_after_ready_are_announced(self) -> None:
+        self.command("grow")  # its frames precede its response
+        late = self.ext.seen[-4:-1]
+        self.assertEqual([(f["type"], f.get("name")) for f in late],
+                         [("register_command", "grown"), ("register_tool", "grown_tool"), ("subscribe", None)])
+        self.assertEqual(late[2], {"type": "subscribe", "events": ["turn_end"], "intercept": []})
+        self.assertEqual(self.command("grown", "now", cid="c2")["display"], "grown now")
+        self.assertEqual(self.tool("grown_tool", {})["content"][0]["text"], "grown tool")
+        self.ext.send({"type": "event", "event": "turn_end", "stop": "end_turn"})
+        self.assertEqual(self.ext.expect("notify")["message"], "turn_end end_turn")
 
 
 class Commands(FullExt):

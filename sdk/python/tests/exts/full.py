@@ -106,6 +106,14 @@ def flood(args: str):
     return zx.display("flooded")
 
 
+@ext.command("grow", "register more after ready")
+def grow(args: str):
+    ext.command("grown", "registered late", lambda a: zx.display(f"grown {a}"))
+    ext.tool("grown_tool", "registered late", {"type": "object"}, lambda a: "grown tool")
+    ext.on("turn_end", lambda ev: ext.notify("info", f"turn_end {ev.stop}"))
+    return zx.noop()
+
+
 @ext.tool("echo", "echo the args", {"type": "object"})
 def echo(args):
     return zx.text_result(compact(args))
