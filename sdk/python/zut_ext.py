@@ -714,10 +714,13 @@ class Extension:
 
     def log(self, msg: str) -> None:
         """Writes ``[name] msg`` to stderr (the host keeps it in the extension's log)."""
+        err = sys.__stderr__  # the real one, even when sys.stderr is replaced
+        if err is None:
+            return
         try:
-            sys.__stderr__.write(f"[{self.name}] {msg}\n")
-            sys.__stderr__.flush()
-        except (OSError, ValueError, AttributeError):
+            err.write(f"[{self.name}] {msg}\n")
+            err.flush()
+        except (OSError, ValueError):
             pass
 
     def _send(self, frame: Mapping[str, Any]) -> bool:
