@@ -347,8 +347,7 @@ function canonical(f: Record<string, unknown>): Record<string, unknown> {
       out.content = Array.isArray(f.content)
         ? f.content.map((b) => wireContent((b ?? {}) as Record<string, unknown>))
         : [];
-      copy("is_error", "activate_tools");
-      if ("details" in f && has("details")) out.details = f.details;
+      copy("is_error", "activate_tools", "details");
       break;
     case "command_response":
       copy("id", "action", "prompt", "insert", "display");
