@@ -1,0 +1,1312 @@
+/**
+ * zut-ext: write zut extensions in TypeScript or JavaScript.
+ *
+ * An extension is a subprocess that talks to zut in newline-delimited JSON:
+ * it writes frames on stdout, reads the host's frames on stdin, and keeps
+ * stdout for frames only (diagnostics go to stderr, which zut stores in the
+ * extension's log). This module is the whole SDK in one dependency-free file
+ * for Node 18 or later: the frame types of both directions, a decoder and an
+ * encoder, and {@link Extension}, which performs the handshake, announces
+ * registrations and dispatches the host's requests to your handlers.
+ *
+ * Invariants the implementation keeps:
+ * - One frame is one `write` of one complete line, so frames never interleave.
+ * - Nothing is written before `hello`, and nothing after `shutdown_ack`.
+ * - Every `command_invoked`, `tool_call` and `event_intercept` gets exactly one
+ *   answer, even when its handler throws or rejects; an interactive tool call
+ *   that was cancelled gets none (the host stopped waiting for it).
+ * - A line the decoder rejects, or a frame of an unknown type, is reported on
+ *   stderr and skipped; it never stops the extension.
+ * - Lifecycle events are handled one at a time in arrival order: frames after
+ *   an event wait until its handler (and the promise it returns) is done.
+ *   Commands, tools, intercepts and panel callbacks are started in arrival
+ *   order but never waited for, so a slow one does not hold up the others.
+ */
+
+// ---------------------------------------------------------------------------
+// The few Node built-ins this file uses, declared here so that neither the
+// build nor the published declarations depend on @types/node.
+
+/** The readable side of a byte or text stream (process.stdin by default). */
+export interface InputStream {
+  on(event: "data", listener: (chunk: string | Uint8Array) => void): unknown;
+  on(event: "end" | "close", listener: () => void): unknown;
+  on(event: "error", listener: (err: Error) => void): unknown;
+  removeAllListeners?(event?: string): unknown;
+  setEncoding?(encoding: "utf8"): unknown;
+  pause?(): unknown;
+  destroy?(): unknown;
+}
+
+/** The writable side of a stream (process.stdout and process.stderr by default). */
+export interface OutputStream {
+  write(chunk: string, callback?: (err?: Error | null) => void): boolean;
+  on?(event: "error", listener: (err: Error) => void): unknown;
+}
+
+declare const process: {
+  stdin: InputStream;
+  stdout: OutputStream;
+  stderr: OutputStream;
+  exitCode?: number;
+};
+
+declare const Buffer: {
+  from(data: Uint8Array): { toString(encoding: "base64"): string };
+};
+
+declare global {
+  /** Cancellation signal handed to interactive tools (the web platform's type). */
+  interface AbortSignal {
+    readonly aborted: boolean;
+    readonly reason: any;
+    addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+    removeEventListener(type: "abort", listener: () => void): void;
+  }
+}
+
+interface AbortControllerLike {
+  readonly signal: AbortSignal;
+  abort(reason?: unknown): void;
+}
+
+const TextDecoderImpl = (globalThis as unknown as {
+  TextDecoder: new () => { decode(bytes: Uint8Array, options: { stream: boolean }): string };
+}).TextDecoder;
+
+const AbortControllerImpl = (globalThis as unknown as {
+  AbortController: new () => AbortControllerLike;
+}).AbortController;
+
+// ---------------------------------------------------------------------------
+// JSON and the wire format.
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** A JSON object. */
+export type JsonObject = { [key: string]: Json };
+
+/** The major protocol version this SDK speaks; the host must answer with the same. */
+export const PROTOCOL_VERSION = 2;
+
+/** What `hello` advertises: everything the SDK can handle, including `tool_cancel`. */
+export const CAPABILITIES: readonly string[] = [
+  "commands",
+  "tools",
+  "events",
+  "alerts",
+  "panels",
+  "session_state",
+  "status",
+  "widgets",
+  "tool_cancel",
+];
+
+/** Interceptable events, in the order `subscribe` lists them. */
+export type InterceptKind = "tool_call" | "turn_start" | "assistant_message";
+
+/** The branch identity zut reports in `hello_ack` and in session events. */
+export interface WireSession {
+  id: string;
+  parent_id?: string;
+  path?: string;
+  cwd?: string;
+  fork_point?: number;
+}
+
+/** One block of a tool result: text, or a base64-encoded image. */
+export type WireContent =
+  | { type: "text"; text: string }
+  | { type: "image"; mime_type: string; data: string };
+
+/** The panel a `command_response` of action `open_panel` or an `open_panel` frame shows. */
+export interface WirePanel {
+  id: string;
+  title?: string;
+  lines?: string[];
+  footer?: string;
+}
+
+/** Frames an extension writes (stdout). */
+export type ExtToHostFrame =
+  | { type: "hello"; protocol_version: number; name: string; version: string; capabilities: string[] }
+  | { type: "register_command"; name: string; description: string }
+  | {
+      type: "register_tool";
+      name: string;
+      description: string;
+      schema: Json;
+      deferred?: boolean;
+      interactive?: boolean;
+    }
+  | { type: "subscribe"; events: string[]; intercept: string[] }
+  | { type: "ready" }
+  | {
+      type: "tool_result";
+      id: string;
+      content: WireContent[];
+      is_error?: boolean;
+      activate_tools?: string[];
+      details?: Json;
+    }
+  | {
+      type: "command_response";
+      id: string;
+      action: string;
+      prompt?: string;
+      insert?: string;
+      display?: string;
+      open_panel?: WirePanel;
+      error?: string;
+    }
+  | {
+      type: "event_intercept_response";
+      id: string;
+      block?: boolean;
+      reason?: string;
+      modified_args?: Json;
+      replace_text?: string;
+      context?: string;
+    }
+  | { type: "notify"; level: string; message: string }
+  | { type: "status"; key: string; level?: string; text: string }
+  | { type: "widget"; id: string; position: string; title: string; lines: string[] }
+  | { type: "widget_clear"; id: string }
+  | { type: "alert"; kind: string; reason: string }
+  | { type: "clear_notes" }
+  | { type: "submit"; text: string }
+  | { type: "submit_slash"; text: string }
+  | { type: "open_panel"; panel: WirePanel }
+  | { type: "panel_render"; panel_id: string; title?: string; lines?: string[]; footer?: string }
+  | { type: "panel_close"; panel_id: string }
+  | { type: "shutdown_ack" };
+
+/** Frames the host writes (stdin). Unknown types decode as {@link UnknownFrame}. */
+export type HostToExtFrame =
+  | {
+      type: "hello_ack";
+      protocol_version: number;
+      zut_version?: string;
+      provider?: string;
+      model?: string;
+      cwd?: string;
+      extension_dir?: string;
+      data_dir?: string;
+      session?: WireSession;
+    }
+  | { type: "command_invoked"; id: string; name: string; args?: string }
+  | { type: "tool_call"; id: string; name: string; args?: Json }
+  | { type: "tool_cancel"; id: string }
+  | {
+      type: "event";
+      event: string;
+      session?: WireSession;
+      state?: Json;
+      step?: number;
+      stop?: string;
+      error?: string;
+      tool_id?: string;
+      tool_name?: string;
+      tool_args?: Json;
+      tool_preview?: string;
+      text?: string;
+    }
+  | {
+      type: "event_intercept";
+      id: string;
+      event: string;
+      tool_id?: string;
+      tool_name?: string;
+      tool_args?: Json;
+      step?: number;
+      text?: string;
+    }
+  | { type: "panel_key"; panel_id: string; key: string; text?: string }
+  | { type: "panel_close"; panel_id: string }
+  | { type: "panel_resize"; panel_id: string; width?: number; height?: number }
+  | { type: "shutdown" };
+
+/** A host frame of a type this SDK does not know; tolerated and skipped. */
+export interface UnknownFrame {
+  type: string;
+  [field: string]: unknown;
+}
+
+/** Why a line is not a frame. */
+export class FrameError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "FrameError";
+  }
+}
+
+/** Why {@link Extension.run} gave up before `ready`. */
+export class HandshakeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "HandshakeError";
+  }
+}
+
+const HOST_TYPES = new Set([
+  "hello_ack",
+  "command_invoked",
+  "tool_call",
+  "tool_cancel",
+  "event",
+  "event_intercept",
+  "panel_key",
+  "panel_close",
+  "panel_resize",
+  "shutdown",
+]);
+
+/** Whether a decoded frame is one of the types {@link HostToExtFrame} lists. */
+export function isKnownHostFrame(frame: HostToExtFrame | UnknownFrame): frame is HostToExtFrame {
+  return HOST_TYPES.has(frame.type);
+}
+
+/**
+ * Decodes one line from the host (without its newline). Accepts any JSON
+ * object with a string `type`, including types and fields this SDK does not
+ * know; throws {@link FrameError} for anything else.
+ */
+export function decodeFrame(line: string): HostToExtFrame | UnknownFrame {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (err) {
+    throw new FrameError(`not json: ${messageOf(err)}`);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new FrameError("not a json object");
+  }
+  const type = (value as { type?: unknown }).type;
+  if (typeof type !== "string") {
+    throw new FrameError("missing \"type\"");
+  }
+  return value as HostToExtFrame | UnknownFrame;
+}
+
+function textField(o: Record<string, unknown>, key: string): string {
+  const v = o[key];
+  return typeof v === "string" ? v : "";
+}
+
+function optional<T extends object>(out: T, key: string, value: unknown, keep: boolean): void {
+  if (keep) (out as Record<string, unknown>)[key] = value;
+}
+
+function wireContent(block: Record<string, unknown>): WireContent {
+  if (block.type === "image") {
+    return { type: "image", mime_type: textField(block, "mime_type"), data: textField(block, "data") };
+  }
+  return { type: "text", text: textField(block, "text") };
+}
+
+function wirePanel(p: Record<string, unknown>): WirePanel {
+  const out: WirePanel = { id: textField(p, "id") };
+  optional(out, "title", p.title, typeof p.title === "string");
+  optional(out, "lines", p.lines, Array.isArray(p.lines));
+  optional(out, "footer", p.footer, typeof p.footer === "string");
+  return out;
+}
+
+/**
+ * Encodes an extension frame as one wire line (no newline). Known frame
+ * types keep exactly their protocol fields, in protocol order; an optional
+ * field that is absent (undefined) is left out, so `details: null` is kept
+ * (it clears state) while a missing `details` is not sent.
+ */
+export function encodeFrame(frame: ExtToHostFrame): string {
+  return JSON.stringify(canonical(frame as unknown as Record<string, unknown>));
+}
+
+function canonical(f: Record<string, unknown>): Record<string, unknown> {
+  const has = (k: string) => f[k] !== undefined;
+  const out: Record<string, unknown> = { type: f.type };
+  const copy = (...keys: string[]) => {
+    for (const k of keys) if (has(k)) out[k] = f[k];
+  };
+  switch (f.type) {
+    case "hello":
+      copy("protocol_version", "name", "version", "capabilities");
+      break;
+    case "register_command":
+      copy("name", "description");
+      break;
+    case "register_tool":
+      copy("name", "description", "schema", "deferred", "interactive");
+      break;
+    case "subscribe":
+      copy("events", "intercept");
+      break;
+    case "tool_result":
+      copy("id");
+      out.content = Array.isArray(f.content)
+        ? f.content.map((b) => wireContent((b ?? {}) as Record<string, unknown>))
+        : [];
+      copy("is_error", "activate_tools", "details");
+      break;
+    case "command_response":
+      copy("id", "action", "prompt", "insert", "display");
+      if (f.open_panel && typeof f.open_panel === "object") {
+        out.open_panel = wirePanel(f.open_panel as Record<string, unknown>);
+      }
+      copy("error");
+      break;
+    case "event_intercept_response":
+      copy("id", "block", "reason", "modified_args", "replace_text", "context");
+      break;
+    case "notify":
+      copy("level", "message");
+      break;
+    case "status":
+      copy("key", "level", "text");
+      break;
+    case "widget":
+      copy("id", "position", "title", "lines");
+      break;
+    case "widget_clear":
+      copy("id");
+      break;
+    case "alert":
+      copy("kind", "reason");
+      break;
+    case "submit":
+    case "submit_slash":
+      copy("text");
+      break;
+    case "open_panel":
+      out.panel = wirePanel((f.panel ?? {}) as Record<string, unknown>);
+      break;
+    case "panel_render":
+      copy("panel_id", "title", "lines", "footer");
+      break;
+    case "panel_close":
+      copy("panel_id");
+      break;
+    default:
+      // ready, clear_notes, shutdown_ack carry nothing else; anything else
+      // is not ours to judge, so it goes out as given.
+      for (const k of Object.keys(f)) if (has(k)) out[k] = f[k];
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// The API's own types (camelCase), converted to and from the wire at the edge.
+
+/** The branch identity of the active session. */
+export interface Session {
+  id: string;
+  parentId?: string;
+  path?: string;
+  cwd?: string;
+  forkPoint?: number;
+}
+
+/** What the host said about itself in `hello_ack`. */
+export interface HostInfo {
+  protocolVersion: number;
+  zutVersion: string;
+  provider: string;
+  model: string;
+  /** The user's project directory (the extension itself runs in its own directory). */
+  cwd: string;
+  extensionDir: string;
+  /** Where the extension should keep its own files. */
+  dataDir: string;
+  /** Present when a session was already open when the extension started. */
+  session?: Session;
+}
+
+/** A lifecycle event the extension subscribed to with {@link Extension.on}. */
+export interface Event {
+  name: string;
+  session?: Session;
+  /** This extension's own persisted state, on session events (absent when it has none). */
+  state?: Json;
+  step?: number;
+  stop?: string;
+  error?: string;
+  toolId?: string;
+  toolName?: string;
+  toolArgs?: Json;
+  toolPreview?: string;
+  text?: string;
+}
+
+/** Panel contents. Lines are shown as given; the host draws the frame. */
+export interface Panel {
+  id: string;
+  title: string;
+  lines: string[];
+  footer: string;
+}
+
+/** What a slash command answers. Build one with the helpers ({@link display}, …). */
+export interface Response {
+  action: "prompt" | "insert" | "display" | "open_panel" | "noop" | "";
+  prompt?: string;
+  insert?: string;
+  display?: string;
+  openPanel?: Panel;
+  /** Shown as an error whatever the action. */
+  error?: string;
+}
+
+/** One block of tool output. */
+export type Content =
+  | { type: "text"; text: string }
+  | { type: "image"; mimeType: string; data: string };
+
+/** What a tool answers. Build one with {@link textResult}, {@link errorResult}, or by hand. */
+export interface ToolResult {
+  content: Content[];
+  isError?: boolean;
+  /** Deferred tools of this extension that become available after this result. */
+  activateTools?: string[];
+  /**
+   * Opaque state zut stores for the active session branch and hands back in
+   * session events. `undefined` sends nothing; `null` clears the stored state.
+   */
+  details?: Json;
+}
+
+/** A tool-call interceptor's verdict. The empty object allows the call unchanged. */
+export interface ToolCallDecision {
+  block?: boolean;
+  reason?: string;
+  /** The complete replacement arguments (ignored when blocking). */
+  modifiedArgs?: JsonObject;
+}
+
+/** A turn-start interceptor's verdict. */
+export interface TurnStartDecision {
+  block?: boolean;
+  reason?: string;
+  /** Hidden context for the upcoming model request only (ignored when blocking). */
+  context?: string;
+}
+
+/** An assistant-message interceptor's verdict. */
+export interface AssistantMessageDecision {
+  block?: boolean;
+  reason?: string;
+  /** The text the user sees instead (ignored when blocking, empty, or unchanged). */
+  replaceText?: string;
+}
+
+/** Levels for {@link Extension.notify} and {@link Extension.setStatus}. */
+export type Level = "info" | "success" | "warn" | "error";
+
+/** Widget placement; the host treats anything else as `above_input`. */
+export const WIDGET_ABOVE_INPUT = "above_input";
+
+/** The one alert kind hosts act on: ring the terminal bell. */
+export const ALERT_BELL = "bell";
+
+/** Tool arguments as the model produced them (a JSON object). */
+export type ToolArgs = { [key: string]: Json };
+
+/** What an interactive tool's handler gets besides its arguments. */
+export interface ToolContext {
+  /** The call's correlation id. */
+  id: string;
+  /**
+   * Aborted when the host cancels the call (`tool_cancel`), on `shutdown`, or
+   * when stdin closes. A result returned after that is discarded.
+   */
+  signal: AbortSignal;
+}
+
+type MaybePromise<T> = T | Promise<T>;
+
+export type CommandHandler = (args: string) => MaybePromise<Response>;
+export type ToolHandler = (args: ToolArgs) => MaybePromise<ToolResult>;
+export type InteractiveToolHandler = (ctx: ToolContext, args: ToolArgs) => MaybePromise<ToolResult>;
+export type EventHandler = (event: Event) => MaybePromise<void>;
+export type ToolCallInterceptor = (tool: string, args: ToolArgs) => MaybePromise<ToolCallDecision>;
+export type TurnStartInterceptor = (step: number) => MaybePromise<TurnStartDecision>;
+export type AssistantMessageInterceptor = (text: string) => MaybePromise<AssistantMessageDecision>;
+export type PanelKeyHandler = (key: string, text: string) => MaybePromise<void>;
+export type PanelCloseHandler = () => MaybePromise<void>;
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+/** Submit `text` as a new user message (the agent runs a turn). */
+export function prompt(text: string): Response {
+  return { action: "prompt", prompt: text };
+}
+
+/** Put `text` into the editor at the cursor, without sending it. */
+export function insert(text: string): Response {
+  return { action: "insert", insert: text };
+}
+
+/** Show `text` as a one-off note; nothing reaches the model. */
+export function display(text: string): Response {
+  return { action: "display", display: text };
+}
+
+/** Open an interactive panel owned by this extension (see {@link Extension.onPanelKey}). */
+export function openPanelResponse(panel: Panel): Response {
+  return { action: "open_panel", openPanel: panel };
+}
+
+/** Nothing for the host to do (the extension handled it, e.g. with notify). */
+export function noop(): Response {
+  return { action: "noop" };
+}
+
+/** Report a failure: the host shows `message` as an error. */
+export function error(message: string): Response {
+  return { action: "noop", error: message };
+}
+
+/** A text block. */
+export function text(s: string): Content {
+  return { type: "text", text: s };
+}
+
+/** An image block from base64 data. */
+export function image(mimeType: string, base64: string): Content {
+  return { type: "image", mimeType, data: base64 };
+}
+
+/** An image block from raw bytes (encoded here). */
+export function imageBytes(mimeType: string, raw: Uint8Array): Content {
+  return image(mimeType, Buffer.from(raw).toString("base64"));
+}
+
+/** A successful result holding one text block. */
+export function textResult(s: string): ToolResult {
+  return { content: [text(s)] };
+}
+
+/** A failed result holding one text block; the model sees the message. */
+export function errorResult(s: string): ToolResult {
+  return { content: [text(s)], isError: true };
+}
+
+// ---------------------------------------------------------------------------
+// Conversions at the edge.
+
+function fromWireSession(s: WireSession | undefined): Session | undefined {
+  if (!s || typeof s !== "object") return undefined;
+  const out: Session = { id: typeof s.id === "string" ? s.id : "" };
+  if (typeof s.parent_id === "string") out.parentId = s.parent_id;
+  if (typeof s.path === "string") out.path = s.path;
+  if (typeof s.cwd === "string") out.cwd = s.cwd;
+  if (typeof s.fork_point === "number") out.forkPoint = s.fork_point;
+  return out;
+}
+
+function str(v: unknown): string {
+  return typeof v === "string" ? v : "";
+}
+
+function toWirePanel(p: Panel): WirePanel {
+  return { id: p.id, title: p.title, lines: p.lines ?? [], footer: p.footer };
+}
+
+function toWireResult(id: string, r: ToolResult): ExtToHostFrame {
+  const frame: Extract<ExtToHostFrame, { type: "tool_result" }> = {
+    type: "tool_result",
+    id,
+    content: (r.content ?? []).map((c) =>
+      c.type === "image"
+        ? { type: "image", mime_type: c.mimeType, data: c.data }
+        : { type: "text", text: c.text },
+    ),
+  };
+  if (r.isError) frame.is_error = true;
+  if (r.activateTools && r.activateTools.length > 0) frame.activate_tools = r.activateTools;
+  if (r.details !== undefined) frame.details = r.details;
+  return frame;
+}
+
+function toWireResponse(id: string, r: Response): ExtToHostFrame {
+  const frame: Extract<ExtToHostFrame, { type: "command_response" }> = {
+    type: "command_response",
+    id,
+    action: r.action || "noop",
+  };
+  if (r.prompt) frame.prompt = r.prompt;
+  if (r.insert) frame.insert = r.insert;
+  if (r.display) frame.display = r.display;
+  if (r.openPanel) frame.open_panel = toWirePanel(r.openPanel);
+  if (r.error) frame.error = r.error;
+  return frame;
+}
+
+function messageOf(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  try {
+    return String(err);
+  } catch {
+    return "unprintable error";
+  }
+}
+
+function isThenable<T>(v: MaybePromise<T>): v is Promise<T> {
+  return v !== null && typeof v === "object" && typeof (v as { then?: unknown }).then === "function";
+}
+
+/**
+ * Calls `f`, then `done` with its value or `failed` with what it threw or
+ * rejected with. Synchronous handlers complete synchronously (no extra tick
+ * on the hot path); the returned promise, if any, settles after `done`.
+ */
+function settle<T>(f: () => MaybePromise<T>, done: (v: T) => void, failed: (e: unknown) => void): Promise<void> | undefined {
+  let v: MaybePromise<T>;
+  try {
+    v = f();
+  } catch (e) {
+    failed(e);
+    return undefined;
+  }
+  if (isThenable(v)) return v.then(done, failed);
+  done(v);
+  return undefined;
+}
+
+function argsObject(v: unknown): ToolArgs {
+  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as ToolArgs) : {};
+}
+
+// ---------------------------------------------------------------------------
+// The extension.
+
+/** Where an {@link Extension} reads and writes; the process's stdio by default. */
+export interface Streams {
+  input?: InputStream;
+  output?: OutputStream;
+  errors?: OutputStream;
+}
+
+interface ToolEntry {
+  name: string;
+  description: string;
+  schema: Json;
+  deferred: boolean;
+  interactive: boolean;
+  plain?: ToolHandler;
+  ctx?: InteractiveToolHandler;
+}
+
+interface PanelEntry {
+  onKey?: PanelKeyHandler;
+  onClose?: PanelCloseHandler;
+}
+
+type Phase = "idle" | "handshake" | "running" | "done";
+
+/**
+ * One extension: register handlers, then call {@link Extension.run}.
+ *
+ * ```ts
+ * const ext = new Extension("hello", "1.0.0");
+ * ext.command("hello", "say hi", (args) => display(`hi ${args}`));
+ * ext.run();
+ * ```
+ */
+export class Extension {
+  readonly name: string;
+  readonly version: string;
+  /** Filled in from `hello_ack` before {@link Extension.onHello} callbacks run. */
+  host: HostInfo | undefined;
+
+  private readonly input: InputStream;
+  private readonly output: OutputStream;
+  private readonly errors: OutputStream;
+
+  private readonly commands = new Map<string, { description: string; handler: CommandHandler }>();
+  private readonly tools = new Map<string, ToolEntry>();
+  private readonly events = new Map<string, EventHandler>();
+  private readonly panels = new Map<string, PanelEntry>();
+  private readonly helloHooks: ((host: HostInfo) => MaybePromise<void>)[] = [];
+  private toolCallInterceptor: ToolCallInterceptor | undefined;
+  private turnStartInterceptor: TurnStartInterceptor | undefined;
+  private assistantMessageInterceptor: AssistantMessageInterceptor | undefined;
+
+  /** Interactive calls in flight, by correlation id. */
+  private readonly running = new Map<string, AbortControllerLike>();
+
+  private phase: Phase = "idle";
+  private announced = false;
+  private pending = "";
+  private readonly queue: string[] = [];
+  private busy = false;
+  private eof = false;
+  private finish: ((err?: Error) => void) | undefined;
+  /** For inputs that deliver bytes: keeps a character split across chunks whole. */
+  private readonly decoder = new TextDecoderImpl();
+
+  constructor(name: string, version: string, streams: Streams = {}) {
+    this.name = name;
+    this.version = version;
+    this.input = streams.input ?? process.stdin;
+    this.output = streams.output ?? process.stdout;
+    this.errors = streams.errors ?? process.stderr;
+  }
+
+  // -- registration ---------------------------------------------------------
+
+  /** Runs `fn` with the host's info after `hello_ack`, before registrations are sent. */
+  onHello(fn: (host: HostInfo) => MaybePromise<void>): this {
+    this.helloHooks.push(fn);
+    return this;
+  }
+
+  /** A slash command `/name`; `args` is what the user typed after it, trimmed. */
+  command(name: string, description: string, handler: CommandHandler): this {
+    this.lateCheck(`command ${name}`);
+    this.commands.set(name, { description, handler });
+    return this;
+  }
+
+  /** A tool the model can call; `schema` is the JSON Schema of its arguments. */
+  tool(name: string, description: string, schema: Json, handler: ToolHandler): this {
+    return this.addTool({ name, description, schema, deferred: false, interactive: false, plain: handler });
+  }
+
+  /** A tool the model only sees once a result names it in `activateTools`. */
+  deferredTool(name: string, description: string, schema: Json, handler: ToolHandler): this {
+    return this.addTool({ name, description, schema, deferred: true, interactive: false, plain: handler });
+  }
+
+  /**
+   * A tool that waits for a person (no host reply deadline). Its handler must
+   * give up when `ctx.signal` aborts; whatever it returns after that is dropped.
+   */
+  interactiveTool(name: string, description: string, schema: Json, handler: InteractiveToolHandler): this {
+    return this.addTool({ name, description, schema, deferred: false, interactive: true, ctx: handler });
+  }
+
+  /** Observe a lifecycle event (one handler per name; a second call replaces the first). */
+  on(event: string, handler: EventHandler): this {
+    this.lateCheck(`event ${event}`);
+    this.events.set(event, handler);
+    return this;
+  }
+
+  /** Block or rewrite tool calls before they run. */
+  interceptToolCall(fn: ToolCallInterceptor): this {
+    this.lateCheck("tool_call interceptor");
+    this.toolCallInterceptor = fn;
+    return this;
+  }
+
+  /** Block a turn before the model is called, or add hidden context to it. */
+  interceptTurnStart(fn: TurnStartInterceptor): this {
+    this.lateCheck("turn_start interceptor");
+    this.turnStartInterceptor = fn;
+    return this;
+  }
+
+  /** Suppress or rewrite the assistant's text before the user sees it. */
+  interceptAssistantMessage(fn: AssistantMessageInterceptor): this {
+    this.lateCheck("assistant_message interceptor");
+    this.assistantMessageInterceptor = fn;
+    return this;
+  }
+
+  /**
+   * Callbacks for a panel this extension opened: `onKey` for each key the
+   * user presses (`text` is the character for key `rune`), `onClose` when the
+   * user closes it. An omitted callback keeps the one registered before.
+   */
+  onPanelKey(panelId: string, onKey?: PanelKeyHandler, onClose?: PanelCloseHandler): this {
+    const entry = this.panels.get(panelId) ?? {};
+    if (onKey) entry.onKey = onKey;
+    if (onClose) entry.onClose = onClose;
+    this.panels.set(panelId, entry);
+    return this;
+  }
+
+  /** Forget a panel's callbacks (for example once it is closed). */
+  forgetPanel(panelId: string): void {
+    this.panels.delete(panelId);
+  }
+
+  private addTool(t: ToolEntry): this {
+    this.lateCheck(`tool ${t.name}`);
+    this.tools.set(t.name, t);
+    return this;
+  }
+
+  private lateCheck(what: string): void {
+    if (this.announced) this.log(`${what} registered after ready is not announced to the host`);
+  }
+
+  // -- runtime calls (fire and forget) ---------------------------------------
+
+  /** Writes `[name] msg` to stderr, which zut keeps in the extension's log. */
+  log(msg: string): void {
+    try {
+      this.errors.write(`[${this.name}] ${msg}\n`);
+    } catch {
+      // stderr gone: nothing left to tell
+    }
+  }
+
+  /** A one-off note for the user. */
+  notify(level: Level | string, message: string): void {
+    this.send({ type: "notify", level, message });
+  }
+
+  /** Set a persistent status item; empty text removes it. */
+  setStatus(key: string, text: string, level?: Level | string): void {
+    const frame: ExtToHostFrame = { type: "status", key, text };
+    if (level) frame.level = level;
+    this.send(frame);
+  }
+
+  /** Remove a status item. */
+  clearStatus(key: string): void {
+    this.send({ type: "status", key, text: "" });
+  }
+
+  /** Set or replace a persistent widget. */
+  setWidget(id: string, position: string, title: string, lines: string[]): void {
+    this.send({ type: "widget", id, position: position || WIDGET_ABOVE_INPUT, title, lines });
+  }
+
+  /** Remove a widget. */
+  clearWidget(id: string): void {
+    this.send({ type: "widget_clear", id });
+  }
+
+  /** Ask the host for an alert (kind {@link ALERT_BELL}); `reason` is metadata. */
+  alert(kind: string, reason: string): void {
+    this.send({ type: "alert", kind, reason });
+  }
+
+  /** Remove every note this extension showed. */
+  clearNotes(): void {
+    this.send({ type: "clear_notes" });
+  }
+
+  /** Send `text` as if the user typed it (interactive host only). */
+  submit(text: string): void {
+    this.send({ type: "submit", text });
+  }
+
+  /** Run a slash command (text starting with `/`) as if the user typed it. */
+  submitSlash(text: string): void {
+    this.send({ type: "submit_slash", text });
+  }
+
+  /** Open a panel without a command (for example from an interactive tool). */
+  openPanel(id: string, title: string, lines: string[], footer: string): void {
+    this.send({ type: "open_panel", panel: { id, title, lines, footer } });
+  }
+
+  /** Redraw an open panel. */
+  renderPanel(id: string, title: string, lines: string[], footer: string): void {
+    this.send({ type: "panel_render", panel_id: id, title, lines, footer });
+  }
+
+  /** Close a panel this extension opened. */
+  closePanel(id: string): void {
+    this.send({ type: "panel_close", panel_id: id });
+  }
+
+  private send(frame: ExtToHostFrame): void {
+    if (this.phase !== "running" && this.phase !== "handshake") return;
+    this.write(frame);
+  }
+
+  private write(frame: ExtToHostFrame): void {
+    try {
+      this.output.write(encodeFrame(frame) + "\n");
+    } catch (err) {
+      this.log(`write failed: ${messageOf(err)}`);
+    }
+  }
+
+  // -- the loop -------------------------------------------------------------
+
+  /**
+   * Sends `hello`, waits for `hello_ack`, runs the {@link Extension.onHello}
+   * callbacks, announces every registration, sends `ready`, then serves the
+   * host until `shutdown` or the end of stdin, when the promise resolves.
+   *
+   * When the handshake fails (the first line is not a `hello_ack`, or names
+   * another protocol major), the reason goes to stderr, `process.exitCode`
+   * becomes 1 and the promise rejects with a {@link HandshakeError}. That
+   * rejection is already marked handled, so `ext.run()` without `await` still
+   * ends the process quietly with status 1.
+   */
+  run(): Promise<void> {
+    if (this.phase !== "idle") return Promise.reject(new Error("run called twice"));
+    const done = new Promise<void>((resolve, reject) => {
+      this.finish = (err?: Error) => {
+        if (err) reject(err);
+        else resolve();
+      };
+    });
+    done.catch(() => undefined);
+    this.phase = "handshake";
+    this.output.on?.("error", (err) => {
+      // EPIPE once the host is gone: stop quietly, the host decides our fate.
+      this.log(`stdout: ${messageOf(err)}`);
+      this.stop();
+    });
+    this.write({
+      type: "hello",
+      protocol_version: PROTOCOL_VERSION,
+      name: this.name,
+      version: this.version,
+      capabilities: [...CAPABILITIES],
+    });
+    this.input.setEncoding?.("utf8");
+    this.input.on("data", (chunk) => this.onData(chunk));
+    this.input.on("end", () => this.onEnd());
+    this.input.on("close", () => this.onEnd());
+    this.input.on("error", (err) => {
+      this.log(`stdin: ${messageOf(err)}`);
+      this.onEnd();
+    });
+    return done;
+  }
+
+  private onData(chunk: string | Uint8Array): void {
+    if (this.phase === "done") return;
+    this.pending += typeof chunk === "string" ? chunk : this.decoder.decode(chunk, { stream: true });
+    let start = 0;
+    let nl = this.pending.indexOf("\n", start);
+    while (nl !== -1) {
+      this.queue.push(this.pending.slice(start, nl));
+      start = nl + 1;
+      nl = this.pending.indexOf("\n", start);
+    }
+    if (start > 0) this.pending = this.pending.slice(start);
+    this.pump();
+  }
+
+  private onEnd(): void {
+    if (this.eof) return;
+    this.eof = true;
+    if (this.pending.length > 0) {
+      // A last line without its newline still counts.
+      this.queue.push(this.pending);
+      this.pending = "";
+    }
+    this.pump();
+  }
+
+  /** Handles queued lines in order, pausing while an ordered handler runs. */
+  private pump(): void {
+    while (!this.busy && this.queue.length > 0 && this.phase !== "done") {
+      let line = this.queue.shift() as string;
+      if (line.endsWith("\r")) line = line.slice(0, -1);
+      if (line.trim() === "") continue;
+      const wait = this.phase === "handshake" ? this.handshake(line) : this.dispatch(line);
+      if (wait) {
+        this.busy = true;
+        wait.then(
+          () => {
+            this.busy = false;
+            this.pump();
+          },
+          (err) => {
+            this.busy = false;
+            this.log(`internal error: ${messageOf(err)}`);
+            this.pump();
+          },
+        );
+      }
+    }
+    if (!this.busy && this.queue.length === 0 && this.eof && this.phase !== "done") {
+      // End of input: the host is gone (or never spoke). Not an error.
+      this.stop();
+    }
+  }
+
+  private fail(message: string): void {
+    this.log(message);
+    process.exitCode = 1;
+    this.stop(new HandshakeError(message));
+  }
+
+  private stop(err?: Error): void {
+    if (this.phase === "done") return;
+    this.phase = "done";
+    for (const c of this.running.values()) c.abort(new Error("extension stopping"));
+    this.running.clear();
+    this.input.removeAllListeners?.("data");
+    this.input.pause?.();
+    this.input.destroy?.();
+    this.finish?.(err);
+  }
+
+  private handshake(line: string): Promise<void> | undefined {
+    let frame: HostToExtFrame | UnknownFrame;
+    try {
+      frame = decodeFrame(line);
+    } catch (err) {
+      this.fail(`parse hello_ack: ${messageOf(err)}`);
+      return undefined;
+    }
+    if (frame.type !== "hello_ack") {
+      this.fail(`first host frame must be hello_ack (got "${frame.type}")`);
+      return undefined;
+    }
+    const ack = frame as Extract<HostToExtFrame, { type: "hello_ack" }>;
+    if (ack.protocol_version !== PROTOCOL_VERSION) {
+      this.fail(`unsupported host protocol version ${JSON.stringify(ack.protocol_version ?? null)} (want ${PROTOCOL_VERSION})`);
+      return undefined;
+    }
+    const host: HostInfo = {
+      protocolVersion: ack.protocol_version,
+      zutVersion: str(ack.zut_version),
+      provider: str(ack.provider),
+      model: str(ack.model),
+      cwd: str(ack.cwd),
+      extensionDir: str(ack.extension_dir),
+      dataDir: str(ack.data_dir),
+    };
+    const session = fromWireSession(ack.session);
+    if (session) host.session = session;
+    this.host = host;
+    this.phase = "running";
+    return this.runHelloHooks(host, 0);
+  }
+
+  private runHelloHooks(host: HostInfo, from: number): Promise<void> | undefined {
+    for (let i = from; i < this.helloHooks.length; i++) {
+      const hook = this.helloHooks[i];
+      const wait = settle(
+        () => hook(host),
+        () => undefined,
+        (err) => this.log(`onHello failed: ${messageOf(err)}`),
+      );
+      if (wait) return wait.then(() => this.runHelloHooks(host, i + 1));
+    }
+    this.announce();
+    return undefined;
+  }
+
+  private announce(): void {
+    if (this.phase !== "running") return;
+    for (const [name, c] of this.commands) {
+      this.write({ type: "register_command", name, description: c.description });
+    }
+    for (const t of this.tools.values()) {
+      const frame: ExtToHostFrame = {
+        type: "register_tool",
+        name: t.name,
+        description: t.description,
+        schema: t.schema,
+      };
+      if (t.deferred) frame.deferred = true;
+      if (t.interactive) frame.interactive = true;
+      this.write(frame);
+    }
+    const intercept: InterceptKind[] = [];
+    if (this.toolCallInterceptor) intercept.push("tool_call");
+    if (this.turnStartInterceptor) intercept.push("turn_start");
+    if (this.assistantMessageInterceptor) intercept.push("assistant_message");
+    if (this.events.size > 0 || intercept.length > 0) {
+      this.write({ type: "subscribe", events: [...this.events.keys()], intercept });
+    }
+    this.write({ type: "ready" });
+    this.announced = true;
+  }
+
+  private dispatch(line: string): Promise<void> | undefined {
+    let frame: HostToExtFrame | UnknownFrame;
+    try {
+      frame = decodeFrame(line);
+    } catch (err) {
+      this.log(`malformed frame skipped: ${messageOf(err)}`);
+      return undefined;
+    }
+    if (!isKnownHostFrame(frame)) {
+      this.log(`unknown frame type "${frame.type}" skipped`);
+      return undefined;
+    }
+    switch (frame.type) {
+      case "hello_ack":
+        return undefined; // a repeat changes nothing
+      case "command_invoked":
+        this.onCommand(str(frame.id), str(frame.name), str(frame.args));
+        return undefined;
+      case "tool_call":
+        this.onToolCall(str(frame.id), str(frame.name), argsObject(frame.args));
+        return undefined;
+      case "tool_cancel": {
+        const c = this.running.get(str(frame.id));
+        if (c) {
+          this.running.delete(str(frame.id));
+          c.abort(new Error("cancelled by the host"));
+        }
+        return undefined;
+      }
+      case "event":
+        return this.onEvent(frame);
+      case "event_intercept":
+        this.onIntercept(frame);
+        return undefined;
+      case "panel_key": {
+        const p = this.panels.get(str(frame.panel_id));
+        const onKey = p?.onKey;
+        if (onKey) this.background(`panel ${frame.panel_id} key handler`, () => onKey(str(frame.key), str(frame.text)));
+        return undefined;
+      }
+      case "panel_close": {
+        const p = this.panels.get(str(frame.panel_id));
+        const onClose = p?.onClose;
+        if (onClose) this.background(`panel ${frame.panel_id} close handler`, () => onClose());
+        return undefined;
+      }
+      case "panel_resize":
+        return undefined;
+      case "shutdown":
+        this.write({ type: "shutdown_ack" });
+        this.stop();
+        return undefined;
+    }
+  }
+
+  private background(what: string, f: () => MaybePromise<void>): void {
+    settle(f, () => undefined, (err) => this.log(`${what} failed: ${messageOf(err)}`));
+  }
+
+  private onCommand(id: string, name: string, args: string): void {
+    const c = this.commands.get(name);
+    if (!c) {
+      this.send(toWireResponse(id, error(`no handler for /${name}`)));
+      return;
+    }
+    settle(
+      () => c.handler(args),
+      (r) => this.send(toWireResponse(id, r ?? noop())),
+      (err) => this.send(toWireResponse(id, error(`panic: ${messageOf(err)}`))),
+    );
+  }
+
+  private onToolCall(id: string, name: string, args: ToolArgs): void {
+    const t = this.tools.get(name);
+    if (!t) {
+      this.send(toWireResult(id, errorResult(`no handler for tool "${name}"`)));
+      return;
+    }
+    if (t.interactive && t.ctx) {
+      const handler = t.ctx;
+      // Registered before the handler starts, so a cancel that arrives at
+      // any point after this reaches it.
+      const controller = new AbortControllerImpl();
+      this.running.set(id, controller);
+      const answer = (r: ToolResult) => {
+        if (controller.signal.aborted) return; // the host stopped waiting
+        this.running.delete(id);
+        this.send(toWireResult(id, r ?? textResult("")));
+      };
+      settle(
+        () => handler({ id, signal: controller.signal }, args),
+        answer,
+        (err) => answer(errorResult(`panic: ${messageOf(err)}`)),
+      );
+      return;
+    }
+    const handler = t.plain as ToolHandler;
+    settle(
+      () => handler(args),
+      (r) => this.send(toWireResult(id, r ?? textResult(""))),
+      (err) => this.send(toWireResult(id, errorResult(`panic: ${messageOf(err)}`))),
+    );
+  }
+
+  private onEvent(frame: Extract<HostToExtFrame, { type: "event" }>): Promise<void> | undefined {
+    const handler = this.events.get(str(frame.event));
+    if (!handler) return undefined;
+    const ev: Event = { name: str(frame.event) };
+    const session = fromWireSession(frame.session);
+    if (session) ev.session = session;
+    if (frame.state !== undefined) ev.state = frame.state;
+    if (typeof frame.step === "number") ev.step = frame.step;
+    if (typeof frame.stop === "string") ev.stop = frame.stop;
+    if (typeof frame.error === "string") ev.error = frame.error;
+    if (typeof frame.tool_id === "string") ev.toolId = frame.tool_id;
+    if (typeof frame.tool_name === "string") ev.toolName = frame.tool_name;
+    if (frame.tool_args !== undefined) ev.toolArgs = frame.tool_args;
+    if (typeof frame.tool_preview === "string") ev.toolPreview = frame.tool_preview;
+    if (typeof frame.text === "string") ev.text = frame.text;
+    return settle(
+      () => handler(ev),
+      () => undefined,
+      (err) => this.log(`event ${ev.name} handler failed: ${messageOf(err)}`),
+    );
+  }
+
+  private onIntercept(frame: Extract<HostToExtFrame, { type: "event_intercept" }>): void {
+    const id = str(frame.id);
+    const reply = (fields: Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id">) =>
+      this.send({ type: "event_intercept_response", id, ...fields });
+    const failClosed = (err: unknown) => reply({ block: true, reason: `intercept panic: ${messageOf(err)}` });
+    const blockOr = (block: boolean | undefined, reason: string | undefined) => {
+      const out: { block?: boolean; reason?: string } = {};
+      if (block) out.block = true;
+      if (reason) out.reason = reason;
+      return out;
+    };
+    switch (frame.event) {
+      case "tool_call": {
+        const f = this.toolCallInterceptor;
+        if (!f) return reply({});
+        settle(
+          () => f(str(frame.tool_name), argsObject(frame.tool_args)),
+          (d) => {
+            const out: Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id"> =
+              blockOr(d?.block, d?.reason);
+            if (!d?.block && d?.modifiedArgs !== undefined) out.modified_args = d.modifiedArgs;
+            reply(out);
+          },
+          failClosed,
+        );
+        return;
+      }
+      case "turn_start": {
+        const f = this.turnStartInterceptor;
+        if (!f) return reply({});
+        settle(
+          () => f(typeof frame.step === "number" ? frame.step : 0),
+          (d) => {
+            const out: Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id"> =
+              blockOr(d?.block, d?.reason);
+            if (!d?.block && d?.context) out.context = d.context;
+            reply(out);
+          },
+          failClosed,
+        );
+        return;
+      }
+      case "assistant_message": {
+        const f = this.assistantMessageInterceptor;
+        if (!f) return reply({});
+        const original = str(frame.text);
+        settle(
+          () => f(original),
+          (d) => {
+            const out: Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id"> =
+              blockOr(d?.block, d?.reason);
+            if (!d?.block && d?.replaceText && d.replaceText !== original) out.replace_text = d.replaceText;
+            reply(out);
+          },
+          failClosed,
+        );
+        return;
+      }
+      default:
+        // An interception this SDK does not know: allow, so the host never waits.
+        reply({});
+    }
+  }
+}
+
