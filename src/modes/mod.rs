@@ -2,12 +2,14 @@
 //! drives the host and the agent through their synchronous APIs.
 //!
 //! - [`print`]: `-p`, final answer on stdout, notes and errors on stderr;
-//! - [`json`]: `--mode json`, every event as one JSON line on stdout.
+//! - [`json`]: `--mode json`, every event as one JSON line on stdout;
+//! - [`tui`]: the interactive terminal, driven through [`crate::frontend::Core`].
 //!
 //! Both run one prompt (or one slash command) through [`run_once`].
 
 pub mod json;
 pub mod print;
+pub mod tui;
 
 use crate::agent::{self, Agent, Outcome};
 use crate::cancel::CancelToken;
