@@ -133,6 +133,13 @@ pub fn wrap(text: &str, max: usize) -> Vec<String> {
         let mut last_space: Option<(usize, usize)> = None;
         for c in line.chars() {
             let w = char_width(c);
+            if used + w > max && c == ' ' {
+                // The overflowing space is the break itself.
+                rows.push(std::mem::take(&mut row).trim_end().to_string());
+                used = 0;
+                last_space = None;
+                continue;
+            }
             if used + w > max {
                 match last_space {
                     Some((at, w_at)) if at < row.len() => {
