@@ -108,6 +108,9 @@ impl App {
         if !menu.is_empty() && self.panel.is_none() && self.picker.is_none() {
             self.draw_menu(f, &menu, over);
         }
+        // Boxes float over the chat and leave the chrome visible, unless
+        // the chat is too short to hold one.
+        let over = if chat_h >= 6 { Rect::new(area.x, area.y, area.width, chat_h as u16) } else { over };
         if let Some(p) = &self.picker {
             self.draw_picker(f, p, over);
         }
