@@ -2,10 +2,13 @@
 //!
 //! Shape: one UI thread owns the terminal and runs one `select!` over
 //! terminal input (read by its own thread, with SIGTERM/SIGHUP folded into
-//! the same channel), the core's [`Event`] channel and a 16 ms render tick.
-//! Input and events only change the [`App`] and yield [`Intent`]s, which
-//! [`drive`] executes against the [`Core`]; drawing happens at most once
-//! per tick and only when something changed. Events are drained in
+//! the same channel) and the core's [`Event`] channel, with a timeout that
+//! comes due when the next frame may be drawn. Input and events only change
+//! the [`App`] and yield [`Intent`]s, which [`drive`] executes against the
+//! [`Core`]; drawing happens only when something changed and at most once
+//! per [`FRAME`]: a change right after a frame waits for the rest of that
+//! frame, never for a whole tick, so the screen lags an event by at most
+//! one frame. Events are drained in
 //! batches (up to [`EVENT_BATCH`]) before a render, so a flood of events
 //! never freezes the screen.
 //!
@@ -25,7 +28,7 @@ pub use text::strip_controls;
 
 use crate::events::Event;
 use crate::frontend::Core;
-use crossbeam_channel::{never, select, tick, unbounded, Receiver, Sender};
+use crossbeam_channel::{never, select, unbounded, Receiver, Sender};
 use crossterm::event::{self as term_event, Event as TermEvent};
 use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::Terminal;
@@ -35,8 +38,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Render at most this often.
-pub const FRAME: Duration = Duration::from_millis(16);
+/// The shortest gap between two renders (100 frames/s at most).
+pub const FRAME: Duration = Duration::from_millis(10);
+/// How often an idle loop wakes to expire the temporary status.
+const IDLE_WAKE: Duration = Duration::from_millis(100);
 /// At most this many events are handled between two looks at the clock.
 pub const EVENT_BATCH: usize = 2048;
 
@@ -159,7 +164,6 @@ pub fn drive<B: Backend>(
     bell: &mut dyn FnMut(),
     save: &mut dyn FnMut(&App),
 ) -> i32 {
-    let ticker = tick(FRAME);
     let mut events = events.clone();
     let mut input = input.clone();
     let mut dirty = true;
@@ -167,6 +171,11 @@ pub fn drive<B: Backend>(
     let _ = app.set_state(core.state(), Then::Rebuild);
     loop {
         let mut intents = Vec::new();
+        let wait = match (dirty, last_draw) {
+            (false, _) => IDLE_WAKE,
+            (true, None) => Duration::ZERO,
+            (true, Some(t)) => (t + FRAME).saturating_duration_since(Instant::now()),
+        };
         select! {
             recv(input) -> msg => match msg {
                 Ok(Input::Term(ev)) => {
@@ -192,7 +201,7 @@ pub fn drive<B: Backend>(
                 }
                 Err(_) => events = never(),
             },
-            recv(ticker) -> _ => {}
+            default(wait) => {}
         }
         if let Some(code) = execute(app, core, intents, bell, save) {
             core.shutdown();
