@@ -136,7 +136,10 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         (_, Some("print")) | (true, None) => Mode::Print,
         (_, Some("rpc")) => return Err("--mode rpc is not available in this build yet".into()),
         (false, None) => {
-            return Err("the interactive terminal UI is not available in this build yet; use -p PROMPT or --mode json".into())
+            if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+                return Err("the interactive terminal needs a terminal on stdin and stdout; use -p PROMPT (print mode) or --mode json in a pipeline".into());
+            }
+            Mode::Interactive
         }
         (_, Some(other)) => return Err(format!("unknown --mode {other:?}: use json or rpc (or -p for print mode)")),
     };
@@ -157,7 +160,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     };
     let mut prompt = (!cli.prompt.is_empty()).then(|| cli.prompt.join(" "));
     let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
+    if !stdin.is_terminal() && mode != Mode::Interactive {
         let mut piped = String::new();
         if let Err(e) = stdin.lock().read_to_string(&mut piped) {
             return Err(format!("cannot read standard input: {e}"));
@@ -185,7 +188,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
             .clone()
             .unwrap_or_else(|| default_model(&provider.provider).to_string()),
         deadlines: Deadlines::from_env(),
-        interactive: false,
+        interactive: mode == Mode::Interactive,
         search_path: None,
         skills: !cli.no_skills,
     };
@@ -205,10 +208,17 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         yolo: cli.yolo,
         no_skills: cli.no_skills,
     };
-    let (canceller, token) = cancel::pair();
-    let signals = Signals::start(canceller)?;
-    let code = modes::run_once(run, &token);
-    signals.stop();
+    let code = if mode == Mode::Interactive {
+        // The terminal UI reads Ctrl+C as a key and watches SIGTERM and
+        // SIGHUP itself, restoring the terminal before it exits.
+        modes::run_interactive(run)
+    } else {
+        let (canceller, token) = cancel::pair();
+        let signals = Signals::start(canceller)?;
+        let code = modes::run_once(run, &token);
+        signals.stop();
+        code
+    };
     // Remembered only once it worked: a prompt that ended well got at least
     // one good provider response (slash commands may not ask the model).
     if let Some(next) = remember.filter(|_| code == modes::EXIT_OK && asks_the_model) {

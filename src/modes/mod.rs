@@ -2,13 +2,15 @@
 //! [`Event`] channel of the [`engine::Engine`] (a [`crate::frontend::Core`]).
 //!
 //! - [`print`]: `-p`, final answer on stdout, notes and errors on stderr;
-//! - [`json`]: `--mode json`, every event as one JSON line on stdout.
+//! - [`json`]: `--mode json`, every event as one JSON line on stdout;
+//! - [`tui`]: the interactive terminal, driven through [`crate::frontend::Core`].
 //!
 //! Both run one prompt (or one slash command) through [`run_once`].
 
 pub mod engine;
 pub mod json;
 pub mod print;
+pub mod tui;
 
 use crate::cancel::CancelToken;
 use crate::events::Event;
@@ -27,6 +29,8 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 pub enum Mode {
     Print,
     Json,
+    /// The terminal UI.
+    Interactive,
 }
 
 /// Everything one non-interactive run needs.
@@ -63,8 +67,8 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
         }
     };
     let mut front: Box<dyn Front> = match run.mode {
-        Mode::Print => Box::new(print::Printer::default()),
         Mode::Json => Box::new(json::JsonOut::default()),
+        _ => Box::new(print::Printer::default()),
     };
     // Skill files that could not be read, from the user's own roots (an
     // extension's are its ext_warning).
@@ -151,6 +155,73 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
     } else {
         front.exit_code()
     }
+}
+
+/// `zut` in a terminal: the host, the engine and the terminal UI's loop.
+pub fn run_interactive(run: Run) -> i32 {
+    let (tx, rx) = crossbeam_channel::unbounded::<Event>();
+    let entries = host::discovery::discover(&run.discovery);
+    let disabled_hint = host::discovery::disabled_hint(&entries);
+    let theme_paths: Vec<std::path::PathBuf> = {
+        let mut themed: Vec<&host::manifest::Manifest> = entries
+            .iter()
+            .filter_map(|e| match &e.status {
+                host::discovery::Status::Load(m) => Some(m),
+                _ => None,
+            })
+            .collect();
+        themed.sort_by(|a, b| a.name.cmp(&b.name));
+        themed.iter().flat_map(|m| m.themes.clone()).collect()
+    };
+    let (zut_home, cwd) = (run.host.zut_home.clone(), run.host.cwd.clone());
+    // Loading happens behind the UI's first frame would be nicer; for now
+    // the extensions load first (bounded by their deadlines), then the UI
+    // opens with their reports waiting in the channel.
+    let (host, _report) = match HostHandle::start(
+        run.host.clone(),
+        entries,
+        Some(run.discovery.clone()),
+        tx.clone(),
+        &CancelToken::never(),
+    ) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("zut: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    host.emit_event(&zut_ext::wire::EventPayload::named("session_start"));
+    let engine = Engine::start(
+        host,
+        tx,
+        EngineConfig {
+            provider: run.provider.clone(),
+            cwd,
+            zut_home: zut_home.clone(),
+            max_steps: run.max_steps,
+            yolo: run.yolo,
+            can_confirm: true,
+            disabled_hint,
+        },
+    );
+    if let Some(p) = run.prompt.clone().filter(|p| !p.trim().is_empty()) {
+        match p.strip_prefix('/') {
+            Some(rest) if !rest.starts_with('/') => engine.command(p.clone()),
+            Some(rest) => engine.prompt(rest.to_string()),
+            None => engine.prompt(p.trim_start().to_string()),
+        };
+    }
+    let core: std::sync::Arc<dyn Core> = engine.clone();
+    let code = tui::run(
+        core,
+        rx,
+        tui::TuiOptions {
+            zut_home,
+            theme_paths,
+        },
+    );
+    engine.shutdown();
+    code
 }
 
 /// A non-interactive front end: renders events, knows the exit status.

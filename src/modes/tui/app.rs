@@ -1,0 +1,1368 @@
+//! The terminal UI's state and its update functions.
+//!
+//! [`App::on_key`], [`App::on_paste`] and [`App::on_event`] change the state
+//! and return [`Intent`]s (call the core, ring the bell, quit) that the loop
+//! executes; they never touch the terminal or the core. Drawing
+//! (`draw.rs`) only reads.
+//!
+//! Invariants: every string that came from an extension, a tool or the
+//! model is passed through [`strip_controls`] when it enters the state, so
+//! drawing never sees a control sequence; the panel slot holds at most one
+//! panel; confirmations are answered in the order they were asked.
+
+use super::editor::Editor;
+use super::text::strip_controls;
+use super::theme::{ColorDepth, Theme, ThemeFile};
+use crate::agent::Decision;
+use crate::events::Event;
+use crate::frontend::{CoreState, Submitted};
+use crate::provider::{Block, Message, Role};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+use zut_ext::wire::{ContentBlock, Panel};
+
+/// How long the status line reporting a reload stays.
+pub const RELOAD_STATUS_TTL: Duration = Duration::from_secs(5);
+
+/// Persistent chrome bounds, marker row included.
+pub const WIDGET_ROWS: usize = 12;
+pub const STATUS_ROWS: usize = 6;
+
+/// Something the loop does for the app.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Intent {
+    /// `Core::prompt`; the answer comes back through [`App::on_submitted`].
+    Prompt(String),
+    /// `Core::command` with a whole slash line.
+    Command(String),
+    Abort,
+    Confirm(u64, Decision),
+    PanelKey {
+        extension: String,
+        panel_id: String,
+        key: String,
+        text: Option<String>,
+    },
+    PanelClose {
+        extension: String,
+        panel_id: String,
+    },
+    Reload,
+    NewSession,
+    Fork(Option<usize>),
+    Switch(String),
+    Compact(Option<String>),
+    SetModel(String),
+    /// Fetch `Core::state()` and hand it to [`App::set_state`] with this
+    /// follow-up.
+    Refresh(Then),
+    /// Persist the settings (alerts, theme).
+    SaveSettings,
+    /// One terminal bell.
+    Bell,
+    /// Shut the core down and leave with this exit status.
+    Quit(i32),
+}
+
+/// What to do once a fresh core state arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Then {
+    Nothing,
+    /// Redraw the transcript from the state's messages (after a switch).
+    Rebuild,
+    ShowExt,
+    ShowSkills,
+    PickTree,
+    PickResume,
+}
+
+/// One row of the scrolling chat.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    User(String),
+    Assistant {
+        text: String,
+        /// Still receiving `text_delta`s.
+        open: bool,
+        /// Why an interceptor withheld it.
+        blocked: Option<String>,
+    },
+    Tool {
+        id: String,
+        name: String,
+        extension: Option<String>,
+        args: String,
+        state: ToolState,
+    },
+    /// A muted line of the UI's own (aborted, session switched, …).
+    Info(String),
+    Error(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolState {
+    Running,
+    Done { is_error: bool, output: String },
+    Blocked(String),
+}
+
+/// A one-shot note under the transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Note {
+    pub owner: String,
+    pub level: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusItem {
+    pub level: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Widget {
+    pub title: String,
+    pub lines: Vec<String>,
+}
+
+/// The panel in the one slot and the extension that owns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenPanel {
+    pub extension: String,
+    pub panel: Panel,
+}
+
+/// A pending tool confirmation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirmation {
+    pub request_id: u64,
+    pub tool_name: String,
+    pub preview: String,
+}
+
+/// The one-line temporary status above the editor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flash {
+    pub text: String,
+    pub level: String,
+    /// When it goes away by itself, if it does.
+    pub until: Option<Instant>,
+}
+
+/// An informational block (help, extensions, skills), dismissed by Esc.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sheet {
+    pub title: String,
+    pub lines: Vec<String>,
+}
+
+/// A list to choose from with the arrows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Picker {
+    pub title: String,
+    pub items: Vec<PickItem>,
+    pub selected: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PickItem {
+    pub label: String,
+    pub detail: String,
+    pub action: PickAction,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PickAction {
+    Switch(String),
+    ToggleAlerts,
+    ChooseTheme,
+    /// Index into the theme list (0 dark, 1 light, then files).
+    Theme(usize),
+}
+
+/// One entry of the `/` menu.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MenuItem {
+    pub name: String,
+    pub description: String,
+}
+
+/// The commands the terminal itself knows, with descriptions.
+pub const BUILTINS: &[(&str, &str)] = &[
+    ("help", "keys and commands"),
+    ("clear", "clear the screen, notes and load errors"),
+    ("reload-ext", "restart every extension"),
+    ("ext", "extensions, their commands, tools and status"),
+    ("new", "start a fresh session"),
+    ("fork", "branch the session here (or at message N)"),
+    ("tree", "branches of this session; pick one to switch"),
+    ("resume", "resume an earlier session (or /resume ID)"),
+    ("compact", "summarise older history"),
+    ("model", "show or set the model (/model NAME)"),
+    ("settings", "alerts on/off, colour theme"),
+    ("skills", "list the skills the model can use"),
+    ("quit", "leave zut"),
+];
+
+/// The keys, for `/help`.
+const HELP: &[&str] = &[
+    "Enter              send (queued behind a running turn)",
+    "Alt+Enter, Ctrl+J  new line (Shift+Enter where the terminal reports it)",
+    "Up / Down          move between lines; history on the first/last line",
+    "/                  command menu; Tab completes, Up/Down choose",
+    "Esc                close dialog/panel/notes first, else abort the turn",
+    "Ctrl+O             expand or collapse tool results",
+    "PageUp / PageDown  scroll the chat",
+    "Ctrl+A/E/U/K/W     line start/end, kill to start/end, delete word",
+    "Ctrl+C twice, Ctrl+D on an empty editor, /quit: leave",
+    "In a confirmation: y allow once, a always this session, n or Esc deny",
+];
+
+/// What the app is started with.
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    pub depth: ColorDepth,
+    pub dark_terminal: bool,
+    /// User and extension theme files, in menu order.
+    pub themes: Vec<ThemeFile>,
+    /// Theme to start with: `dark`, `light` or a file theme's name.
+    pub theme: Option<String>,
+    pub alerts: bool,
+}
+
+impl Default for AppConfig {
+    fn default() -> Self {
+        AppConfig {
+            depth: ColorDepth::Xterm256,
+            dark_terminal: true,
+            themes: Vec::new(),
+            theme: None,
+            alerts: true,
+        }
+    }
+}
+
+/// Everything the terminal UI shows.
+pub struct App {
+    pub(super) now: Instant,
+    pub(super) state: CoreState,
+    pub(super) session_id: String,
+    pub(super) busy: bool,
+    pub(super) chat: Vec<Entry>,
+    pub(super) load_errors: Vec<String>,
+    pub(super) notes: Vec<Note>,
+    pub(super) statuses: BTreeMap<(String, String), StatusItem>,
+    pub(super) widgets: BTreeMap<(String, String), Widget>,
+    pub(super) queued: Vec<String>,
+    pub(super) panel: Option<OpenPanel>,
+    pub(super) confirmations: VecDeque<Confirmation>,
+    pub(super) flash: Option<Flash>,
+    pub(super) sheet: Option<Sheet>,
+    pub(super) picker: Option<Picker>,
+    pub(super) editor: Editor,
+    pub(super) menu_selected: usize,
+    /// The editor text for which the menu was dismissed with Esc.
+    pub(super) menu_dismissed: Option<String>,
+    pub(super) expand_tools: bool,
+    /// Rows scrolled up from the bottom of the chat.
+    pub(super) scroll: usize,
+    pub(super) ctrl_c_armed: bool,
+    pub(super) alerts: bool,
+    pub(super) theme: Theme,
+    pub(super) theme_files: Vec<ThemeFile>,
+    pub(super) depth: ColorDepth,
+    pub(super) dark_terminal: bool,
+    /// The last `ext_display` text, so the `command_result` that follows
+    /// it does not show it twice.
+    last_display: Option<String>,
+}
+
+impl App {
+    pub fn new(config: AppConfig, now: Instant) -> App {
+        let mut app = App {
+            now,
+            state: CoreState::default(),
+            session_id: String::new(),
+            busy: false,
+            chat: Vec::new(),
+            load_errors: Vec::new(),
+            notes: Vec::new(),
+            statuses: BTreeMap::new(),
+            widgets: BTreeMap::new(),
+            queued: Vec::new(),
+            panel: None,
+            confirmations: VecDeque::new(),
+            flash: None,
+            sheet: None,
+            picker: None,
+            editor: Editor::default(),
+            menu_selected: 0,
+            menu_dismissed: None,
+            expand_tools: false,
+            scroll: 0,
+            ctrl_c_armed: false,
+            alerts: config.alerts,
+            theme: Theme::builtin(config.dark_terminal, config.depth),
+            theme_files: config.themes,
+            depth: config.depth,
+            dark_terminal: config.dark_terminal,
+            last_display: None,
+        };
+        if let Some(name) = config.theme {
+            if let Some(i) = app.theme_names().iter().position(|n| *n == name) {
+                app.apply_theme(i);
+            }
+        }
+        app
+    }
+
+    // ----- read access (tests, the loop) -----
+
+    /// The editor's text.
+    pub fn editor_text(&self) -> &str {
+        self.editor.text()
+    }
+
+    pub fn alerts(&self) -> bool {
+        self.alerts
+    }
+
+    /// The theme's label (`dark`, `light` or a file theme's name).
+    pub fn theme_name(&self) -> &str {
+        &self.theme.name
+    }
+
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    pub fn panel(&self) -> Option<&OpenPanel> {
+        self.panel.as_ref()
+    }
+
+    pub fn chat(&self) -> &[Entry] {
+        &self.chat
+    }
+
+    pub fn load_errors(&self) -> &[String] {
+        &self.load_errors
+    }
+
+    pub fn flash(&self) -> Option<&Flash> {
+        self.flash.as_ref()
+    }
+
+    // ----- time -----
+
+    /// Advances the clock; expires the temporary status. True when
+    /// something visible changed.
+    pub fn tick(&mut self, now: Instant) -> bool {
+        self.now = now;
+        match &self.flash {
+            Some(Flash { until: Some(t), .. }) if *t <= now => {
+                self.flash = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A fresh core snapshot, and what to do with it.
+    pub fn set_state(&mut self, state: CoreState, then: Then) -> Vec<Intent> {
+        if let Some(s) = &state.session {
+            self.session_id = s.id.clone();
+        }
+        self.busy = self.busy || state.busy;
+        self.state = state;
+        match then {
+            Then::Nothing => {}
+            Then::Rebuild => self.rebuild_chat(),
+            Then::ShowExt => self.sheet = Some(self.ext_sheet()),
+            Then::ShowSkills => self.sheet = Some(self.skills_sheet()),
+            Then::PickTree => self.open_session_picker(true),
+            Then::PickResume => self.open_session_picker(false),
+        }
+        Vec::new()
+    }
+
+    /// What became of a prompt handed to the core.
+    pub fn on_submitted(&mut self, text: &str, submitted: Submitted) {
+        match submitted {
+            Submitted::Started => self.busy = true,
+            Submitted::Queued { .. } => self.push_queued(text),
+        }
+    }
+
+    fn push_queued(&mut self, text: &str) {
+        let text = strip_controls(text);
+        if self.queued.last() != Some(&text) {
+            self.queued.push(text);
+        }
+    }
+
+    fn set_flash(&mut self, text: impl Into<String>, level: &str, ttl: Option<Duration>) {
+        self.flash = Some(Flash {
+            text: text.into(),
+            level: level.to_string(),
+            until: ttl.map(|d| self.now + d),
+        });
+    }
+
+    // ----- events -----
+
+    /// One event from the core.
+    pub fn on_event(&mut self, event: Event) -> Vec<Intent> {
+        let mut out = Vec::new();
+        // Only the event right after an `ext_display` can repeat it.
+        let last_display = self.last_display.take();
+        match event {
+            Event::ExtLoaded { .. } => out.push(Intent::Refresh(Then::Nothing)),
+            Event::ExtError { extension, message } => {
+                self.push_load_error(format!("{}: {}", strip_controls(&extension), strip_controls(&message)));
+                out.push(Intent::Refresh(Then::Nothing));
+            }
+            Event::ExtWarning { extension, message } => {
+                self.add_notes(&extension, "warn", &message);
+            }
+            Event::UserMessage { text } => {
+                let text = strip_controls(&text);
+                if let Some(i) = self.queued.iter().position(|q| *q == text) {
+                    self.queued.remove(i);
+                }
+                self.notes.clear();
+                self.close_assistant();
+                self.chat.push(Entry::User(text));
+                self.busy = true;
+                self.scroll = 0;
+            }
+            Event::TurnStart { .. } => self.busy = true,
+            Event::TurnBlocked { reason } => {
+                self.chat.push(Entry::Error(format!("turn blocked: {}", strip_controls(&reason))));
+            }
+            Event::TextDelta { delta } => {
+                let delta = strip_controls(&delta);
+                match self.chat.last_mut() {
+                    Some(Entry::Assistant { text, open: true, .. }) => text.push_str(&delta),
+                    _ => self.chat.push(Entry::Assistant {
+                        text: delta,
+                        open: true,
+                        blocked: None,
+                    }),
+                }
+            }
+            Event::ToolCall { id, name, args } => {
+                self.close_assistant();
+                let extension = self
+                    .state
+                    .tools
+                    .iter()
+                    .find(|t| t.name == name)
+                    .and_then(|t| t.extension.clone());
+                let args = match &args {
+                    serde_json::Value::Object(m) if m.is_empty() => String::new(),
+                    serde_json::Value::Null => String::new(),
+                    v => v.to_string(),
+                };
+                self.chat.push(Entry::Tool {
+                    id,
+                    name: strip_controls(&name),
+                    extension: extension.map(|e| strip_controls(&e)),
+                    args: strip_controls(&args).replace('\n', " "),
+                    state: ToolState::Running,
+                });
+            }
+            Event::ToolBlocked { id, reason, .. } => {
+                if let Some(state) = self.tool_state(&id) {
+                    *state = ToolState::Blocked(strip_controls(&reason));
+                }
+            }
+            Event::ToolResult {
+                id,
+                is_error,
+                content,
+                extension,
+                ..
+            } => {
+                let output = strip_controls(&content_text(&content));
+                for e in self.chat.iter_mut().rev() {
+                    if let Entry::Tool { id: tid, extension: ext, state, .. } = e {
+                        if *tid == id {
+                            if let Some(x) = &extension {
+                                *ext = Some(strip_controls(x));
+                            }
+                            *state = ToolState::Done { is_error, output };
+                            break;
+                        }
+                    }
+                }
+            }
+            Event::AssistantMessage { text, blocked, reason } => {
+                let text = strip_controls(&text);
+                let blocked = blocked.then(|| strip_controls(&reason));
+                let open = self
+                    .chat
+                    .iter_mut()
+                    .rev()
+                    .take_while(|e| !matches!(e, Entry::User(_)))
+                    .find(|e| matches!(e, Entry::Assistant { open: true, .. }));
+                match open {
+                    Some(Entry::Assistant { text: t, open, blocked: b }) => {
+                        *t = text;
+                        *open = false;
+                        *b = blocked;
+                    }
+                    _ if !text.is_empty() || blocked.is_some() => self.chat.push(Entry::Assistant {
+                        text,
+                        open: false,
+                        blocked,
+                    }),
+                    _ => {}
+                }
+            }
+            Event::TurnEnd { stop, error } => {
+                self.close_assistant();
+                if !error.is_empty() {
+                    self.chat.push(Entry::Error(strip_controls(&error)));
+                } else if stop == "aborted" {
+                    self.chat.push(Entry::Info("turn aborted".into()));
+                } else if stop == "max_steps" {
+                    self.chat.push(Entry::Info("stopped: the step limit was reached".into()));
+                }
+            }
+            Event::CommandResult { name, action, text } => match action.as_str() {
+                "insert" => self.editor.insert_str(&text),
+                "display" => {
+                    if last_display.as_deref() != Some(text.as_str()) {
+                        self.add_notes(&name, "info", &text);
+                    }
+                }
+                _ => {}
+            },
+            Event::ExtNotify { extension, level, message } => {
+                self.add_notes(&extension, &level, &message);
+            }
+            Event::ExtDisplay { extension, text } => {
+                self.add_notes(&extension, "info", &text);
+                self.last_display = Some(text);
+            }
+            Event::ExtAlert { kind, .. } => {
+                if kind == "bell" && self.alerts {
+                    out.push(Intent::Bell);
+                }
+            }
+            Event::ExtClearNotes { extension } => {
+                let owner = strip_controls(&extension);
+                self.notes.retain(|n| n.owner != owner);
+            }
+            Event::ExtStatus { extension, key, level, text } => {
+                if extension.is_empty() || key.is_empty() {
+                    return out;
+                }
+                let k = (strip_controls(&extension), strip_controls(&key));
+                if text.trim().is_empty() {
+                    self.statuses.remove(&k);
+                } else {
+                    self.statuses.insert(
+                        k,
+                        StatusItem {
+                            level,
+                            text: strip_controls(&text),
+                        },
+                    );
+                }
+            }
+            Event::ExtWidget { extension, id, title, lines, .. } => {
+                if extension.is_empty() || id.is_empty() {
+                    return out;
+                }
+                self.widgets.insert(
+                    (strip_controls(&extension), strip_controls(&id)),
+                    Widget {
+                        title: strip_controls(&title),
+                        lines: lines.iter().map(|l| strip_controls(l)).collect(),
+                    },
+                );
+            }
+            Event::ExtWidgetClear { extension, id } => {
+                self.widgets.remove(&(strip_controls(&extension), strip_controls(&id)));
+            }
+            Event::ExtChromeClear { extension } => {
+                let ext = strip_controls(&extension);
+                self.widgets.retain(|(e, _), _| *e != ext);
+                self.statuses.retain(|(e, _), _| *e != ext);
+                if self.panel.as_ref().is_some_and(|p| p.extension == extension) {
+                    self.panel = None;
+                }
+            }
+            Event::ExtSubmit { text, .. } => {
+                if !text.trim().is_empty() {
+                    out.push(Intent::Prompt(text));
+                }
+            }
+            Event::ExtSubmitSlash { text, .. } => {
+                let t = text.trim();
+                if !t.is_empty() {
+                    let line = if t.starts_with('/') { t.to_string() } else { format!("/{t}") };
+                    out.extend(self.run_slash(&line));
+                }
+            }
+            Event::ExtOpenPanel { extension, panel } => {
+                self.panel = Some(OpenPanel {
+                    extension,
+                    panel: clean_panel(panel),
+                });
+            }
+            Event::ExtPanelRender { extension, panel } => {
+                if let Some(open) = &mut self.panel {
+                    if open.extension == extension && open.panel.id == panel.id {
+                        let p = clean_panel(panel);
+                        if !p.title.is_empty() {
+                            open.panel.title = p.title;
+                        }
+                        open.panel.lines = p.lines;
+                        open.panel.footer = p.footer;
+                    }
+                }
+            }
+            Event::ExtPanelClose { extension, panel_id } => {
+                if self
+                    .panel
+                    .as_ref()
+                    .is_some_and(|p| p.extension == extension && p.panel.id == panel_id)
+                {
+                    self.panel = None;
+                }
+            }
+            Event::ConfirmationRequested {
+                request_id,
+                tool_name,
+                preview,
+                ..
+            } => {
+                self.confirmations.push_back(Confirmation {
+                    request_id,
+                    tool_name: strip_controls(&tool_name),
+                    preview: strip_controls(&preview),
+                });
+                if self.alerts {
+                    out.push(Intent::Bell);
+                }
+            }
+            Event::Session { id, reason, .. } => {
+                self.session_id = strip_controls(&id);
+                self.notes.clear();
+                self.panel = None;
+                let then = match reason.as_str() {
+                    "new" | "resume" | "fork" | "switch" => Then::Rebuild,
+                    _ => Then::Nothing,
+                };
+                if reason == "compact" {
+                    self.chat.push(Entry::Info("older history was summarised".into()));
+                }
+                out.push(Intent::Refresh(then));
+            }
+            Event::Reload {
+                stopped,
+                loaded,
+                ready,
+                errors,
+            } => {
+                let mut text = format!("reloaded: {stopped} stopped, {loaded} loaded ({ready} ready)");
+                if errors.is_empty() {
+                    self.load_errors.clear();
+                    self.set_flash(text, "success", Some(RELOAD_STATUS_TTL));
+                } else {
+                    let all: Vec<String> = errors
+                        .iter()
+                        .map(|e| format!("{}: {}", strip_controls(&e.extension), strip_controls(&e.message)))
+                        .collect();
+                    text.push_str(&format!(", {} error(s): {}", all.len(), all.join("; ")));
+                    for e in all {
+                        self.push_load_error(e);
+                    }
+                    self.set_flash(text.replace('\n', " "), "error", Some(RELOAD_STATUS_TTL));
+                }
+                out.push(Intent::Refresh(Then::Nothing));
+            }
+            Event::Queued { text, .. } => self.push_queued(&text),
+            Event::Error { message } => self.chat.push(Entry::Error(strip_controls(&message))),
+            Event::Done => {
+                self.close_assistant();
+                self.busy = false;
+                self.queued.clear();
+                out.push(Intent::Refresh(Then::Nothing));
+            }
+        }
+        out
+    }
+
+    fn push_load_error(&mut self, e: String) {
+        if !self.load_errors.contains(&e) {
+            self.load_errors.push(e);
+        }
+    }
+
+    fn tool_state(&mut self, id: &str) -> Option<&mut ToolState> {
+        self.chat.iter_mut().rev().find_map(|e| match e {
+            Entry::Tool { id: tid, state, .. } if tid == id => Some(state),
+            _ => None,
+        })
+    }
+
+    fn close_assistant(&mut self) {
+        if let Some(Entry::Assistant { open, .. }) = self.chat.last_mut() {
+            *open = false;
+        }
+    }
+
+    /// Adds one note per line of `message`; an empty message adds none.
+    fn add_notes(&mut self, owner: &str, level: &str, message: &str) {
+        let message = strip_controls(message);
+        if message.trim().is_empty() {
+            return;
+        }
+        let owner = strip_controls(owner);
+        for line in message.split('\n') {
+            self.notes.push(Note {
+                owner: owner.clone(),
+                level: level.to_string(),
+                text: line.to_string(),
+            });
+        }
+        if self.flash.as_ref().is_some_and(|f| f.until.is_none()) {
+            self.flash = None;
+        }
+    }
+
+    /// Rebuilds the chat from the core's transcript (after a switch).
+    fn rebuild_chat(&mut self) {
+        self.chat = transcript_entries(&self.state.messages, &self.state);
+        self.scroll = 0;
+    }
+
+    // ----- keys -----
+
+    /// A pasted block of text (bracketed paste).
+    pub fn on_paste(&mut self, text: &str) -> Vec<Intent> {
+        if !self.confirmations.is_empty() || self.picker.is_some() {
+            return Vec::new();
+        }
+        if let Some(p) = &self.panel {
+            return strip_controls(text)
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(4096)
+                .map(|c| Intent::PanelKey {
+                    extension: p.extension.clone(),
+                    panel_id: p.panel.id.clone(),
+                    key: "rune".into(),
+                    text: Some(c.to_string()),
+                })
+                .collect();
+        }
+        self.editor.insert_str(text);
+        Vec::new()
+    }
+
+    /// One key press.
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<Intent> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        let is_ctrl_c = ctrl && matches!(key.code, KeyCode::Char('c') | KeyCode::Char('C'));
+
+        // Ctrl+C: close what is open, else arm; twice quits.
+        if is_ctrl_c {
+            if let Some(c) = self.confirmations.pop_front() {
+                return vec![Intent::Confirm(c.request_id, Decision::Deny)];
+            }
+            if let Some(p) = self.panel.take() {
+                return vec![Intent::PanelClose {
+                    extension: p.extension,
+                    panel_id: p.panel.id,
+                }];
+            }
+            if self.picker.take().is_some() {
+                return Vec::new();
+            }
+            if self.ctrl_c_armed {
+                return vec![Intent::Quit(0)];
+            }
+            self.ctrl_c_armed = true;
+            self.editor.clear();
+            self.set_flash("press Ctrl+C again to quit", "warn", None);
+            return Vec::new();
+        }
+        if self.ctrl_c_armed {
+            self.ctrl_c_armed = false;
+            if self.flash.as_ref().is_some_and(|f| f.text.starts_with("press Ctrl+C")) {
+                self.flash = None;
+            }
+        }
+
+        // The confirmation dialog is modal.
+        if let Some(c) = self.confirmations.front() {
+            let decision = match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => Decision::Allow,
+                KeyCode::Char('a') | KeyCode::Char('A') => Decision::Always,
+                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => Decision::Deny,
+                _ => return Vec::new(),
+            };
+            let id = c.request_id;
+            self.confirmations.pop_front();
+            return vec![Intent::Confirm(id, decision)];
+        }
+
+        // A panel takes every key; Esc closes it.
+        if let Some(p) = &self.panel {
+            if key.code == KeyCode::Esc {
+                let p = self.panel.take().expect("checked above");
+                return vec![Intent::PanelClose {
+                    extension: p.extension,
+                    panel_id: p.panel.id,
+                }];
+            }
+            let (name, text) = panel_key_name(&key);
+            return vec![Intent::PanelKey {
+                extension: p.extension.clone(),
+                panel_id: p.panel.id.clone(),
+                key: name.into(),
+                text,
+            }];
+        }
+
+        if self.picker.is_some() {
+            return self.picker_key(key);
+        }
+
+        let menu_len = self.menu().len();
+        match key.code {
+            KeyCode::Esc => {
+                if menu_len > 0 {
+                    self.menu_dismissed = Some(self.editor.text().to_string());
+                } else if !self.notes.is_empty() || self.sheet.is_some() {
+                    self.notes.clear();
+                    self.sheet = None;
+                } else if self.busy {
+                    return vec![Intent::Abort];
+                } else {
+                    self.flash = None;
+                }
+            }
+            KeyCode::Enter if alt || shift => self.editor.newline(),
+            KeyCode::Char('j') if ctrl => self.editor.newline(),
+            KeyCode::Enter => {
+                if menu_len > 0 {
+                    let items = self.menu();
+                    let sel = &items[self.menu_selected.min(menu_len - 1)];
+                    self.editor.set_text(&format!("/{}", sel.name));
+                }
+                return self.submit();
+            }
+            KeyCode::Tab => {
+                if menu_len > 0 {
+                    let items = self.menu();
+                    let sel = &items[self.menu_selected.min(menu_len - 1)];
+                    self.editor.set_text(&format!("/{} ", sel.name));
+                    self.menu_selected = 0;
+                }
+            }
+            KeyCode::Up if menu_len > 0 => {
+                self.menu_selected = (self.menu_selected + menu_len - 1) % menu_len;
+            }
+            KeyCode::Down if menu_len > 0 => {
+                self.menu_selected = (self.menu_selected + 1) % menu_len;
+            }
+            KeyCode::Up => {
+                if !self.editor.up() {
+                    self.editor.history_prev();
+                }
+            }
+            KeyCode::Down => {
+                if !self.editor.down() {
+                    self.editor.history_next();
+                }
+            }
+            KeyCode::PageUp => self.scroll = self.scroll.saturating_add(10),
+            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            KeyCode::Char('o') if ctrl => self.expand_tools = !self.expand_tools,
+            KeyCode::Char('d') if ctrl => {
+                if self.editor.is_empty() {
+                    return vec![Intent::Quit(0)];
+                }
+                self.editor.delete();
+            }
+            KeyCode::Char('a') if ctrl => self.editor.home(),
+            KeyCode::Char('e') if ctrl => self.editor.end(),
+            KeyCode::Char('u') if ctrl => self.editor.kill_to_start(),
+            KeyCode::Char('k') if ctrl => self.editor.kill_to_end(),
+            KeyCode::Char('w') if ctrl => self.editor.delete_word(),
+            KeyCode::Char('b') if ctrl => self.editor.left(),
+            KeyCode::Char('f') if ctrl => self.editor.right(),
+            KeyCode::Char(_) if ctrl || alt => {}
+            KeyCode::Char(c) => {
+                self.editor.insert_char(c);
+                self.menu_selected = 0;
+            }
+            KeyCode::Backspace => {
+                self.editor.backspace();
+                self.menu_selected = 0;
+            }
+            KeyCode::Delete => self.editor.delete(),
+            KeyCode::Left => self.editor.left(),
+            KeyCode::Right => self.editor.right(),
+            KeyCode::Home => self.editor.home(),
+            KeyCode::End => self.editor.end(),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// The `/` menu for the editor's current text: open while the text is
+    /// `/` plus a command-name prefix, unless dismissed for this text.
+    pub fn menu(&self) -> Vec<MenuItem> {
+        let text = self.editor.text();
+        let Some(prefix) = text.strip_prefix('/') else {
+            return Vec::new();
+        };
+        if prefix.contains(char::is_whitespace) || self.menu_dismissed.as_deref() == Some(text) {
+            return Vec::new();
+        }
+        let prefix = prefix.to_lowercase();
+        let builtins = BUILTINS.iter().map(|(n, d)| MenuItem {
+            name: n.to_string(),
+            description: d.to_string(),
+        });
+        let commands = self.state.commands.iter().map(|c| MenuItem {
+            name: strip_controls(&c.name),
+            description: strip_controls(&c.description),
+        });
+        let skills = self.state.skills.iter().map(|s| MenuItem {
+            name: format!("skill:{}", strip_controls(&s.name)),
+            description: strip_controls(&s.description),
+        });
+        builtins
+            .chain(commands)
+            .chain(skills)
+            .filter(|m| m.name.to_lowercase().starts_with(&prefix))
+            .collect()
+    }
+
+    fn picker_key(&mut self, key: KeyEvent) -> Vec<Intent> {
+        let Some(p) = &mut self.picker else {
+            return Vec::new();
+        };
+        let n = p.items.len();
+        match key.code {
+            KeyCode::Esc => self.picker = None,
+            KeyCode::Up if n > 0 => p.selected = (p.selected + n - 1) % n,
+            KeyCode::Down if n > 0 => p.selected = (p.selected + 1) % n,
+            KeyCode::Enter if n > 0 => {
+                let action = p.items[p.selected.min(n - 1)].action.clone();
+                self.picker = None;
+                return self.pick(action);
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn pick(&mut self, action: PickAction) -> Vec<Intent> {
+        match action {
+            PickAction::Switch(id) => vec![Intent::Switch(id)],
+            PickAction::ToggleAlerts => {
+                self.alerts = !self.alerts;
+                self.open_settings();
+                vec![Intent::SaveSettings]
+            }
+            PickAction::ChooseTheme => {
+                let items = self
+                    .theme_names()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, name)| PickItem {
+                        detail: match i {
+                            0 | 1 => "built in".into(),
+                            _ => self.theme_files[i - 2].path.display().to_string(),
+                        },
+                        label: name,
+                        action: PickAction::Theme(i),
+                    })
+                    .collect::<Vec<_>>();
+                let selected = self
+                    .theme_names()
+                    .iter()
+                    .position(|n| *n == self.theme.name)
+                    .unwrap_or(0);
+                self.picker = Some(Picker {
+                    title: "colour theme".into(),
+                    items,
+                    selected,
+                });
+                Vec::new()
+            }
+            PickAction::Theme(i) => {
+                self.apply_theme(i);
+                vec![Intent::SaveSettings]
+            }
+        }
+    }
+
+    /// `dark`, `light`, then every theme file's name.
+    pub fn theme_names(&self) -> Vec<String> {
+        ["dark", "light"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.theme_files.iter().map(|t| strip_controls(&t.name)))
+            .collect()
+    }
+
+    fn apply_theme(&mut self, i: usize) {
+        self.theme = match i {
+            0 => Theme::builtin(true, self.depth),
+            1 => Theme::builtin(false, self.depth),
+            _ => match self.theme_files.get(i - 2) {
+                Some(t) => Theme::new(&strip_controls(&t.name), &t.palette(self.dark_terminal), self.depth),
+                None => return,
+            },
+        };
+    }
+
+    fn open_settings(&mut self) {
+        self.picker = Some(Picker {
+            title: "settings".into(),
+            items: vec![
+                PickItem {
+                    label: format!("terminal alerts: {}", if self.alerts { "on" } else { "off" }),
+                    detail: "bell for extension alerts and confirmations".into(),
+                    action: PickAction::ToggleAlerts,
+                },
+                PickItem {
+                    label: format!("colour theme: {}", self.theme.name),
+                    detail: "choose…".into(),
+                    action: PickAction::ChooseTheme,
+                },
+            ],
+            selected: 0,
+        });
+    }
+
+    fn open_session_picker(&mut self, tree: bool) {
+        let sessions = &self.state.sessions;
+        let mut items = Vec::new();
+        if tree {
+            // The family of the active session: from its root down.
+            let by_id = |id: &str| sessions.iter().find(|s| s.id == id);
+            let mut root = self.session_id.clone();
+            let mut guard = 0;
+            while let Some(p) = by_id(&root).and_then(|s| s.parent_id.clone()) {
+                if by_id(&p).is_none() || guard > sessions.len() {
+                    break;
+                }
+                root = p;
+                guard += 1;
+            }
+            let mut stack = vec![(root, 0usize)];
+            let mut seen = std::collections::HashSet::new();
+            while let Some((id, depth)) = stack.pop() {
+                if !seen.insert(id.clone()) {
+                    continue;
+                }
+                if let Some(s) = by_id(&id) {
+                    let mark = if s.id == self.session_id { "● " } else { "  " };
+                    let at = s.fork_point.map(|f| format!(" @{f}")).unwrap_or_default();
+                    items.push(PickItem {
+                        label: format!("{}{mark}{}{at}", "  ".repeat(depth), short_id(&s.id)),
+                        detail: strip_controls(&s.title),
+                        action: PickAction::Switch(s.id.clone()),
+                    });
+                }
+                let mut kids: Vec<_> = sessions
+                    .iter()
+                    .filter(|c| c.parent_id.as_deref() == Some(id.as_str()))
+                    .map(|c| (c.id.clone(), depth + 1))
+                    .collect();
+                kids.reverse();
+                stack.extend(kids);
+            }
+        } else {
+            for s in sessions {
+                items.push(PickItem {
+                    label: format!("{} {}", short_id(&s.id), strip_controls(&s.updated)),
+                    detail: strip_controls(&s.title),
+                    action: PickAction::Switch(s.id.clone()),
+                });
+            }
+        }
+        if items.is_empty() {
+            self.set_flash(
+                if tree { "no branches to show" } else { "no earlier sessions" },
+                "info",
+                Some(RELOAD_STATUS_TTL),
+            );
+            return;
+        }
+        let selected = items
+            .iter()
+            .position(|i| i.action == PickAction::Switch(self.session_id.clone()))
+            .unwrap_or(0);
+        self.picker = Some(Picker {
+            title: if tree { "branches".into() } else { "resume a session".into() },
+            items,
+            selected,
+        });
+    }
+
+    // ----- submitting -----
+
+    /// Enter: a slash command, or a prompt for the model.
+    fn submit(&mut self) -> Vec<Intent> {
+        if self.editor.text().trim().is_empty() {
+            return Vec::new();
+        }
+        let text = self.editor.take();
+        self.menu_selected = 0;
+        self.menu_dismissed = None;
+        self.scroll = 0;
+        let trimmed = text.trim();
+        if trimmed.starts_with('/') && !trimmed.starts_with("//") {
+            return self.run_slash(trimmed);
+        }
+        self.notes.clear();
+        self.sheet = None;
+        vec![Intent::Prompt(text)]
+    }
+
+    /// A slash line typed by the person or sent by an extension.
+    fn run_slash(&mut self, line: &str) -> Vec<Intent> {
+        let body = line.trim_start_matches('/');
+        let (name, args) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
+        let args = args.trim();
+        let arg = (!args.is_empty()).then(|| args.to_string());
+        match name.to_lowercase().as_str() {
+            "help" => self.sheet = Some(self.help_sheet()),
+            "clear" => {
+                self.chat.clear();
+                self.notes.clear();
+                self.load_errors.clear();
+                self.sheet = None;
+                self.flash = None;
+                self.scroll = 0;
+            }
+            "quit" | "exit" => return vec![Intent::Quit(0)],
+            "reload-ext" => {
+                self.set_flash("reloading extensions…", "info", None);
+                return vec![Intent::Reload];
+            }
+            "ext" => return vec![Intent::Refresh(Then::ShowExt)],
+            "skills" => return vec![Intent::Refresh(Then::ShowSkills)],
+            "new" => return vec![Intent::NewSession],
+            "fork" => match arg.as_deref().map(str::parse::<usize>) {
+                None => return vec![Intent::Fork(None)],
+                Some(Ok(n)) => return vec![Intent::Fork(Some(n))],
+                Some(Err(_)) => self.set_flash("usage: /fork [MESSAGE-INDEX]", "error", Some(RELOAD_STATUS_TTL)),
+            },
+            "tree" => return vec![Intent::Refresh(Then::PickTree)],
+            "resume" => match arg {
+                Some(id) => return vec![Intent::Switch(id)],
+                None => return vec![Intent::Refresh(Then::PickResume)],
+            },
+            "compact" => return vec![Intent::Compact(arg)],
+            "model" => match arg {
+                Some(m) => {
+                    self.set_flash(format!("model: {m}"), "success", Some(RELOAD_STATUS_TTL));
+                    self.state.model = m.clone();
+                    return vec![Intent::SetModel(m)];
+                }
+                None => {
+                    let text = format!(
+                        "model: {} ({}); /model NAME to change it",
+                        strip_controls(&self.state.model),
+                        strip_controls(&self.state.provider)
+                    );
+                    self.set_flash(text, "info", Some(RELOAD_STATUS_TTL));
+                }
+            },
+            "settings" => self.open_settings(),
+            _ => {
+                self.notes.clear();
+                return vec![Intent::Command(line.to_string())];
+            }
+        }
+        Vec::new()
+    }
+
+    fn help_sheet(&self) -> Sheet {
+        let mut lines: Vec<String> = HELP.iter().map(|s| s.to_string()).collect();
+        lines.push(String::new());
+        for (n, d) in BUILTINS {
+            lines.push(format!("/{n:<12} {d}"));
+        }
+        lines.push(format!("/{:<12} {}", "skill:NAME", "run a skill"));
+        for c in &self.state.commands {
+            lines.push(format!(
+                "/{:<12} {} [{}]",
+                strip_controls(&c.name),
+                strip_controls(&c.description),
+                strip_controls(&c.extension)
+            ));
+        }
+        Sheet {
+            title: "help".into(),
+            lines,
+        }
+    }
+
+    fn ext_sheet(&self) -> Sheet {
+        let mut lines = Vec::new();
+        for e in &self.state.extensions {
+            let status = match (&e.error, e.running) {
+                (Some(err), _) => format!("error: {}", strip_controls(err)),
+                (None, true) => "running".into(),
+                (None, false) => "stopped".into(),
+            };
+            lines.push(format!(
+                "{} {} ({}) — {status}",
+                strip_controls(&e.name),
+                strip_controls(&e.version),
+                strip_controls(&e.source)
+            ));
+            if !e.commands.is_empty() {
+                lines.push(format!("  commands: {}", strip_controls(&e.commands.join(", "))));
+            }
+            if !e.tools.is_empty() {
+                lines.push(format!("  tools: {}", strip_controls(&e.tools.join(", "))));
+            }
+        }
+        if lines.is_empty() {
+            lines.push("no extensions loaded".into());
+        }
+        Sheet {
+            title: "extensions".into(),
+            lines,
+        }
+    }
+
+    fn skills_sheet(&self) -> Sheet {
+        let mut lines: Vec<String> = self
+            .state
+            .skills
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} — {} ({})",
+                    strip_controls(&s.name),
+                    strip_controls(&s.description),
+                    strip_controls(&s.source)
+                )
+            })
+            .collect();
+        if lines.is_empty() {
+            lines.push("no skills found".into());
+        }
+        Sheet {
+            title: "skills".into(),
+            lines,
+        }
+    }
+}
+
+/// The first 8 characters of an id.
+fn short_id(id: &str) -> String {
+    strip_controls(id).chars().take(8).collect()
+}
+
+/// A panel with every text field stripped of control sequences.
+fn clean_panel(p: Panel) -> Panel {
+    Panel {
+        id: p.id,
+        title: strip_controls(&p.title),
+        lines: p.lines.iter().map(|l| strip_controls(l)).collect(),
+        footer: strip_controls(&p.footer),
+    }
+}
+
+/// The text of a tool result (images as a placeholder).
+fn content_text(content: &[ContentBlock]) -> String {
+    let mut out = Vec::new();
+    for b in content {
+        match b {
+            ContentBlock::Text { text } => out.push(text.clone()),
+            #[allow(unreachable_patterns)]
+            _ => out.push("[image]".to_string()),
+        }
+    }
+    out.join("\n")
+}
+
+/// Chat entries for a stored transcript.
+fn transcript_entries(messages: &[Message], state: &CoreState) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
+    for m in messages {
+        for b in &m.content {
+            match (m.role, b) {
+                (Role::User, Block::Text { text }) => out.push(Entry::User(strip_controls(text))),
+                (Role::Assistant, Block::Text { text }) => out.push(Entry::Assistant {
+                    text: strip_controls(text),
+                    open: false,
+                    blocked: None,
+                }),
+                (_, Block::ToolCall { id, name, args }) => out.push(Entry::Tool {
+                    id: id.clone(),
+                    name: strip_controls(name),
+                    extension: state
+                        .tools
+                        .iter()
+                        .find(|t| t.name == *name)
+                        .and_then(|t| t.extension.clone()),
+                    args: strip_controls(&args.to_string()).replace('\n', " "),
+                    state: ToolState::Running,
+                }),
+                (_, Block::ToolResult { call_id, is_error, content }) => {
+                    let output = strip_controls(&content_text(content));
+                    if let Some(Entry::Tool { state, .. }) = out
+                        .iter_mut()
+                        .rev()
+                        .find(|e| matches!(e, Entry::Tool { id, .. } if id == call_id))
+                    {
+                        *state = ToolState::Done {
+                            is_error: *is_error,
+                            output,
+                        };
+                    }
+                }
+                (_, Block::Image { .. }) => {}
+            }
+        }
+    }
+    out
+}
+
+/// The spec's key name for a key pressed while a panel is open, and the
+/// text for `rune`.
+pub fn panel_key_name(key: &KeyEvent) -> (&'static str, Option<String>) {
+    let ctrl_or_alt = key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+    let name = match key.code {
+        KeyCode::Up => "up",
+        KeyCode::Down => "down",
+        KeyCode::Left => "left",
+        KeyCode::Right => "right",
+        KeyCode::Enter => "enter",
+        KeyCode::Tab => "tab",
+        KeyCode::Backspace => "backspace",
+        KeyCode::Delete => "delete",
+        KeyCode::Home => "home",
+        KeyCode::End => "end",
+        KeyCode::PageUp => "pageup",
+        KeyCode::PageDown => "pagedown",
+        KeyCode::Esc => "esc",
+        KeyCode::Char(c) if !ctrl_or_alt && !c.is_control() => return ("rune", Some(c.to_string())),
+        _ => "unknown",
+    };
+    (name, None)
+}

@@ -1,0 +1,577 @@
+//! Drawing the terminal UI. Everything here reads the [`App`]; nothing
+//! changes it.
+//!
+//! Screen, top to bottom: the chat (transcript, load errors, notes, an
+//! open help sheet), the persistent chrome (widgets, status items, queued
+//! prompts, the temporary status line), a rule, the editor and a footer.
+//! The `/` menu, pickers, the panel and the confirmation dialog float over
+//! the chat. The chat is laid out from the bottom up and stops as soon as
+//! the screen is full, so a long transcript costs no more than a short one.
+
+use super::app::{App, Entry, ToolState, STATUS_ROWS, WIDGET_ROWS};
+use super::text::{truncate, width, wrap};
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::Frame;
+
+/// At most this many rows of a tool's output when expanded.
+const EXPANDED_ROWS: usize = 400;
+/// At most this many editor rows are shown.
+const EDITOR_ROWS: usize = 8;
+
+type Lines = Vec<Line<'static>>;
+
+impl App {
+    fn fg(&self, c: Color) -> Style {
+        if self.theme.plain() {
+            Style::default()
+        } else {
+            Style::default().fg(c)
+        }
+    }
+
+    fn selected(&self) -> Style {
+        if self.theme.plain() {
+            Style::default().add_modifier(Modifier::REVERSED)
+        } else {
+            Style::default().fg(self.theme.selection_fg).bg(self.theme.selection_bg)
+        }
+    }
+
+    fn level(&self, level: &str) -> Style {
+        match level {
+            "warn" | "warning" => self.fg(self.theme.warning),
+            "error" => self.fg(self.theme.error),
+            "success" => self.fg(self.theme.tool),
+            _ => self.fg(self.theme.muted),
+        }
+    }
+
+    /// Draws the whole screen.
+    pub fn draw(&self, f: &mut Frame) {
+        let area = f.area();
+        if area.width < 4 || area.height < 3 {
+            return;
+        }
+        let w = usize::from(area.width);
+        let h = usize::from(area.height);
+
+        let (editor_rows, cursor) = self.editor.layout(w - 2);
+        let editor_h = editor_rows.len().clamp(1, EDITOR_ROWS.min((h / 3).max(1)));
+        let fixed = (editor_h + 2).min(h);
+        let avail = h - fixed;
+        let mut chrome = self.chrome_lines(w);
+        let chrome_max = avail / 2;
+        if chrome.len() > chrome_max {
+            chrome.drain(..chrome.len() - chrome_max);
+        }
+        let chat_h = avail - chrome.len();
+
+        let rect = |y: usize, height: usize| Rect::new(area.x, area.y + y as u16, area.width, height as u16);
+        let chat_area = rect(0, chat_h);
+        f.render_widget(Paragraph::new(self.chat_window(w, chat_h)), chat_area);
+        f.render_widget(Paragraph::new(chrome.clone()), rect(chat_h, chrome.len()));
+
+        // Rule, editor, footer.
+        let rule_y = avail;
+        if rule_y < h {
+            let rule = Line::styled("─".repeat(w), self.fg(self.theme.muted));
+            f.render_widget(Paragraph::new(rule), rect(rule_y, 1));
+        }
+        let first = if cursor.0 >= editor_h { cursor.0 + 1 - editor_h } else { 0 };
+        let ed_lines: Lines = editor_rows
+            .iter()
+            .enumerate()
+            .skip(first)
+            .take(editor_h)
+            .map(|(i, row)| {
+                let prefix = if i == 0 { "› " } else { "  " };
+                Line::from(vec![
+                    Span::styled(prefix, self.fg(self.theme.accent)),
+                    Span::styled(row.clone(), self.fg(self.theme.fg)),
+                ])
+            })
+            .collect();
+        let editor_y = rule_y + 1;
+        if editor_y < h {
+            f.render_widget(Paragraph::new(ed_lines), rect(editor_y, editor_h.min(h - editor_y)));
+        }
+        if editor_y + editor_h < h {
+            f.render_widget(Paragraph::new(self.footer(w)), rect(editor_y + editor_h, 1));
+        }
+
+        // Overlays, lowest first; the focused one ends on top.
+        let over = Rect::new(area.x, area.y, area.width, avail as u16);
+        let menu = self.menu();
+        if !menu.is_empty() && self.panel.is_none() && self.picker.is_none() {
+            self.draw_menu(f, &menu, over);
+        }
+        // Boxes float over the chat and leave the chrome visible, unless
+        // the chat is too short to hold one.
+        let over = if chat_h >= 6 { Rect::new(area.x, area.y, area.width, chat_h as u16) } else { over };
+        if let Some(p) = &self.picker {
+            self.draw_picker(f, p, over);
+        }
+        if self.panel.is_some() {
+            self.draw_panel(f, over);
+        }
+        if !self.confirmations.is_empty() {
+            self.draw_confirmation(f, over);
+        }
+        let focused_elsewhere = self.panel.is_some() || self.picker.is_some() || !self.confirmations.is_empty();
+        if !focused_elsewhere && editor_y + (cursor.0 - first) < h {
+            let x = area.x + (2 + cursor.1).min(w - 1) as u16;
+            let y = area.y + (editor_y + cursor.0 - first) as u16;
+            f.set_cursor_position((x, y));
+        }
+    }
+
+    /// The last `height` chat rows (minus the scroll offset).
+    fn chat_window(&self, w: usize, height: usize) -> Lines {
+        if height == 0 {
+            return Vec::new();
+        }
+        let need = height + self.scroll;
+        // Built bottom-up, reversed at the end.
+        let mut rev: Lines = Vec::new();
+        let push = |block: Lines, rev: &mut Lines| {
+            rev.extend(block.into_iter().rev());
+            rev.len() >= need
+        };
+        'fill: {
+            if let Some(s) = &self.sheet {
+                if push(self.sheet_lines(s, w), &mut rev) {
+                    break 'fill;
+                }
+            }
+            for n in self.notes.iter().rev() {
+                if push(self.note_lines(&n.owner, &n.level, &n.text, w), &mut rev) {
+                    break 'fill;
+                }
+            }
+            for e in self.load_errors.iter().rev() {
+                if push(self.error_lines(e, w), &mut rev) {
+                    break 'fill;
+                }
+            }
+            for (i, e) in self.chat.iter().enumerate().rev() {
+                if push(self.entry_lines(e, i == 0, w), &mut rev) {
+                    break 'fill;
+                }
+            }
+        }
+        let total = rev.len();
+        let scroll = self.scroll.min(total.saturating_sub(height));
+        rev.reverse();
+        let end = total - scroll;
+        let start = end.saturating_sub(height);
+        rev.drain(start..end).collect()
+    }
+
+    fn entry_lines(&self, e: &Entry, first: bool, w: usize) -> Lines {
+        let t = &self.theme;
+        let mut out = Vec::new();
+        match e {
+            Entry::User(text) => {
+                if !first {
+                    out.push(Line::default());
+                }
+                let mut style = self.fg(t.user_bubble_fg);
+                if let Some(bg) = t.user_bubble_bg {
+                    style = style.bg(bg);
+                }
+                for (i, row) in wrap(text, w.saturating_sub(2)).into_iter().enumerate() {
+                    let prefix = if i == 0 { "› " } else { "  " };
+                    out.push(Line::from(vec![
+                        Span::styled(prefix, self.fg(t.user).add_modifier(Modifier::BOLD)),
+                        Span::styled(row, style),
+                    ]));
+                }
+            }
+            Entry::Assistant { text, blocked, .. } => {
+                if !text.is_empty() {
+                    for (i, row) in wrap(text, w.saturating_sub(2)).into_iter().enumerate() {
+                        let prefix = if i == 0 { "● " } else { "  " };
+                        out.push(Line::from(vec![
+                            Span::styled(prefix, self.fg(t.assistant)),
+                            Span::styled(row, self.fg(t.fg)),
+                        ]));
+                    }
+                }
+                if let Some(reason) = blocked {
+                    out.extend(prefixed(&format!("withheld: {reason}"), "  ", "  ", w, self.fg(t.warning)));
+                }
+            }
+            Entry::Tool {
+                name,
+                extension,
+                args,
+                state,
+                ..
+            } => {
+                let mut parts = vec![(format!("⚙ {name}"), self.fg(t.tool).add_modifier(Modifier::BOLD))];
+                if let Some(x) = extension {
+                    parts.push((format!(" ({x})"), self.fg(t.muted)));
+                }
+                if !args.is_empty() {
+                    parts.push((format!(" {args}"), self.fg(t.tool_out)));
+                }
+                out.push(fit(parts, w));
+                match state {
+                    ToolState::Running => out.push(Line::styled("  ⎿ running…", self.fg(t.muted))),
+                    ToolState::Blocked(reason) => {
+                        out.extend(prefixed(&format!("blocked: {reason}"), "  ⊘ ", "    ", w, self.fg(t.warning)))
+                    }
+                    ToolState::Done { is_error, output } => {
+                        let style = if *is_error { self.fg(t.error) } else { self.fg(t.tool_out) };
+                        let mark = if *is_error { "  ⎿ ✗ " } else { "  ⎿ " };
+                        let rows: Vec<&str> = output.lines().collect();
+                        if rows.is_empty() {
+                            out.push(Line::styled(format!("{mark}(no output)"), style));
+                        } else if self.expand_tools {
+                            let wrapped = prefixed(output, mark, "    ", w, style);
+                            let n = wrapped.len();
+                            out.extend(wrapped.into_iter().take(EXPANDED_ROWS));
+                            if n > EXPANDED_ROWS {
+                                out.push(Line::styled(format!("    … {} more rows", n - EXPANDED_ROWS), self.fg(t.muted)));
+                            }
+                        } else {
+                            let more = if rows.len() > 1 {
+                                format!(" (+{} lines, Ctrl+O expands)", rows.len() - 1)
+                            } else {
+                                String::new()
+                            };
+                            out.push(fit(
+                                vec![
+                                    (format!("{mark}{}", rows[0]), style),
+                                    (more, self.fg(t.muted)),
+                                ],
+                                w,
+                            ));
+                        }
+                    }
+                }
+            }
+            Entry::Info(text) => out.extend(prefixed(text, "· ", "  ", w, self.fg(t.muted))),
+            Entry::Error(text) => out.extend(prefixed(text, "✖ ", "  ", w, self.fg(t.error))),
+        }
+        out
+    }
+
+    fn error_lines(&self, text: &str, w: usize) -> Lines {
+        prefixed(text, "✖ ", "  ", w, self.fg(self.theme.error))
+    }
+
+    fn note_lines(&self, owner: &str, level: &str, text: &str, w: usize) -> Lines {
+        let tag = format!("[{owner}] ");
+        let tw = width(&tag);
+        let (avail, indent) = if w >= tw + 8 { (w - tw, " ".repeat(tw)) } else { (w, String::new()) };
+        wrap(text, avail)
+            .into_iter()
+            .enumerate()
+            .map(|(i, row)| {
+                let head = if i == 0 {
+                    Span::styled(tag.clone(), self.fg(self.theme.accent))
+                } else {
+                    Span::raw(indent.clone())
+                };
+                Line::from(vec![head, Span::styled(row, self.level(level))])
+            })
+            .collect()
+    }
+
+    fn sheet_lines(&self, s: &super::app::Sheet, w: usize) -> Lines {
+        let mut out = vec![Line::styled(
+            truncate(&s.title, w),
+            self.fg(self.theme.accent).add_modifier(Modifier::BOLD),
+        )];
+        for l in &s.lines {
+            out.extend(prefixed(l, "  ", "  ", w, self.fg(self.theme.fg)));
+        }
+        out.push(Line::styled(truncate("  (Esc closes)", w), self.fg(self.theme.muted)));
+        out
+    }
+
+    /// Widgets, status items, queued prompts and the temporary status.
+    fn chrome_lines(&self, w: usize) -> Lines {
+        let t = &self.theme;
+        let one = |s: &str| truncate(&s.replace('\n', " ↩ "), w);
+        let mut widgets: Lines = Vec::new();
+        for ((ext, _), wd) in &self.widgets {
+            widgets.push(Line::styled(one(&format!("  [{ext}] {}", wd.title)), self.fg(t.accent)));
+            for l in &wd.lines {
+                widgets.push(Line::styled(one(&format!("  {l}")), self.fg(t.fg)));
+            }
+        }
+        if widgets.len() > WIDGET_ROWS {
+            widgets.truncate(WIDGET_ROWS - 1);
+            widgets.push(Line::styled(one("  ... extension widgets truncated ..."), self.fg(t.muted)));
+        }
+        let mut statuses: Lines = self
+            .statuses
+            .iter()
+            .map(|((ext, _), s)| Line::styled(one(&format!("  [{ext}] {}", s.text)), self.level(&s.level)))
+            .collect();
+        if statuses.len() > STATUS_ROWS {
+            statuses.truncate(STATUS_ROWS - 1);
+            statuses.push(Line::styled(one("  ... extension statuses truncated ..."), self.fg(t.muted)));
+        }
+        let mut out = widgets;
+        out.extend(statuses);
+        for q in self.queued.iter().take(3) {
+            let first = q.lines().next().unwrap_or("");
+            out.push(Line::styled(one(&format!("  ⏳ queued: {first}")), self.fg(t.muted)));
+        }
+        if self.queued.len() > 3 {
+            out.push(Line::styled(one(&format!("  … {} more queued", self.queued.len() - 3)), self.fg(t.muted)));
+        }
+        if let Some(fl) = &self.flash {
+            out.push(Line::styled(one(&fl.text), self.level(&fl.level)));
+        }
+        out
+    }
+
+    fn footer(&self, w: usize) -> Line<'static> {
+        let t = &self.theme;
+        let session = if self.session_id.is_empty() {
+            "no session".to_string()
+        } else {
+            format!("session {}", self.session_id)
+        };
+        let left = format!("{} · {} · {session}", self.state.provider, self.state.model);
+        let mut right = String::new();
+        if self.busy {
+            right.push_str("● working (Esc aborts)");
+        }
+        if !self.alerts {
+            right.push_str(if right.is_empty() { "alerts off" } else { " · alerts off" });
+        }
+        let rw = width(&right);
+        if rw + 4 >= w {
+            return Line::styled(truncate(&left, w), self.fg(t.muted));
+        }
+        let left = truncate(&left, w - rw - 1);
+        let gap = w - width(&left) - rw;
+        Line::from(vec![
+            Span::styled(left, self.fg(t.muted)),
+            Span::raw(" ".repeat(gap)),
+            Span::styled(right, self.fg(t.spinner)),
+        ])
+    }
+
+    fn draw_menu(&self, f: &mut Frame, menu: &[super::app::MenuItem], over: Rect) {
+        let rows = menu.len().min(8).min(usize::from(over.height));
+        if rows == 0 {
+            return;
+        }
+        let sel = self.menu_selected.min(menu.len() - 1);
+        let first = if sel >= rows { sel + 1 - rows } else { 0 };
+        let w = usize::from(over.width);
+        let name_w = menu.iter().map(|m| width(&m.name) + 1).max().unwrap_or(0).min(w / 2);
+        let lines: Lines = menu
+            .iter()
+            .enumerate()
+            .skip(first)
+            .take(rows)
+            .map(|(i, m)| {
+                let name = truncate(&format!("/{}", m.name), name_w + 1);
+                let pad = (name_w + 2).saturating_sub(width(&name));
+                let desc = truncate(&m.description, w.saturating_sub(name_w + 3));
+                let line = Line::from(vec![
+                    Span::styled(format!("{name}{}", " ".repeat(pad)), self.fg(self.theme.accent)),
+                    Span::styled(desc, self.fg(self.theme.muted)),
+                ]);
+                if i == sel {
+                    line.style(self.selected())
+                } else {
+                    line
+                }
+            })
+            .collect();
+        let r = Rect::new(over.x, over.y + over.height - rows as u16, over.width, rows as u16);
+        f.render_widget(Clear, r);
+        f.render_widget(Paragraph::new(lines), r);
+    }
+
+    /// A bordered box of `inner_h` rows, centred horizontally and placed at
+    /// the bottom of `over`, or `None` when there is no room.
+    fn float(&self, over: Rect, inner_h: usize, max_w: u16) -> Option<Rect> {
+        if over.height < 3 || over.width < 10 {
+            return None;
+        }
+        let width = over.width.min(max_w).max(10.min(over.width));
+        let height = (inner_h as u16 + 2).min(over.height);
+        let x = over.x + (over.width - width) / 2;
+        let y = over.y + over.height - height;
+        Some(Rect::new(x, y, width, height))
+    }
+
+    fn bordered(&self, title: String, style: Style) -> Block<'static> {
+        Block::default()
+            .borders(Borders::ALL)
+            .border_style(style)
+            .title(Span::styled(title, style.add_modifier(Modifier::BOLD)))
+    }
+
+    fn draw_picker(&self, f: &mut Frame, p: &super::app::Picker, over: Rect) {
+        let Some(r) = self.float(over, p.items.len() + 1, 80) else {
+            return;
+        };
+        let inner_w = usize::from(r.width - 2);
+        let rows = usize::from(r.height - 2).saturating_sub(1);
+        let sel = p.selected.min(p.items.len().saturating_sub(1));
+        let first = if rows > 0 && sel >= rows { sel + 1 - rows } else { 0 };
+        let mut lines: Lines = p
+            .items
+            .iter()
+            .enumerate()
+            .skip(first)
+            .take(rows)
+            .map(|(i, it)| {
+                let label = truncate(&it.label, inner_w);
+                let rest = inner_w.saturating_sub(width(&label) + 2);
+                let line = Line::from(vec![
+                    Span::styled(label, self.fg(self.theme.fg)),
+                    Span::raw("  "),
+                    Span::styled(truncate(&it.detail, rest), self.fg(self.theme.muted)),
+                ]);
+                if i == sel {
+                    line.style(self.selected())
+                } else {
+                    line
+                }
+            })
+            .collect();
+        lines.push(Line::styled(
+            truncate("↑/↓ choose · Enter select · Esc close", inner_w),
+            self.fg(self.theme.muted),
+        ));
+        f.render_widget(Clear, r);
+        let title = truncate(&format!(" {} ", p.title), inner_w);
+        f.render_widget(
+            Paragraph::new(lines).block(self.bordered(title, self.fg(self.theme.accent))),
+            r,
+        );
+    }
+
+    fn draw_panel(&self, f: &mut Frame, over: Rect) {
+        let Some(open) = &self.panel else {
+            return;
+        };
+        let p = &open.panel;
+        let footer_rows = if p.footer.is_empty() { 0 } else { 2 };
+        let Some(r) = self.float(over, p.lines.len().max(1) + footer_rows, 100) else {
+            return;
+        };
+        let inner_w = usize::from(r.width - 2);
+        let inner_h = usize::from(r.height - 2);
+        let body_h = inner_h.saturating_sub(footer_rows).max(1.min(inner_h));
+        let is_selected = |l: &str| {
+            let s = l.trim_start();
+            s.starts_with("▸ ") || s.starts_with("● ") || s.starts_with('\u{200b}')
+        };
+        let sel = p.lines.iter().position(|l| is_selected(l));
+        let first = match sel {
+            Some(s) if s >= body_h => s + 1 - body_h,
+            _ => 0,
+        };
+        let mut lines: Lines = p
+            .lines
+            .iter()
+            .enumerate()
+            .skip(first)
+            .take(body_h)
+            .map(|(i, l)| {
+                let text = truncate(&l.replace('\u{200b}', ""), inner_w);
+                if Some(i) == sel {
+                    let pad = inner_w.saturating_sub(width(&text));
+                    Line::styled(format!("{text}{}", " ".repeat(pad)), self.selected())
+                } else if text.contains('✓') {
+                    Line::styled(text, self.fg(self.theme.tool))
+                } else {
+                    Line::styled(text, self.fg(self.theme.fg))
+                }
+            })
+            .collect();
+        if footer_rows > 0 && inner_h > body_h {
+            lines.push(Line::default());
+            lines.push(Line::styled(truncate(&p.footer, inner_w), self.fg(self.theme.muted)));
+        }
+        let title = if p.title.is_empty() { &open.extension } else { &p.title };
+        let title = truncate(&format!(" {title} "), inner_w);
+        f.render_widget(Clear, r);
+        f.render_widget(
+            Paragraph::new(lines).block(self.bordered(title, self.fg(self.theme.accent))),
+            r,
+        );
+    }
+
+    fn draw_confirmation(&self, f: &mut Frame, over: Rect) {
+        let Some(c) = self.confirmations.front() else {
+            return;
+        };
+        let inner_w = usize::from(over.width.min(100)).saturating_sub(2).max(1);
+        let mut lines: Lines = wrap(&c.preview, inner_w)
+            .into_iter()
+            .take(6)
+            .map(|r| Line::styled(r, self.fg(self.theme.fg)))
+            .collect();
+        lines.push(Line::default());
+        let more = if self.confirmations.len() > 1 {
+            format!("  (+{} waiting)", self.confirmations.len() - 1)
+        } else {
+            String::new()
+        };
+        lines.push(Line::styled(
+            truncate(&format!("[y] allow once  [a] always this session  [n/Esc] deny{more}"), inner_w),
+            self.fg(self.theme.accent),
+        ));
+        let Some(r) = self.float(over, lines.len(), 100) else {
+            return;
+        };
+        let title = truncate(&format!(" allow {}? ", c.tool_name), usize::from(r.width - 2));
+        f.render_widget(Clear, r);
+        // Keep the key line visible when the box is short.
+        let inner_h = usize::from(r.height - 2);
+        if lines.len() > inner_h {
+            lines.drain(..lines.len() - inner_h);
+        }
+        f.render_widget(
+            Paragraph::new(lines).block(self.bordered(title, self.fg(self.theme.warning))),
+            r,
+        );
+    }
+}
+
+/// `text` wrapped to `w` columns, the first row after `first`, the rest
+/// after `rest` (both the same width).
+fn prefixed(text: &str, first: &str, rest: &str, w: usize, style: Style) -> Lines {
+    let pw = width(first);
+    if w <= pw + 1 {
+        return wrap(text, w.max(1)).into_iter().map(|r| Line::styled(r, style)).collect();
+    }
+    wrap(text, w - pw)
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| Line::styled(format!("{}{r}", if i == 0 { first } else { rest }), style))
+        .collect()
+}
+
+/// Styled pieces on one row, cut with `...` at `w` columns.
+fn fit(parts: Vec<(String, Style)>, w: usize) -> Line<'static> {
+    let mut spans = Vec::new();
+    let mut left = w;
+    for (text, style) in parts {
+        let tw = width(&text);
+        if tw <= left {
+            spans.push(Span::styled(text, style));
+            left -= tw;
+        } else {
+            spans.push(Span::styled(truncate(&text, left), style));
+            break;
+        }
+    }
+    Line::from(spans)
+}

@@ -1,0 +1,393 @@
+//! The interactive terminal UI (`zut` with no `-p`/`--mode`).
+//!
+//! Shape: one UI thread owns the terminal and runs one `select!` over
+//! terminal input (read by its own thread, with SIGTERM/SIGHUP folded into
+//! the same channel) and the core's [`Event`] channel, with a timeout that
+//! comes due when the next frame may be drawn. Input and events only change
+//! the [`App`] and yield [`Intent`]s, which [`drive`] executes against the
+//! [`Core`]; drawing happens only when something changed and at most once
+//! per [`FRAME`]: a change right after a frame waits for the rest of that
+//! frame, never for a whole tick, so the screen lags an event by at most
+//! one frame. Events are drained in
+//! batches (up to [`EVENT_BATCH`]) before a render, so a flood of events
+//! never freezes the screen.
+//!
+//! Invariants: the terminal is restored (raw mode off, main screen,
+//! bracketed paste off, cursor shown) when [`run`] returns, on panic and on
+//! SIGTERM/SIGHUP; nothing is ever logged to the terminal; the UI thread
+//! never waits on an extension (every [`Core`] method returns at once).
+
+mod app;
+mod draw;
+mod editor;
+pub mod text;
+pub mod theme;
+
+pub use app::{App, AppConfig, Entry, Intent, Note, Then, ToolState, RELOAD_STATUS_TTL};
+pub use text::strip_controls;
+
+use crate::events::Event;
+use crate::frontend::Core;
+use crossbeam_channel::{never, select, unbounded, Receiver, Sender};
+use crossterm::event::{self as term_event, Event as TermEvent};
+use ratatui::backend::{Backend, CrosstermBackend};
+use ratatui::Terminal;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The shortest gap between two renders (100 frames/s at most).
+pub const FRAME: Duration = Duration::from_millis(10);
+/// How often an idle loop wakes to expire the temporary status.
+const IDLE_WAKE: Duration = Duration::from_millis(100);
+/// At most this many events are handled between two looks at the clock.
+pub const EVENT_BATCH: usize = 2048;
+
+/// What the terminal UI is started with.
+#[derive(Debug, Clone, Default)]
+pub struct TuiOptions {
+    /// `$ZUT_HOME`: user themes and saved settings live there.
+    pub zut_home: PathBuf,
+    /// Theme files shipped by loaded extensions, in extension-name order.
+    pub theme_paths: Vec<PathBuf>,
+}
+
+/// Something the UI thread hears besides core events.
+#[derive(Debug, Clone)]
+pub enum Input {
+    Term(TermEvent),
+    /// SIGTERM or SIGHUP arrived.
+    Signal(i32),
+}
+
+/// Runs the interactive terminal until the person quits; returns the exit
+/// status (0 on a normal quit, 128 + signal number on SIGTERM/SIGHUP).
+pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i32 {
+    let (input_tx, input_rx) = unbounded();
+    let signals = match SignalThread::start(input_tx.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("zut: cannot watch signals: {e}");
+            return 1;
+        }
+    };
+    install_panic_hook();
+    let guard = match TerminalGuard::enter() {
+        Ok(g) => g,
+        Err(e) => {
+            restore_terminal();
+            signals.stop();
+            eprintln!("zut: cannot set up the terminal: {e}");
+            return 1;
+        }
+    };
+    let reader = InputThread::start(input_tx);
+    let mut terminal = match Terminal::new(CrosstermBackend::new(std::io::stdout())) {
+        Ok(t) => t,
+        Err(e) => {
+            drop(guard);
+            reader.stop();
+            signals.stop();
+            eprintln!("zut: cannot set up the terminal: {e}");
+            return 1;
+        }
+    };
+    let mut app = App::new(app_config(&opts), Instant::now());
+    let settings_home = opts.zut_home.clone();
+    let mut bell = || {
+        let mut out = std::io::stdout();
+        let _ = out.write_all(b"\x07");
+        let _ = out.flush();
+    };
+    let code = drive(
+        &mut terminal,
+        &mut app,
+        core.as_ref(),
+        &events,
+        &input_rx,
+        &mut bell,
+        &mut |app: &App| save_settings(&settings_home, app),
+    );
+    drop(terminal);
+    drop(guard);
+    reader.stop();
+    signals.stop();
+    code
+}
+
+/// The app's start-up configuration from the environment and `opts`.
+fn app_config(opts: &TuiOptions) -> AppConfig {
+    let mut themes = theme::user_themes(&opts.zut_home);
+    themes.extend(theme::load_all(&opts.theme_paths));
+    let saved = crate::config::load(&opts.zut_home)
+        .ok()
+        .and_then(|c| c.extra.get("tui").cloned())
+        .unwrap_or_default();
+    AppConfig {
+        depth: theme::ColorDepth::detect(),
+        dark_terminal: theme::terminal_is_dark(),
+        themes,
+        theme: saved.get("theme").and_then(|v| v.as_str()).map(str::to_string),
+        alerts: saved.get("alerts").and_then(|v| v.as_bool()).unwrap_or(true),
+    }
+}
+
+/// Stores the alerts switch and the theme under `tui` in `config.json`.
+fn save_settings(zut_home: &std::path::Path, app: &App) {
+    let mut config = match crate::config::load(zut_home) {
+        Ok(c) => c,
+        Err(e) => {
+            log::warn!("settings not saved: {e}");
+            return;
+        }
+    };
+    config.extra.insert(
+        "tui".into(),
+        serde_json::json!({"alerts": app.alerts(), "theme": app.theme_name()}),
+    );
+    if let Err(e) = crate::config::save(zut_home, &config) {
+        log::warn!("settings not saved: {e}");
+    }
+}
+
+/// The UI loop over any backend (the real terminal, or a test backend).
+/// Returns the exit status once an [`Intent::Quit`] or a signal arrives,
+/// or the input channel closes (0).
+pub fn drive<B: Backend>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    core: &dyn Core,
+    events: &Receiver<Event>,
+    input: &Receiver<Input>,
+    bell: &mut dyn FnMut(),
+    save: &mut dyn FnMut(&App),
+) -> i32 {
+    let mut events = events.clone();
+    let mut input = input.clone();
+    let mut dirty = true;
+    let mut last_draw: Option<Instant> = None;
+    let _ = app.set_state(core.state(), Then::Rebuild);
+    loop {
+        let mut intents = Vec::new();
+        let wait = match (dirty, last_draw) {
+            (false, _) => IDLE_WAKE,
+            (true, None) => Duration::ZERO,
+            (true, Some(t)) => (t + FRAME).saturating_duration_since(Instant::now()),
+        };
+        select! {
+            recv(input) -> msg => match msg {
+                Ok(Input::Term(ev)) => {
+                    intents = on_terminal(app, ev);
+                    dirty = true;
+                }
+                Ok(Input::Signal(sig)) => {
+                    core.shutdown();
+                    return 128 + sig;
+                }
+                Err(_) => input = never(),
+            },
+            recv(events) -> msg => match msg {
+                Ok(ev) => {
+                    intents = app.on_event(ev);
+                    for _ in 1..EVENT_BATCH {
+                        match events.try_recv() {
+                            Ok(ev) => intents.extend(app.on_event(ev)),
+                            Err(_) => break,
+                        }
+                    }
+                    dirty = true;
+                }
+                Err(_) => events = never(),
+            },
+            default(wait) => {}
+        }
+        if let Some(code) = execute(app, core, intents, bell, save) {
+            core.shutdown();
+            return code;
+        }
+        let now = Instant::now();
+        dirty |= app.tick(now);
+        if dirty && last_draw.map_or(true, |t| now.duration_since(t) >= FRAME) {
+            if let Err(e) = terminal.draw(|f| app.draw(f)) {
+                log::warn!("terminal draw failed: {e}");
+            }
+            dirty = false;
+            last_draw = Some(now);
+        }
+    }
+}
+
+/// Hands a terminal event to the app.
+fn on_terminal(app: &mut App, ev: TermEvent) -> Vec<Intent> {
+    match ev {
+        TermEvent::Key(k) => app.on_key(k),
+        TermEvent::Paste(text) => app.on_paste(&text),
+        _ => Vec::new(),
+    }
+}
+
+/// Runs intents (and the ones they lead to) against the core; `Some(code)`
+/// when the UI should quit.
+fn execute(
+    app: &mut App,
+    core: &dyn Core,
+    intents: Vec<Intent>,
+    bell: &mut dyn FnMut(),
+    save: &mut dyn FnMut(&App),
+) -> Option<i32> {
+    let mut queue: std::collections::VecDeque<Intent> = intents.into();
+    let mut refreshed = false;
+    while let Some(intent) = queue.pop_front() {
+        match intent {
+            Intent::Prompt(text) => {
+                let s = core.prompt(text.clone());
+                app.on_submitted(&text, s);
+            }
+            Intent::Command(line) => {
+                let _ = core.command(line);
+            }
+            Intent::Abort => core.abort(false),
+            Intent::Confirm(id, d) => core.confirm(id, d),
+            Intent::PanelKey {
+                extension,
+                panel_id,
+                key,
+                text,
+            } => core.panel_key(&extension, &panel_id, &key, text),
+            Intent::PanelClose { extension, panel_id } => core.panel_close(&extension, &panel_id),
+            Intent::Reload => core.reload(),
+            Intent::NewSession => core.new_session(),
+            Intent::Fork(at) => core.fork(at),
+            Intent::Switch(id) => core.switch(id),
+            Intent::Compact(i) => core.compact(i),
+            Intent::SetModel(m) => core.set_model(m),
+            // One plain refresh per batch is enough.
+            Intent::Refresh(Then::Nothing) if refreshed => {}
+            Intent::Refresh(then) => {
+                refreshed = true;
+                queue.extend(app.set_state(core.state(), then));
+            }
+            Intent::SaveSettings => save(app),
+            Intent::Bell => bell(),
+            Intent::Quit(code) => return Some(code),
+        }
+    }
+    None
+}
+
+/// Raw mode, the alternate screen and bracketed paste for as long as it
+/// lives.
+struct TerminalGuard;
+
+impl TerminalGuard {
+    fn enter() -> std::io::Result<TerminalGuard> {
+        crossterm::terminal::enable_raw_mode()?;
+        let guard = TerminalGuard;
+        crossterm::execute!(
+            std::io::stdout(),
+            crossterm::terminal::EnterAlternateScreen,
+            crossterm::event::EnableBracketedPaste
+        )?;
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+/// Puts the terminal back the way a shell expects it. Safe to call twice.
+pub fn restore_terminal() {
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        crossterm::event::DisableBracketedPaste,
+        crossterm::terminal::LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    let _ = crossterm::terminal::disable_raw_mode();
+}
+
+/// Restores the terminal before the default panic report is printed, so
+/// the report is readable and the shell usable.
+fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore_terminal();
+        previous(info);
+    }));
+}
+
+/// Reads terminal events on its own thread, polling so it can be stopped.
+struct InputThread {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl InputThread {
+    fn start(tx: Sender<Input>) -> InputThread {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                match term_event::poll(Duration::from_millis(50)) {
+                    Ok(false) => continue,
+                    Ok(true) => match term_event::read() {
+                        Ok(ev) => {
+                            if tx.send(Input::Term(ev)).is_err() {
+                                break;
+                            }
+                        }
+                        Err(e) => {
+                            log::warn!("terminal input failed: {e}");
+                            break;
+                        }
+                    },
+                    Err(e) => {
+                        log::warn!("terminal input failed: {e}");
+                        break;
+                    }
+                }
+            }
+        });
+        InputThread { stop, handle }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.handle.join();
+    }
+}
+
+/// Turns SIGTERM and SIGHUP into [`Input::Signal`].
+struct SignalThread {
+    handle: signal_hook::iterator::Handle,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl SignalThread {
+    fn start(tx: Sender<Input>) -> std::io::Result<SignalThread> {
+        use signal_hook::consts::{SIGHUP, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP])?;
+        let handle = signals.handle();
+        let thread = std::thread::spawn(move || {
+            for sig in signals.forever() {
+                if tx.send(Input::Signal(sig)).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(SignalThread { handle, thread })
+    }
+
+    fn stop(self) {
+        self.handle.close();
+        let _ = self.thread.join();
+    }
+}
+
+#[cfg(test)]
+mod tests;

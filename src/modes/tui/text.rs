@@ -1,0 +1,205 @@
+//! Text helpers for drawing: control-sequence stripping, display width,
+//! wrapping and truncation.
+//!
+//! Invariant: everything an extension, a tool or the model wrote goes
+//! through [`strip_controls`] before it reaches a cell, so no byte of it can
+//! move the cursor, change colours or talk to the terminal.
+
+use unicode_width::UnicodeWidthChar;
+
+/// Removes terminal control sequences and control characters from `text`:
+/// ESC sequences (CSI, OSC, DCS, APC, PM, SOS and two-byte ones), C1
+/// controls, DEL and every C0 control except newline and tab.
+///
+/// One function on purpose: a program-wide sanitiser can replace it.
+pub fn strip_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                // CSI: parameters, then one final byte in @..~
+                Some('[') => {
+                    for n in chars.by_ref() {
+                        if ('\u{40}'..='\u{7e}').contains(&n) {
+                            break;
+                        }
+                    }
+                }
+                // String controls: until BEL or ST (ESC \)
+                Some(']' | 'P' | '_' | '^' | 'X') => {
+                    while let Some(n) = chars.next() {
+                        if n == '\u{7}' || n == '\u{9c}' {
+                            break;
+                        }
+                        if n == '\u{1b}' {
+                            if chars.peek() == Some(&'\\') {
+                                chars.next();
+                            }
+                            break;
+                        }
+                    }
+                }
+                // Two-byte sequences (ESC 7, ESC c, ESC ( B …): drop both
+                // (and the designator of a charset selection).
+                Some('(' | ')' | '*' | '+' | '#' | '%') => {
+                    chars.next();
+                }
+                Some(_) | None => {}
+            },
+            // 8-bit CSI: parameters and final byte go too
+            '\u{9b}' => {
+                for n in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&n) {
+                        break;
+                    }
+                }
+            }
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Columns `c` occupies (tabs count as [`TAB`] spaces).
+pub fn char_width(c: char) -> usize {
+    if c == '\t' {
+        TAB
+    } else {
+        c.width().unwrap_or(0)
+    }
+}
+
+/// How many spaces a tab becomes.
+pub const TAB: usize = 4;
+
+/// Display width of `s`.
+pub fn width(s: &str) -> usize {
+    s.chars().map(char_width).sum()
+}
+
+/// `s` with tabs expanded to spaces, for drawing.
+pub fn expand_tabs(s: &str) -> String {
+    if s.contains('\t') {
+        s.replace('\t', &" ".repeat(TAB))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Cuts `s` to at most `max` columns, ending in `...` when cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return expand_tabs(s);
+    }
+    if max <= 3 {
+        return ".".repeat(max);
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = char_width(c);
+        if used + w > max - 3 {
+            break;
+        }
+        used += w;
+        if c == '\t' {
+            out.push_str(&" ".repeat(TAB));
+        } else {
+            out.push(c);
+        }
+    }
+    out.push_str("...");
+    out
+}
+
+/// Splits `text` into rows of at most `max` columns: on newlines, then at
+/// the last space that fits, else mid-word. Tabs are expanded. An empty
+/// text is one empty row.
+pub fn wrap(text: &str, max: usize) -> Vec<String> {
+    let max = max.max(1);
+    let mut rows = Vec::new();
+    for line in text.split('\n') {
+        let line = expand_tabs(line);
+        if width(&line) <= max {
+            rows.push(line);
+            continue;
+        }
+        let mut row = String::new();
+        let mut used = 0;
+        // Byte index in `row` just after the last space, and the width up to it.
+        let mut last_space: Option<(usize, usize)> = None;
+        for c in line.chars() {
+            let w = char_width(c);
+            if used + w > max && c == ' ' {
+                // The overflowing space is the break itself.
+                rows.push(std::mem::take(&mut row).trim_end().to_string());
+                used = 0;
+                last_space = None;
+                continue;
+            }
+            if used + w > max {
+                match last_space {
+                    Some((at, w_at)) if at < row.len() => {
+                        let rest = row.split_off(at);
+                        rows.push(row.trim_end().to_string());
+                        row = rest;
+                        used -= w_at;
+                    }
+                    _ => {
+                        rows.push(std::mem::take(&mut row));
+                        used = 0;
+                    }
+                }
+                last_space = None;
+            }
+            row.push(c);
+            used += w;
+            if c == ' ' {
+                last_space = Some((row.len(), used));
+            }
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_controls_removes_every_kind_of_sequence() {
+        assert_eq!(strip_controls("\u{1b}[31mred\u{1b}[0m"), "red");
+        assert_eq!(strip_controls("a\u{1b}]0;title\u{7}b"), "ab");
+        assert_eq!(strip_controls("a\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\b"), "alinkb");
+        assert_eq!(strip_controls("x\u{1b}Pdcs\u{1b}\\y"), "xy");
+        assert_eq!(strip_controls("\u{1b}(Bok\u{1b}7"), "ok");
+        assert_eq!(strip_controls("bell\u{7} cr\r bs\u{8} del\u{7f} c1\u{9b}2J."), "bell cr bs del c1.");
+        assert_eq!(strip_controls("keep\nnew\tlines"), "keep\nnew\tlines");
+        assert_eq!(strip_controls("trailing\u{1b}"), "trailing");
+        assert_eq!(strip_controls("ünï ✓ 日本"), "ünï ✓ 日本");
+    }
+
+    #[test]
+    fn wrap_breaks_at_spaces_then_mid_word_and_keeps_newlines() {
+        assert_eq!(wrap("hello world foo", 11), vec!["hello world", "foo"]);
+        assert_eq!(wrap("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("a\n\nb", 10), vec!["a", "", "b"]);
+        assert_eq!(wrap("", 10), vec![""]);
+        assert_eq!(wrap("日本語テキスト", 4), vec!["日本", "語テ", "キス", "ト"]);
+        for row in wrap("some long words that wrap in a narrow column", 7) {
+            assert!(width(&row) <= 7, "{row:?}");
+        }
+    }
+
+    #[test]
+    fn truncate_marks_the_cut() {
+        assert_eq!(truncate("short", 10), "short");
+        assert_eq!(truncate("a long line of text", 10), "a long ...");
+        assert_eq!(truncate("abc", 2), "..");
+        assert_eq!(width(&truncate("日本語テキスト", 7)), 7);
+    }
+}

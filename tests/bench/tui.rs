@@ -1,0 +1,256 @@
+//! Benchmark: the interactive terminal's drawing (issue "terminal UI").
+//!
+//! (a) Render time of one frame at 100×30 with a 1,000-message transcript
+//!     (500 prompts, 500 answers of a few wrapped rows, 100 tool calls),
+//!     against an empty screen rendered in the same run.
+//! (b) Event-to-screen latency while 10,000 `ext_notify` events per second
+//!     arrive for two seconds: the real UI loop (`drive`) runs on a test
+//!     backend that, at every flush, reads the newest note on the screen;
+//!     an event's latency is the time from its send to the first flush
+//!     that shows it (or a newer one). Shown against the empty-screen
+//!     render time.
+//!
+//! Run: `cargo bench --bench tui` (or `-- render` / `-- latency`).
+
+mod common;
+
+use common::*;
+use crossbeam_channel::unbounded;
+use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::{Backend, ClearType, TestBackend, WindowSize};
+use ratatui::buffer::Cell;
+use ratatui::layout::{Position, Size};
+use ratatui::Terminal;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use zut::agent::Decision;
+use zut::events::Event;
+use zut::frontend::{Core, CoreState, Submitted};
+use zut::modes::tui::theme::ColorDepth;
+use zut::modes::tui::{drive, App, AppConfig, Input, Then};
+
+/// A core that does nothing: only the UI is measured.
+struct Idle;
+
+impl Core for Idle {
+    fn prompt(&self, _: String) -> Submitted {
+        Submitted::Started
+    }
+    fn command(&self, _: String) -> Submitted {
+        Submitted::Started
+    }
+    fn abort(&self, _: bool) {}
+    fn confirm(&self, _: u64, _: Decision) {}
+    fn panel_key(&self, _: &str, _: &str, _: &str, _: Option<String>) {}
+    fn panel_close(&self, _: &str, _: &str) {}
+    fn reload(&self) {}
+    fn new_session(&self) {}
+    fn fork(&self, _: Option<usize>) {}
+    fn switch(&self, _: String) {}
+    fn compact(&self, _: Option<String>) {}
+    fn set_model(&self, _: String) {}
+    fn state(&self) -> CoreState {
+        CoreState {
+            provider: "script".into(),
+            model: "bench".into(),
+            ..CoreState::default()
+        }
+    }
+    fn shutdown(&self) {}
+}
+
+fn new_app() -> App {
+    let mut app = App::new(
+        AppConfig {
+            depth: ColorDepth::TrueColor,
+            ..AppConfig::default()
+        },
+        Instant::now(),
+    );
+    app.set_state(Idle.state(), Then::Nothing);
+    app
+}
+
+fn long_app() -> App {
+    let mut app = new_app();
+    for i in 0..500 {
+        app.on_event(Event::UserMessage {
+            text: format!("question number {i}: what does this function do and why?"),
+        });
+        for w in 0..40 {
+            app.on_event(Event::TextDelta {
+                delta: format!("word{w} "),
+            });
+        }
+        if i % 5 == 0 {
+            app.on_event(Event::ToolCall {
+                id: format!("c{i}"),
+                name: "read".into(),
+                args: serde_json::json!({"path": "src/main.rs"}),
+            });
+        }
+        app.on_event(Event::Done);
+    }
+    app
+}
+
+/// Median and p99 of one frame's draw.
+fn render(app: &App) -> Samples {
+    let mut t = Terminal::new(TestBackend::new(100, 30)).expect("terminal");
+    Samples::time(50, 1000, || {
+        t.draw(|f| app.draw(f)).expect("draw");
+    })
+}
+
+/// A test backend that notes, at every flush, the newest note on screen.
+struct Watching {
+    inner: TestBackend,
+    seen: Arc<Mutex<Vec<(u64, Instant)>>>,
+}
+
+impl Watching {
+    fn newest(&self) -> Option<u64> {
+        let buf = self.inner.buffer();
+        for y in (0..buf.area.height).rev() {
+            let row: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+            if let Some(at) = row.find("[flood] n") {
+                let digits: String = row[at + 9..].chars().take_while(char::is_ascii_digit).collect();
+                if let Ok(n) = digits.parse() {
+                    return Some(n);
+                }
+            }
+        }
+        None
+    }
+}
+
+impl Backend for Watching {
+    fn draw<'a, I: Iterator<Item = (u16, u16, &'a Cell)>>(&mut self, content: I) -> io::Result<()> {
+        self.inner.draw(content)
+    }
+    fn hide_cursor(&mut self) -> io::Result<()> {
+        self.inner.hide_cursor()
+    }
+    fn show_cursor(&mut self) -> io::Result<()> {
+        self.inner.show_cursor()
+    }
+    fn get_cursor_position(&mut self) -> io::Result<Position> {
+        self.inner.get_cursor_position()
+    }
+    fn set_cursor_position<P: Into<Position>>(&mut self, p: P) -> io::Result<()> {
+        self.inner.set_cursor_position(p)
+    }
+    fn clear(&mut self) -> io::Result<()> {
+        self.inner.clear()
+    }
+    fn clear_region(&mut self, t: ClearType) -> io::Result<()> {
+        self.inner.clear_region(t)
+    }
+    fn size(&self) -> io::Result<Size> {
+        self.inner.size()
+    }
+    fn window_size(&mut self) -> io::Result<WindowSize> {
+        self.inner.window_size()
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()?;
+        if let Some(n) = self.newest() {
+            if let Ok(mut s) = self.seen.lock() {
+                s.push((n, Instant::now()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Per-event latency under a 10,000 events/s flood for `secs` seconds.
+fn flood_latency(rate: u64, secs: u64) -> Samples {
+    let (ev_tx, ev_rx) = unbounded();
+    let (in_tx, in_rx) = unbounded();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let backend = Watching {
+        inner: TestBackend::new(100, 30),
+        seen: seen.clone(),
+    };
+    let ui = std::thread::spawn(move || {
+        let mut t = Terminal::new(backend).expect("terminal");
+        let mut app = new_app();
+        drive(&mut t, &mut app, &Idle, &ev_rx, &in_rx, &mut || {}, &mut |_: &App| {})
+    });
+    let total = rate * secs;
+    let per_ms = rate / 1000;
+    let mut sent = Vec::with_capacity(total as usize);
+    let start = Instant::now();
+    for i in 0..total {
+        if i % per_ms == 0 {
+            let due = start + Duration::from_millis(i / per_ms);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+        sent.push(Instant::now());
+        ev_tx
+            .send(Event::ExtNotify {
+                extension: "flood".into(),
+                level: "info".into(),
+                message: format!("n{i}"),
+            })
+            .expect("send");
+    }
+    // Let the last frame land, then quit.
+    std::thread::sleep(Duration::from_millis(100));
+    in_tx
+        .send(Input::Term(TermEvent::Key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL))))
+        .expect("send");
+    ui.join().expect("ui thread");
+    let seen = seen.lock().expect("lock").clone();
+    let mut out = Samples::new();
+    let mut j = 0;
+    for (i, t) in sent.iter().enumerate() {
+        while j < seen.len() && seen[j].0 < i as u64 {
+            j += 1;
+        }
+        if let Some((_, shown)) = seen.get(j) {
+            out.push(shown.saturating_duration_since(*t));
+        }
+    }
+    out
+}
+
+fn main() {
+    let mut report = Report::new(
+        "tui",
+        "terminal UI render time and event-to-screen latency",
+        &[
+            "frames drawn on ratatui's TestBackend at 100x30 (truecolor theme);",
+            "baseline: an empty screen drawn the same way in the same run",
+        ],
+    );
+    let empty = render(&new_app());
+    report.section("render");
+    report.line("empty screen, one frame", empty.summary());
+    if selected("render") {
+        let app = long_app();
+        let long = render(&app);
+        report.line("1,000-message transcript, one frame", long.summary());
+        report.line("ratio to empty (median)", format!("{:.2}x", ratio(long.median(), empty.median())));
+        report.line("p99 (scheduler noise on a shared machine)", fmt(long.quantile(0.99)));
+        let p90 = long.p90();
+        report.goal(p90 <= Duration::from_millis(4), "1,000 messages render in <= 4 ms (p90)", fmt(p90));
+    }
+    if selected("latency") {
+        report.section("latency under 10,000 notify events/s for 2 s");
+        let lat = flood_latency(10_000, 2);
+        report.line("events measured", lat.len());
+        report.line("event to screen", lat.summary());
+        let p99 = lat.quantile(0.99);
+        report.line("p99 / empty-screen render", format!("{:.1}x", ratio(p99, empty.median())));
+        report.goal(
+            lat.len() >= 19_000 && p99 <= Duration::from_millis(16),
+            "p99 event-to-screen <= 16 ms",
+            fmt(p99),
+        );
+    }
+    report.finish();
+}
