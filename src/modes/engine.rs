@@ -322,10 +322,17 @@ impl Worker {
                 s.busy = true;
                 s.current = Some(canceller);
             }
-            self.run_job(job, &token);
-            let mut s = lock(&self.shared);
-            s.busy = false;
-            s.current = None;
+            let ends_with_done = self.run_job(job, &token);
+            {
+                let mut s = lock(&self.shared);
+                s.busy = false;
+                s.current = None;
+            }
+            // After the state is idle: a front end that asks for the state
+            // when it sees `done` must not find the job still running.
+            if ends_with_done {
+                self.emit(Event::Done);
+            }
         }
     }
 
@@ -337,15 +344,17 @@ impl Worker {
         self.emit(Event::Error { message });
     }
 
-    fn run_job(&mut self, job: Job, cancel: &CancelToken) {
+    /// Runs one job; true when it must end with `done` (prompts and
+    /// commands).
+    fn run_job(&mut self, job: Job, cancel: &CancelToken) -> bool {
         match job {
             Job::Prompt(text) => {
                 self.prompt(&text, cancel);
-                self.emit(Event::Done);
+                return true;
             }
             Job::Command(line) => {
                 self.command(&line, cancel);
-                self.emit(Event::Done);
+                return true;
             }
             Job::Reload => self.reload(),
             Job::SetModel(model) => {
@@ -357,6 +366,7 @@ impl Worker {
                 self.fail("sessions are not available in this build yet".into());
             }
         }
+        false
     }
 
     fn agent(&mut self) -> Result<&mut Agent, String> {
@@ -442,7 +452,7 @@ impl Worker {
                 return;
             }
             "model" if !args.trim().is_empty() => {
-                self.run_job(Job::SetModel(args.trim().to_string()), cancel);
+                let _ = self.run_job(Job::SetModel(args.trim().to_string()), cancel);
                 return;
             }
             _ => {}
