@@ -143,12 +143,17 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         }
         (_, Some(other)) => return Err(format!("unknown --mode {other:?}: use json or rpc (or -p for print mode)")),
     };
-    // Until sessions land every run is session-less, which is what
-    // --no-session asks for.
-    let _ = cli.no_session;
-    if cli.continue_session || cli.session.is_some() {
-        return Err("sessions are not available in this build yet (--continue / --session)".into());
-    }
+    let session = match (cli.no_session, cli.continue_session, &cli.session) {
+        (true, false, None) => modes::SessionChoice::None,
+        (false, true, None) => modes::SessionChoice::Continue,
+        (false, false, Some(id)) => modes::SessionChoice::Resume(id.clone()),
+        (false, false, None) => modes::SessionChoice::New,
+        _ => {
+            return Err(
+                "--no-session, --continue and --session exclude each other: give one".into(),
+            )
+        }
+    };
     // Paths given on the command line (--ext, --script, --script-log) are
     // relative to where zut was started, like any command's arguments;
     // --cwd only says which project the agent works on.
@@ -191,6 +196,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         interactive: mode == Mode::Interactive,
         search_path: None,
         skills: !cli.no_skills,
+        session: None,
     };
     let discovery = discovery::Options {
         cwd: cwd.clone(),
@@ -207,6 +213,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         max_steps: cli.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
         yolo: cli.yolo,
         no_skills: cli.no_skills,
+        session,
     };
     let code = if mode == Mode::Interactive {
         // The terminal UI reads Ctrl+C as a key and watches SIGTERM and

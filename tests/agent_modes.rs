@@ -66,7 +66,8 @@ fn a_multi_step_tool_loop_changes_the_project() {
     );
     let ev = json_lines(&out.stdout);
     let types: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(types.first(), Some(&"user_message"));
+    // The new session is announced first, then the prompt.
+    assert_eq!(types[..2], ["session", "user_message"]);
     assert_eq!(types.last(), Some(&"done"));
     assert_eq!(types.iter().filter(|t| **t == "turn_start").count(), 4);
     let steps: Vec<u64> = ev
@@ -353,14 +354,14 @@ fn print_mode_slash_commands_honour_each_action() {
     let kinds: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
-        ["ext_loaded", "ext_display", "command_result", "done"]
+        ["ext_loaded", "session", "ext_display", "command_result", "done"]
     );
     assert_eq!(
-        (ev[1]["extension"].as_str(), ev[1]["text"].as_str()),
+        (ev[2]["extension"].as_str(), ev[2]["text"].as_str()),
         (Some("fx-normal"), Some("echo: x"))
     );
     assert_eq!(
-        ev[2],
+        ev[3],
         serde_json::json!({"type": "command_result", "name": "echo", "action": "display", "text": "echo: x"})
     );
     let out = run("/do-noop");

@@ -94,6 +94,7 @@ pub(crate) fn run(names: &[String], json: bool, ctx: &CliContext, io: &mut Io<'_
         interactive: false,
         search_path: None,
         skills: true,
+        session: None,
     };
     let _ = writeln!(io.err, "starting extensions…");
     let host = Host::start(config, Arc::new(Collect::default()), entries, &io.cancel);

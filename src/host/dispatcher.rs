@@ -224,6 +224,7 @@ impl Dispatcher {
         let (cmd_tx, cmd_rx) = crossbeam_channel::unbounded();
         let (urgent_tx, urgent_rx) = crossbeam_channel::unbounded();
         let (inbox_tx, inbox_rx) = crossbeam_channel::unbounded();
+        let session = config.session.clone();
         let mut d = Dispatcher {
             config,
             discovery,
@@ -238,7 +239,7 @@ impl Dispatcher {
             registry: Registry::default(),
             generation: 0,
             next_id,
-            session: None,
+            session,
             last_session_event: None,
             states: HashMap::new(),
             view,

@@ -69,6 +69,9 @@ pub struct HostConfig {
     /// Discover skills (off with `--no-skills`): user roots and the ones
     /// loaded extensions bundle, recomputed on every load.
     pub skills: bool,
+    /// The session at start (`hello_ack.session`); later ones come through
+    /// [`HostHandle::set_session`].
+    pub session: Option<SessionInfo>,
 }
 
 /// Where an extension is in its life.

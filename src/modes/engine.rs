@@ -17,6 +17,8 @@ use crate::frontend::{
     CommandSummary, Core, CoreState, ExtensionSummary, Submitted, ToolSummary,
 };
 use crate::host::{registry::BUILTIN_COMMANDS, HostHandle, Phase};
+use crate::provider::Message;
+use crate::session::{Session, Store};
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -34,6 +36,10 @@ pub struct EngineConfig {
     pub can_confirm: bool,
     /// Said after "no command /x" when installed extensions are disabled.
     pub disabled_hint: Option<String>,
+    /// The project's session store; `None` with `--no-session`.
+    pub store: Option<Store>,
+    /// The session to start with (already opened or created).
+    pub session: Option<Session>,
 }
 
 /// One unit of work for the worker.
@@ -62,6 +68,61 @@ struct Shared {
     current: Option<Canceller>,
     model: String,
     provider: String,
+    /// The active session's identity, for `state()`.
+    session: Option<crate::frontend::SessionSummary>,
+    /// The transcript of the active branch, kept current by the agent's
+    /// observer, for `state()`.
+    messages: Vec<Message>,
+}
+
+/// Where the agent's messages and extension states go: the active session
+/// (if any) and the copy `state()` reads.
+struct Recorder {
+    session: Arc<Mutex<Option<Session>>>,
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl agent::Observer for Recorder {
+    fn message(&mut self, message: &Message) {
+        lock(&self.shared).messages.push(message.clone());
+        if let Some(s) = lock(&self.session).as_mut() {
+            if let Err(e) = s.append_message(message) {
+                log::warn!("session: {e}");
+            }
+        }
+    }
+
+    fn state(&mut self, extension: &str, state: &serde_json::Value) -> Result<(), String> {
+        match lock(&self.session).as_mut() {
+            // No session: states are not kept (nothing to keep them in).
+            None => Ok(()),
+            Some(s) => match s.set_state(extension, state.clone()) {
+                Ok(()) => Ok(()),
+                Err(crate::session::StateError::Write(e)) => {
+                    log::warn!("session: {e}");
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            },
+        }
+    }
+}
+
+/// A session as front ends list it.
+fn summary_of(s: &Session) -> crate::frontend::SessionSummary {
+    crate::frontend::SessionSummary {
+        id: s.id().to_string(),
+        parent_id: s.parent_id().map(str::to_string),
+        path: s.path().display().to_string(),
+        fork_point: s.fork_point(),
+        title: s
+            .messages()
+            .iter()
+            .find_map(crate::session::prompt_text)
+            .map(|t| crate::session::one_line(&t, 60))
+            .unwrap_or_default(),
+        updated: String::new(),
+    }
 }
 
 /// Routes confirmation answers to the waiting worker.
@@ -91,6 +152,10 @@ pub struct Engine {
     events: Sender<Event>,
     confirms: Arc<Confirms>,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+    store: Option<Store>,
+    /// The active session (the worker's), discarded at shutdown when
+    /// nothing was recorded in it.
+    session: Arc<Mutex<Option<Session>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -117,6 +182,14 @@ impl Engine {
             ..Shared::default()
         }));
         let confirms = Arc::new(Confirms::default());
+        let mut config = config;
+        let session = Arc::new(Mutex::new(config.session.take()));
+        if let Some(s) = lock(&session).as_ref() {
+            let mut sh = lock(&shared);
+            sh.session = Some(summary_of(s));
+            sh.messages = s.messages().to_vec();
+        }
+        let store = config.store.clone();
         let engine = Arc::new(Engine {
             jobs: Mutex::new(Some(tx)),
             shared: shared.clone(),
@@ -124,6 +197,8 @@ impl Engine {
             events: events.clone(),
             confirms: confirms.clone(),
             worker: Mutex::new(None),
+            store,
+            session: session.clone(),
         });
         let mut worker = Worker {
             host,
@@ -132,6 +207,7 @@ impl Engine {
             shared,
             confirms,
             agent: None,
+            session,
         };
         let handle = std::thread::Builder::new()
             .name("zut-agent".into())
@@ -234,9 +310,36 @@ impl Core for Engine {
             model: s.model.clone(),
             busy: s.busy,
             queued: s.pending,
+            session: s.session.clone(),
+            messages: s.messages.clone(),
             ..CoreState::default()
         };
         drop(s);
+        if let Some(store) = &self.store {
+            state.sessions = store
+                .list()
+                .into_iter()
+                .map(|s| crate::frontend::SessionSummary {
+                    id: s.id,
+                    parent_id: s.parent_id,
+                    path: s.path.display().to_string(),
+                    fork_point: s.fork_point,
+                    title: s.title,
+                    updated: s.updated,
+                })
+                .collect();
+        }
+        if let Some(skills) = self.host.view().skills.clone() {
+            state.skills = skills
+                .skills
+                .iter()
+                .map(|s| crate::frontend::SkillSummary {
+                    name: s.name.clone(),
+                    description: s.description.clone(),
+                    source: s.source.clone(),
+                })
+                .collect();
+        }
         let view = self.host.view();
         state.commands = view
             .registry
@@ -289,6 +392,11 @@ impl Core for Engine {
                 log::error!("the agent thread panicked");
             }
         }
+        // A run that recorded nothing (a command, an aborted start) leaves
+        // no empty session behind.
+        if let Some(s) = lock(&self.session).take() {
+            let _ = s.discard_if_empty();
+        }
         self.host.shutdown();
     }
 }
@@ -307,6 +415,8 @@ struct Worker {
     shared: Arc<Mutex<Shared>>,
     confirms: Arc<Confirms>,
     agent: Option<Agent>,
+    /// The active session (shared with the agent's recorder).
+    session: Arc<Mutex<Option<Session>>>,
 }
 
 impl Worker {
@@ -359,12 +469,18 @@ impl Worker {
             Job::Reload => self.reload(),
             Job::SetModel(model) => {
                 self.config.provider.model = Some(model.clone());
-                lock(&self.shared).model = model;
-                self.agent = None;
+                lock(&self.shared).model = model.clone();
+                if let Some(agent) = self.agent.as_mut() {
+                    match crate::provider::create(&self.config.provider) {
+                        Ok(p) => agent.set_provider(p),
+                        Err(e) => self.fail(e.to_string()),
+                    }
+                }
             }
-            Job::NewSession | Job::Fork(_) | Job::Switch(_) | Job::Compact(_) => {
-                self.fail("sessions are not available in this build yet".into());
-            }
+            Job::NewSession => self.new_session(),
+            Job::Fork(at) => self.fork(at),
+            Job::Switch(id) => self.switch(&id),
+            Job::Compact(instructions) => self.compact(instructions, cancel),
         }
         false
     }
@@ -382,13 +498,13 @@ impl Worker {
                     .then(|| self.confirms.clone() as Arc<dyn Confirmer>),
             };
             let sink: Arc<dyn EventSink> = Arc::new(ChannelSink(self.events.clone()));
-            self.agent = Some(Agent::new(
-                provider,
-                self.host.clone(),
-                sink,
-                opts,
-                &self.config.zut_home,
-            ));
+            let mut agent = Agent::new(provider, self.host.clone(), sink, opts, &self.config.zut_home);
+            agent.set_transcript(lock(&self.shared).messages.clone());
+            agent.set_observer(Some(Box::new(Recorder {
+                session: self.session.clone(),
+                shared: self.shared.clone(),
+            })));
+            self.agent = Some(agent);
         }
         Ok(self.agent.as_mut().expect("just created"))
     }
@@ -405,6 +521,134 @@ impl Worker {
             ),
             Outcome::Blocked { reason } => self.fail(format!("turn blocked: {reason}")),
             Outcome::Failed { error } => self.fail(error),
+        }
+    }
+
+    /// Makes `session` the active one: the transcript, the states, the
+    /// JSON `session` event, then the extensions' session events.
+    fn activate(&mut self, session: Session, reason: &str, events: &[&str]) {
+        let info = session.info();
+        let states: HashMap<String, serde_json::Value> = session
+            .states()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        {
+            let mut sh = lock(&self.shared);
+            sh.session = Some(summary_of(&session));
+            sh.messages = session.messages().to_vec();
+        }
+        if let Some(agent) = self.agent.as_mut() {
+            agent.set_transcript(session.messages().to_vec());
+        }
+        self.emit(session_event(&info, reason));
+        *lock(&self.session) = Some(session);
+        for (n, event) in events.iter().enumerate() {
+            // The host remembers only the last one for late extensions.
+            let _ = n;
+            self.host.set_session(Some(info.clone()), Some(event), states.clone());
+        }
+    }
+
+    fn store(&self) -> Result<Store, ()> {
+        match &self.config.store {
+            Some(s) => Ok(s.clone()),
+            None => {
+                self.fail("no session is kept in this run (--no-session)".into());
+                Err(())
+            }
+        }
+    }
+
+    fn new_session(&mut self) {
+        let Ok(store) = self.store() else { return };
+        match store.create() {
+            Ok(s) => self.activate(s, "new", &["session_opened"]),
+            Err(e) => self.fail(format!("cannot start a session: {e}")),
+        }
+    }
+
+    fn fork(&mut self, at: Option<usize>) {
+        let forked = match lock(&self.session).as_ref() {
+            Some(s) => s.fork(at),
+            None => return self.fail("no session to fork (--no-session)".into()),
+        };
+        match forked {
+            Ok(s) => self.activate(s, "fork", &["session_forked", "session_switched"]),
+            Err(e) => self.fail(format!("cannot fork: {e}")),
+        }
+    }
+
+    fn switch(&mut self, id: &str) {
+        let Ok(store) = self.store() else { return };
+        match store.open(id) {
+            Ok(s) => {
+                if let Some(w) = s.warning() {
+                    self.emit(Event::ExtWarning {
+                        extension: "zut".into(),
+                        message: w.to_string(),
+                    });
+                }
+                let events: &[&str] = if s.parent_id().is_some() {
+                    &["session_forked", "session_switched"]
+                } else {
+                    &["session_switched"]
+                };
+                self.activate(s, "switch", events)
+            }
+            Err(e) => self.fail(format!("cannot switch: {e}")),
+        }
+    }
+
+    /// One provider request asks for a summary of the history before the
+    /// last user turn; the summary replaces that history.
+    fn compact(&mut self, instructions: Option<String>, cancel: &CancelToken) {
+        let (point, history) = match lock(&self.session).as_ref() {
+            None => return self.fail("no session to compact (--no-session)".into()),
+            Some(s) => match s.compact_point() {
+                Some(p) => (p, s.messages()[..p].to_vec()),
+                None => return self.fail("nothing to compact yet".into()),
+            },
+        };
+        let _ = point;
+        let mut ask = history;
+        let mut request = String::from(
+            "Summarize the conversation so far for your own later use: the goal, decisions, \
+             files touched and what remains to do. Answer with the summary only.",
+        );
+        if let Some(extra) = instructions.filter(|i| !i.trim().is_empty()) {
+            request.push_str("\n\n");
+            request.push_str(extra.trim());
+        }
+        ask.push(Message::user_text(request));
+        let summary = match self.agent() {
+            Ok(agent) => agent.complete_once(&ask, cancel),
+            Err(e) => Err(e),
+        };
+        let summary = match summary {
+            Ok(s) if !s.trim().is_empty() => s,
+            Ok(_) => return self.fail("compaction failed: the model returned no summary".into()),
+            Err(e) => return self.fail(format!("compaction failed: {e}")),
+        };
+        let compacted = {
+            let mut guard = lock(&self.session);
+            let Some(s) = guard.as_mut() else { return };
+            s.compact(summary).map(|()| (s.info(), s.messages().to_vec(), s.states().clone()))
+        };
+        match compacted {
+            Ok((info, messages, states)) => {
+                lock(&self.shared).messages = messages.clone();
+                if let Some(agent) = self.agent.as_mut() {
+                    agent.set_transcript(messages);
+                }
+                self.emit(session_event(&info, "compact"));
+                self.host.set_session(
+                    Some(info),
+                    Some("session_compacted"),
+                    states.into_iter().collect(),
+                );
+            }
+            Err(e) => self.fail(format!("compaction failed: {e}")),
         }
     }
 
@@ -453,6 +697,29 @@ impl Worker {
             }
             "model" if !args.trim().is_empty() => {
                 let _ = self.run_job(Job::SetModel(args.trim().to_string()), cancel);
+                return;
+            }
+            "new" | "fork" | "compact" | "resume" | "switch" => {
+                let arg = args.trim();
+                let job = match lower.as_str() {
+                    "new" => Job::NewSession,
+                    "fork" if arg.is_empty() => Job::Fork(None),
+                    "fork" => match arg.parse::<usize>() {
+                        Ok(n) => Job::Fork(Some(n)),
+                        Err(_) => return self.fail(format!("/fork takes a message index, not {arg:?}")),
+                    },
+                    "compact" => Job::Compact((!arg.is_empty()).then(|| arg.to_string())),
+                    _ if arg.is_empty() => {
+                        return self.fail(format!("/{lower} needs a session id (zut sessions lists them)"))
+                    }
+                    _ => Job::Switch(arg.to_string()),
+                };
+                let _ = self.run_job(job, cancel);
+                self.emit(Event::CommandResult {
+                    name: lower.clone(),
+                    action: "noop".into(),
+                    text: String::new(),
+                });
                 return;
             }
             _ => {}
@@ -516,6 +783,17 @@ impl Worker {
     }
 }
 
+/// The JSON stream's `session` event for `info`.
+pub fn session_event(info: &zut_ext::wire::SessionInfo, reason: &str) -> Event {
+    Event::Session {
+        id: info.id.clone(),
+        parent_id: (!info.parent_id.is_empty()).then(|| info.parent_id.clone()),
+        path: info.path.clone(),
+        fork_point: (info.fork_point > 0).then_some(info.fork_point as usize),
+        reason: reason.to_string(),
+    }
+}
+
 /// "unknown command" with what is available and how to send the text as a
 /// prompt instead.
 pub fn unknown_command(name: &str, host: &HostHandle, disabled_hint: Option<&str>) -> String {
@@ -528,7 +806,10 @@ pub fn unknown_command(name: &str, host: &HostHandle, disabled_hint: Option<&str
         .commands()
         .map(|c| format!("/{}", c.name))
         .collect();
-    names.extend(["/reload-ext".to_string(), "/model".to_string()]);
+    names.extend(
+        ["/reload-ext", "/model", "/new", "/fork", "/compact", "/resume", "/skills"]
+            .map(String::from),
+    );
     format!(
         "unknown command /{name}; available: {}. To send text that starts with / as a prompt, begin it with a space or with //",
         names.join(", ")

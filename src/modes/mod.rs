@@ -16,6 +16,7 @@ use crate::cancel::CancelToken;
 use crate::events::Event;
 use crate::frontend::Core;
 use crate::host::{self, HostHandle};
+use crate::session::{Session, Store};
 use engine::{Engine, EngineConfig};
 
 /// Exit statuses (zut(1), EXIT STATUS).
@@ -45,11 +46,88 @@ pub struct Run {
     pub yolo: bool,
     /// `--no-skills`: no skill discovery, `skill` tool or `/skill:`.
     pub no_skills: bool,
+    /// Which session to keep (`--no-session`, `--continue`, `--session`).
+    pub session: SessionChoice,
+}
+
+/// The session a run starts with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionChoice {
+    /// `--no-session`: nothing is kept.
+    None,
+    /// A new session (the default).
+    New,
+    /// `--continue`: the latest of this project, else a new one.
+    Continue,
+    /// `--session ID`.
+    Resume(String),
+}
+
+/// Opens the run's session: the store, the session, and why (`new` or
+/// `resume`). A session id that does not exist is a usage error.
+pub fn open_session(
+    choice: &SessionChoice,
+    zut_home: &std::path::Path,
+    cwd: &std::path::Path,
+    quiet: bool,
+) -> Result<(Option<Store>, Option<Session>, &'static str), (i32, String)> {
+    if *choice == SessionChoice::None {
+        return Ok((None, None, "new"));
+    }
+    let store = Store::new(zut_home, cwd);
+    let fail = |e: crate::session::SessionError| (EXIT_FAILURE, format!("session: {e}"));
+    let (session, reason) = match choice {
+        SessionChoice::Resume(id) => match store.open(id) {
+            Ok(s) => (s, "resume"),
+            Err(crate::session::SessionError::Unknown { .. }) => {
+                return Err((
+                    EXIT_USAGE,
+                    format!(
+                        "no session {id:?} for {}; list them with zut sessions",
+                        store.cwd().display()
+                    ),
+                ))
+            }
+            Err(e) => return Err(fail(e)),
+        },
+        SessionChoice::Continue => match store.latest() {
+            Some(id) => (store.open(&id).map_err(fail)?, "resume"),
+            None => {
+                if !quiet {
+                    eprintln!("zut: no earlier session for this directory; starting a new one");
+                }
+                (store.create().map_err(fail)?, "new")
+            }
+        },
+        _ => (store.create().map_err(fail)?, "new"),
+    };
+    if let (Some(w), false) = (session.warning(), quiet) {
+        eprintln!("zut: warning: {w}");
+    }
+    Ok((Some(store), Some(session), reason))
 }
 
 /// Runs one prompt or slash command and shuts the extensions down.
-pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
+pub fn run_once(mut run: Run, cancel: &CancelToken) -> i32 {
     let (tx, rx) = crossbeam_channel::unbounded::<Event>();
+    let no_prompt = run.prompt.as_deref().is_none_or(|p| p.trim().is_empty());
+    let (store, session, reason) =
+        match open_session(&run.session, &run.host.zut_home, &run.host.cwd, false) {
+            Ok(x) => x,
+            Err((code, message)) => {
+                eprintln!("zut: {message}");
+                return code;
+            }
+        };
+    // A run that only loads extensions keeps no session.
+    let session = match session {
+        Some(s) if no_prompt => {
+            let _ = s.discard_if_empty();
+            None
+        }
+        s => s,
+    };
+    run.host.session = session.as_ref().map(Session::info);
     let entries = host::discovery::discover(&run.discovery);
     let disabled_hint = host::discovery::disabled_hint(&entries);
     let (zut_home, cwd) = (run.host.zut_home.clone(), run.host.cwd.clone());
@@ -77,8 +155,7 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
             eprintln!("zut: warning: {}", crate::sanitize::sanitize(&w.message));
         }
     }
-    // No sessions yet: session_start carries no session.
-    host.emit_event(&zut_ext::wire::EventPayload::named("session_start"));
+    announce_session(&host, &tx, session.as_ref(), reason);
     let prompt = run.prompt.clone().filter(|p| !p.trim().is_empty());
     let Some(prompt) = prompt else {
         // Load, report, stop: a check that every extension loads.
@@ -110,6 +187,8 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
             yolo: run.yolo,
             can_confirm: false,
             disabled_hint,
+            store,
+            session,
         },
     );
     // `/name` runs a command; `//text` and ` /text` send text that starts
@@ -158,8 +237,17 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
 }
 
 /// `zut` in a terminal: the host, the engine and the terminal UI's loop.
-pub fn run_interactive(run: Run) -> i32 {
+pub fn run_interactive(mut run: Run) -> i32 {
     let (tx, rx) = crossbeam_channel::unbounded::<Event>();
+    let (store, session, reason) =
+        match open_session(&run.session, &run.host.zut_home, &run.host.cwd, false) {
+            Ok(x) => x,
+            Err((code, message)) => {
+                eprintln!("zut: {message}");
+                return code;
+            }
+        };
+    run.host.session = session.as_ref().map(Session::info);
     let entries = host::discovery::discover(&run.discovery);
     let disabled_hint = host::discovery::disabled_hint(&entries);
     let theme_paths: Vec<std::path::PathBuf> = {
@@ -190,7 +278,7 @@ pub fn run_interactive(run: Run) -> i32 {
             return EXIT_FAILURE;
         }
     };
-    host.emit_event(&zut_ext::wire::EventPayload::named("session_start"));
+    announce_session(&host, &tx, session.as_ref(), reason);
     let engine = Engine::start(
         host,
         tx,
@@ -202,6 +290,8 @@ pub fn run_interactive(run: Run) -> i32 {
             yolo: run.yolo,
             can_confirm: true,
             disabled_hint,
+            store,
+            session,
         },
     );
     if let Some(p) = run.prompt.clone().filter(|p| !p.trim().is_empty()) {
@@ -222,6 +312,26 @@ pub fn run_interactive(run: Run) -> i32 {
     );
     engine.shutdown();
     code
+}
+
+/// The start of a run: `session_start` to extensions (with the session,
+/// if any), then `session_opened` with each one's own state, and the JSON
+/// stream's `session` event.
+pub fn announce_session(
+    host: &HostHandle,
+    events: &crossbeam_channel::Sender<Event>,
+    session: Option<&Session>,
+    reason: &str,
+) {
+    let info = session.map(Session::info);
+    let states: std::collections::HashMap<String, serde_json::Value> = session
+        .map(|s| s.states().iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    host.set_session(info.clone(), Some("session_start"), states.clone());
+    if let Some(info) = info {
+        let _ = events.send(engine::session_event(&info, reason));
+        host.set_session(Some(info), Some("session_opened"), states);
+    }
 }
 
 /// A non-interactive front end: renders events, knows the exit status.

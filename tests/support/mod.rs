@@ -119,6 +119,7 @@ impl Sandbox {
             interactive: false,
             search_path: Some(search_path().into()),
             skills: true,
+            session: None,
         }
     }
 

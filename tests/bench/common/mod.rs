@@ -347,6 +347,7 @@ impl Sandbox {
             interactive: false,
             search_path: Some(search_path()),
             skills: true,
+            session: None,
         }
     }
 
