@@ -158,7 +158,10 @@ fn sh_scaffold_echoes_tool_args_and_command_args_verbatim() {
     // The sh scaffold handles JSON with sed: quotes and backslashes in the
     // arguments must survive both ways.
     let sb = Sandbox::new();
-    let out = zut(&sb).args(["ext", "new", "q", "--lang", "sh"]).output().unwrap();
+    let out = zut(&sb)
+        .args(["ext", "new", "q", "--lang", "sh"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let out = zut(&sb)
         .args(["--ext", "q", "-p", r#"/q say "hi" \o/"#])
@@ -209,14 +212,23 @@ fn rust_scaffold_is_a_standalone_cargo_project_with_the_sdk_vendored() {
     // cargo resolves it as a project of its own: the vendored SDK is a
     // path dependency and nothing refers to zut's workspace.
     let out = std::process::Command::new(env!("CARGO"))
-        .args(["metadata", "--offline", "--format-version", "1", "--manifest-path"])
+        .args([
+            "metadata",
+            "--offline",
+            "--format-version",
+            "1",
+            "--manifest-path",
+        ])
         .arg(dir.join("Cargo.toml"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
     let root = meta["workspace_root"].as_str().unwrap();
-    assert_eq!(Path::new(root).canonicalize().unwrap(), dir.canonicalize().unwrap());
+    assert_eq!(
+        Path::new(root).canonicalize().unwrap(),
+        dir.canonicalize().unwrap()
+    );
     let names: Vec<&str> = meta["packages"]
         .as_array()
         .unwrap()
@@ -243,24 +255,41 @@ fn new_refuses_a_non_empty_directory_bad_names_and_unknown_languages() {
     std::fs::write(sb.cwd().join("taken/keep.txt"), "mine").unwrap();
     let out = zut(&sb).args(["ext", "new", "taken"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not empty"), "{}", text(&out));
-    assert_eq!(std::fs::read_dir(sb.cwd().join("taken")).unwrap().count(), 1);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not empty"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        std::fs::read_dir(sb.cwd().join("taken")).unwrap().count(),
+        1
+    );
 
     // An empty directory is fine.
     std::fs::create_dir_all(sb.cwd().join("empty")).unwrap();
-    let out = zut(&sb).args(["ext", "new", "empty", "--lang", "sh"]).output().unwrap();
+    let out = zut(&sb)
+        .args(["ext", "new", "empty", "--lang", "sh"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(sb.cwd().join("empty/main.sh").is_file());
 
     for (args, want) in [
         (&["ext", "new", "two words"][..], "A-Z a-z 0-9"),
         (&["ext", "new", ".hidden"][..], "plain name"),
-        (&["ext", "new", "help"][..], "built-in"),
-        (&["ext", "new", "x", "--lang", "cobol"][..], "unknown language"),
+        (&["ext", "new", "clear"][..], "built-in"),
+        (
+            &["ext", "new", "x", "--lang", "cobol"][..],
+            "unknown language",
+        ),
     ] {
         let out = zut(&sb).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
-        assert!(String::from_utf8_lossy(&out.stderr).contains(want), "{args:?}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(want),
+            "{args:?}: {}",
+            text(&out)
+        );
     }
     // Nothing half written was left behind.
     let stray: Vec<_> = std::fs::read_dir(sb.cwd())
@@ -285,7 +314,8 @@ fn built(package: &str) -> bool {
         dirs.push(PathBuf::from(t));
     }
     dirs.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-    dirs.iter().any(|d| d.join("release").join(package).is_file())
+    dirs.iter()
+        .any(|d| d.join("release").join(package).is_file())
 }
 
 #[test]
@@ -309,7 +339,10 @@ fn every_example_that_can_run_passes() {
         tested.push(dir.file_name().unwrap().to_string_lossy().into_owned());
     }
     for want in ["hello-py", "clock-node", "guard-sh"] {
-        assert!(tested.iter().any(|t| t == want), "{want} not tested: {tested:?}");
+        assert!(
+            tested.iter().any(|t| t == want),
+            "{want} not tested: {tested:?}"
+        );
     }
 }
 
@@ -352,7 +385,11 @@ fn no_hello_fails_at_the_hello_deadline() {
         "{}",
         text(&out)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("checks failed"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("checks failed"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]
@@ -376,20 +413,28 @@ fn wrong_protocol_and_wrong_name_fail_hello() {
     let dir = sb.fixture("fx-wrong-protocol", &[]);
     let (_, checks, all) = ext_test(&sb, &dir);
     assert!(
-        checks.iter().any(|c| c.check == "hello" && c.status == "FAIL" && c.reason.contains("protocol_version is 1")),
+        checks.iter().any(|c| c.check == "hello"
+            && c.status == "FAIL"
+            && c.reason.contains("protocol_version is 1")),
         "{all}"
     );
     let dir = sb.fixture("fx-wrong-name", &[]);
     let (_, checks, all) = ext_test(&sb, &dir);
     assert!(
-        checks.iter().any(|c| c.check == "hello" && c.status == "FAIL" && c.reason.contains("\"someone-else\"")),
+        checks.iter().any(|c| c.check == "hello"
+            && c.status == "FAIL"
+            && c.reason.contains("\"someone-else\"")),
         "{all}"
     );
 }
 
 #[test]
 fn a_frame_before_hello_fails() {
-    fails("fx-frame-before-hello", "hello", "the first frame is notify");
+    fails(
+        "fx-frame-before-hello",
+        "hello",
+        "the first frame is notify",
+    );
 }
 
 #[test]
@@ -399,14 +444,24 @@ fn garbage_on_stdout_fails_with_the_line() {
         .iter()
         .find(|c| c.check == "stdout" && c.status == "FAIL")
         .unwrap();
-    assert!(c.reason.contains("not a JSON object") && c.reason.contains("2 lines"), "{checks:?}");
+    assert!(
+        c.reason.contains("not a JSON object") && c.reason.contains("(3 lines)"),
+        "{checks:?}"
+    );
     // Nothing else is blamed.
-    assert!(checks.iter().filter(|c| c.status == "FAIL").count() == 1, "{checks:?}");
+    assert!(
+        checks.iter().filter(|c| c.status == "FAIL").count() == 1,
+        "{checks:?}"
+    );
 }
 
 #[test]
 fn a_crash_during_a_tool_call_fails_the_call_and_the_exit() {
-    let checks = fails("et-crash-tool", "tool et_crash", "went away during the call");
+    let checks = fails(
+        "et-crash-tool",
+        "tool et_crash",
+        "went away during the call",
+    );
     let exit = checks.iter().find(|c| c.check == "exit").unwrap();
     assert!(
         exit.status == "FAIL"
@@ -419,7 +474,11 @@ fn a_crash_during_a_tool_call_fails_the_call_and_the_exit() {
 
 #[test]
 fn a_tool_that_never_answers_fails_at_the_tool_deadline() {
-    fails("et-hang-tool", "tool et_hang", "no tool_result within 3000 ms");
+    fails(
+        "et-hang-tool",
+        "tool et_hang",
+        "no tool_result within 3000 ms",
+    );
 }
 
 #[test]
@@ -428,7 +487,9 @@ fn never_ready_is_a_warning_as_zut_auto_readies() {
     let (code, checks, all) = ext_test(&sb, &support::fixtures().join("et-no-ready"));
     assert_eq!(code, Some(0), "{all}");
     assert!(
-        checks.iter().any(|c| c.check == "ready" && c.status == "WARN" && c.reason.contains("no ready frame within 1500 ms")),
+        checks.iter().any(|c| c.check == "ready"
+            && c.status == "WARN"
+            && c.reason.contains("no ready frame within 1500 ms")),
         "{all}"
     );
 }
@@ -437,7 +498,9 @@ fn never_ready_is_a_warning_as_zut_auto_readies() {
 fn reserved_names_and_bad_schemas_fail_registration() {
     let checks = fails("et-bad-register", "registrations", "tool read refused");
     assert!(
-        checks.iter().any(|c| c.check == "registrations" && c.status == "FAIL" && c.reason.contains("schema must be a JSON object")),
+        checks.iter().any(|c| c.check == "registrations"
+            && c.status == "FAIL"
+            && c.reason.contains("schema must be a JSON object")),
         "{checks:?}"
     );
 }
@@ -446,7 +509,9 @@ fn reserved_names_and_bad_schemas_fail_registration() {
 fn dying_on_an_unknown_host_frame_fails() {
     let checks = fails("et-die-on-unknown", "unknown frame", "not tolerated");
     assert!(
-        checks.iter().any(|c| c.check == "exit" && c.status == "FAIL" && c.reason.contains("exit status 4")),
+        checks
+            .iter()
+            .any(|c| c.check == "exit" && c.status == "FAIL" && c.reason.contains("exit status 4")),
         "{checks:?}"
     );
 }
@@ -455,7 +520,9 @@ fn dying_on_an_unknown_host_frame_fails() {
 fn ignoring_shutdown_fails_and_the_holdout_is_killed() {
     let checks = fails("et-no-ack", "shutdown", "no shutdown_ack within 1500 ms");
     assert!(
-        checks.iter().any(|c| c.check == "exit" && c.status == "FAIL" && c.reason.contains("still running")),
+        checks
+            .iter()
+            .any(|c| c.check == "exit" && c.status == "FAIL" && c.reason.contains("still running")),
         "{checks:?}"
     );
 }
@@ -475,8 +542,15 @@ fn text_output_is_one_line_per_check() {
         assert!(["PASS", "WARN", "FAIL"].contains(&status), "{line}");
         assert!(rest.contains(": "), "{line}");
     }
-    assert!(stdout.starts_with("PASS manifest: name et-good"), "{stdout}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("checks passed"), "{}", text(&out));
+    assert!(
+        stdout.starts_with("PASS manifest: name et-good"),
+        "{stdout}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("checks passed"),
+        "{}",
+        text(&out)
+    );
     // Usage errors exit 2.
     let out = zut(&sb).args(["ext", "test"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));

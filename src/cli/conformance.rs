@@ -81,7 +81,13 @@ impl Report<'_, '_> {
             reason: reason.into(),
         };
         if self.stream {
-            let _ = writeln!(self.io.out, "{} {}: {}", c.status.as_str(), c.check, c.reason);
+            let _ = writeln!(
+                self.io.out,
+                "{} {}: {}",
+                c.status.as_str(),
+                c.check,
+                c.reason
+            );
             let _ = self.io.out.flush();
         }
         self.checks.push(c);
@@ -101,7 +107,11 @@ impl Report<'_, '_> {
 pub(crate) fn run(path: &str, json: bool, cwd: &Path, io: &mut Io<'_>) -> Outcome {
     let dir = {
         let p = Path::new(path);
-        let p = if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
+        let p = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            cwd.join(p)
+        };
         if p.file_name().is_some_and(|n| n == manifest::MANIFEST_FILE) && p.is_file() {
             p.parent().map(Path::to_path_buf).unwrap_or(p)
         } else {
@@ -170,12 +180,18 @@ fn check_extension(dir: &Path, cwd: &Path, deadlines: Deadlines, r: &mut Report<
     }
     let program = match exec {
         Exec::Relative { path, .. } if !path.is_file() => {
-            return r.fail("start", format!("executable {} does not exist", path.display()))
+            return r.fail(
+                "start",
+                format!("executable {} does not exist", path.display()),
+            )
         }
         Exec::Relative { path, .. } if !manifest::is_executable(path) => {
             return r.fail(
                 "start",
-                format!("executable {} is not executable (chmod +x it)", path.display()),
+                format!(
+                    "executable {} is not executable (chmod +x it)",
+                    path.display()
+                ),
             )
         }
         Exec::Relative { path, .. } => path.clone(),
@@ -272,7 +288,11 @@ impl Child {
             .name("ext-test-write".into())
             .spawn(move || {
                 for bytes in input_rx {
-                    if stdin.write_all(&bytes).and_then(|()| stdin.flush()).is_err() {
+                    if stdin
+                        .write_all(&bytes)
+                        .and_then(|()| stdin.flush())
+                        .is_err()
+                    {
                         let _ = t.send(Ev::WriteFailed);
                         return;
                     }
@@ -330,7 +350,8 @@ impl Child {
         let len = f.metadata().ok()?.len();
         let mut buf = Vec::new();
         use std::io::Seek as _;
-        f.seek(std::io::SeekFrom::Start(len.saturating_sub(4096))).ok()?;
+        f.seek(std::io::SeekFrom::Start(len.saturating_sub(4096)))
+            .ok()?;
         f.read_to_end(&mut buf).ok()?;
         text.push_str(&String::from_utf8_lossy(&buf));
         text.lines()
@@ -464,10 +485,9 @@ impl Session<'_> {
     fn note(&mut self, ev: Ev) {
         match ev {
             Ev::Line(_) => {}
-            Ev::TooLong(n) => self.problem(
-                "a line longer than the 32 MiB limit",
-                format!("{n} bytes"),
-            ),
+            Ev::TooLong(n) => {
+                self.problem("a line longer than the 32 MiB limit", format!("{n} bytes"))
+            }
             Ev::Eof => self.child.eof = true,
             Ev::Exited(s) => self.child.status = Some(s),
             // The process stopped reading; its exit tells the rest.
@@ -522,9 +542,9 @@ impl Session<'_> {
     /// Registrations are recorded whenever they come.
     fn observe(&mut self, f: &ExtFrame) {
         match f {
-            ExtFrame::RegisterCommand { .. } | ExtFrame::RegisterTool { .. } | ExtFrame::Subscribe { .. } => {
-                self.pending_registrations.push(f.clone())
-            }
+            ExtFrame::RegisterCommand { .. }
+            | ExtFrame::RegisterTool { .. }
+            | ExtFrame::Subscribe { .. } => self.pending_registrations.push(f.clone()),
             _ => {}
         }
     }
@@ -678,7 +698,10 @@ impl Session<'_> {
                     extension: self.m.name.clone(),
                 }),
                 ExtFrame::Subscribe { events, intercept } => {
-                    for e in events.iter().filter(|e| !KNOWN_EVENTS.contains(&e.as_str())) {
+                    for e in events
+                        .iter()
+                        .filter(|e| !KNOWN_EVENTS.contains(&e.as_str()))
+                    {
                         r.warn(
                             "registrations",
                             format!("subscribe: zut sends no event {e:?}"),
@@ -705,9 +728,19 @@ impl Session<'_> {
                 r.fail("registrations", why);
             }
         }
-        let commands: Vec<String> = self.registry.commands().map(|c| format!("/{}", c.name)).collect();
+        let commands: Vec<String> = self
+            .registry
+            .commands()
+            .map(|c| format!("/{}", c.name))
+            .collect();
         let tools: Vec<String> = self.registry.tools().map(|t| t.name.clone()).collect();
-        let list = |v: &[String]| if v.is_empty() { String::new() } else { format!(" ({})", v.join(", ")) };
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", v.join(", "))
+            }
+        };
         let summary = format!(
             "{} command{}{}, {} tool{}{}",
             commands.len(),
@@ -747,7 +780,10 @@ impl Session<'_> {
                 args: json!({}),
             });
             self.child.send(&HostFrame::ToolCancel { id });
-            return r.pass(check, "interactive: called with {}, then cancelled with tool_cancel");
+            return r.pass(
+                check,
+                "interactive: called with {}, then cancelled with tool_cancel",
+            );
         }
         self.child.send(&HostFrame::ToolCall {
             id: id.clone(),
@@ -755,9 +791,10 @@ impl Session<'_> {
             args: json!({}),
         });
         let started = Instant::now();
-        let waited = self.wait_for(started + self.d.tool, |f| {
-            matches!(f, ExtFrame::ToolResult { id: got, .. } if *got == id)
-        });
+        let waited = self.wait_for(
+            started + self.d.tool,
+            |f| matches!(f, ExtFrame::ToolResult { id: got, .. } if *got == id),
+        );
         match waited {
             Waited::Frame(ExtFrame::ToolResult {
                 content, is_error, ..
@@ -810,7 +847,10 @@ impl Session<'_> {
                     shorten(&error, 80)
                 ),
             ),
-            Ok(None) => r.pass(check, format!("answered in {} ms", started.elapsed().as_millis())),
+            Ok(None) => r.pass(
+                check,
+                format!("answered in {} ms", started.elapsed().as_millis()),
+            ),
             Err(Waited::Gone) => {
                 r.fail(check, "the process went away during the command (see exit)");
                 self.gone_during = Some(format!("the command /{}", c.name));
@@ -834,9 +874,10 @@ impl Session<'_> {
             args: String::new(),
         });
         let deadline = Instant::now() + self.d.command;
-        match self.wait_for(deadline, |f| {
-            matches!(f, ExtFrame::CommandResponse { id: got, .. } if *got == id)
-        }) {
+        match self.wait_for(
+            deadline,
+            |f| matches!(f, ExtFrame::CommandResponse { id: got, .. } if *got == id),
+        ) {
             Waited::Frame(ExtFrame::CommandResponse { error, .. }) => {
                 Ok((!error.is_empty()).then_some(error))
             }
@@ -850,7 +891,9 @@ impl Session<'_> {
         if let Some(c) = commands.first() {
             return match self.request_command(c) {
                 Ok(_) => Ok(format!("/{} still answered", c.name)),
-                Err(Waited::Gone) => Err(format!("the process went away; /{} got no answer", c.name)),
+                Err(Waited::Gone) => {
+                    Err(format!("the process went away; /{} got no answer", c.name))
+                }
                 Err(_) => Err(format!(
                     "/{} got no answer within {} ms",
                     c.name,
@@ -866,11 +909,15 @@ impl Session<'_> {
                 args: json!({}),
             });
             let deadline = Instant::now() + self.d.tool;
-            return match self.wait_for(deadline, |f| {
-                matches!(f, ExtFrame::ToolResult { id: got, .. } if *got == id)
-            }) {
+            return match self.wait_for(
+                deadline,
+                |f| matches!(f, ExtFrame::ToolResult { id: got, .. } if *got == id),
+            ) {
                 Waited::Frame(_) => Ok(format!("tool {} still answered", t.name)),
-                Waited::Gone => Err(format!("the process went away; tool {} got no answer", t.name)),
+                Waited::Gone => Err(format!(
+                    "the process went away; tool {} got no answer",
+                    t.name
+                )),
                 Waited::Timeout => Err(format!(
                     "tool {} got no answer within {} ms",
                     t.name,
@@ -882,7 +929,12 @@ impl Session<'_> {
     }
 
     /// A host frame of a type the extension cannot know must be ignored.
-    fn unknown_frame(&mut self, tools: &[ToolEntry], commands: &[CommandEntry], r: &mut Report<'_, '_>) {
+    fn unknown_frame(
+        &mut self,
+        tools: &[ToolEntry],
+        commands: &[CommandEntry],
+        r: &mut Report<'_, '_>,
+    ) {
         if !self.alive() {
             return;
         }
@@ -909,7 +961,12 @@ impl Session<'_> {
     }
 
     /// With `tool_cancel` advertised, one for an unknown id is ignored.
-    fn tool_cancel(&mut self, tools: &[ToolEntry], commands: &[CommandEntry], r: &mut Report<'_, '_>) {
+    fn tool_cancel(
+        &mut self,
+        tools: &[ToolEntry],
+        commands: &[CommandEntry],
+        r: &mut Report<'_, '_>,
+    ) {
         if !self.alive() || !self.has_tool_cancel() {
             return;
         }
@@ -917,12 +974,18 @@ impl Session<'_> {
             id: "zut-ext-test-never-called".into(),
         });
         match self.probe(tools, commands) {
-            Ok(how) => r.pass("tool_cancel", format!("one for an unknown id was ignored; {how}")),
+            Ok(how) => r.pass(
+                "tool_cancel",
+                format!("one for an unknown id was ignored; {how}"),
+            ),
             Err(why) => {
                 if self.child.eof || self.child.status.is_some() {
                     self.gone_during = Some("tool_cancel for an unknown id".into());
                 }
-                r.fail("tool_cancel", format!("one for an unknown id was not tolerated: {why}"));
+                r.fail(
+                    "tool_cancel",
+                    format!("one for an unknown id was not tolerated: {why}"),
+                );
             }
         }
     }
@@ -934,7 +997,10 @@ impl Session<'_> {
             let status = self.exit_status(self.d.shutdown_grace);
             return r.fail(
                 "exit",
-                format!("{status} during {during}, before shutdown{}", self.stderr_note()),
+                format!(
+                    "{status} during {during}, before shutdown{}",
+                    self.stderr_note()
+                ),
             );
         }
         let started = Instant::now();
@@ -943,7 +1009,10 @@ impl Session<'_> {
         self.child.close_input();
         match self.wait_for(deadline, |f| matches!(f, ExtFrame::ShutdownAck)) {
             Waited::Frame(_) => {
-                r.pass("shutdown", format!("acknowledged in {} ms", started.elapsed().as_millis()));
+                r.pass(
+                    "shutdown",
+                    format!("acknowledged in {} ms", started.elapsed().as_millis()),
+                );
             }
             Waited::Gone => {
                 r.warn("shutdown", "exited without sending shutdown_ack first");
@@ -1046,14 +1115,22 @@ impl Session<'_> {
             return r.pass("stdout", "every line was a frame");
         }
         for (kind, (count, first)) in &self.problems {
-            let times = if *count == 1 { String::new() } else { format!(" ({count} lines)") };
+            let times = if *count == 1 {
+                String::new()
+            } else {
+                format!(" ({count} lines)")
+            };
             r.fail(
                 "stdout",
                 format!("{kind}{times}; stdout is for frames only, log to stderr: {first}"),
             );
         }
         for (t, (count, first)) in &self.unknown_types {
-            let times = if *count == 1 { String::new() } else { format!(" ({count} times)") };
+            let times = if *count == 1 {
+                String::new()
+            } else {
+                format!(" ({count} times)")
+            };
             r.warn(
                 "stdout",
                 format!("frame type {t:?} is unknown to zut, which ignores it{times}: {first}"),

@@ -138,8 +138,8 @@ fn files(name: &str, lang: Lang) -> Vec<File> {
             "description".into(),
             format!("/{name} says hello; the tool {tool} echoes its arguments").into(),
         );
-        let mut text = serde_json::to_string_pretty(&serde_json::Value::Object(m))
-            .unwrap_or_default();
+        let mut text =
+            serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or_default();
         text.push('\n');
         text
     };
@@ -163,7 +163,10 @@ fn files(name: &str, lang: Lang) -> Vec<File> {
             out.push(file("zut-ext.d.ts", TS_SDK_TYPES));
         }
         Lang::Sh => {
-            out.push(file("extension.json", manifest_json("./main.sh", &[], "sh")));
+            out.push(file(
+                "extension.json",
+                manifest_json("./main.sh", &[], "sh"),
+            ));
             out.push(program("main.sh", fill(SH_MAIN)));
         }
         Lang::Rust => {
@@ -268,7 +271,13 @@ fn readme(name: &str, lang: Lang) -> String {
 }
 
 /// Runs `zut ext new`: writes the scaffold to `<dir>/<name>`.
-pub(crate) fn run(name: &str, lang: Lang, dir: Option<&str>, cwd: &Path, io: &mut Io<'_>) -> Outcome {
+pub(crate) fn run(
+    name: &str,
+    lang: Lang,
+    dir: Option<&str>,
+    cwd: &Path,
+    io: &mut Io<'_>,
+) -> Outcome {
     check_name(name, lang).map_err(Failure::Usage)?;
     let parent = match dir {
         Some(d) if Path::new(d).is_absolute() => PathBuf::from(d),
@@ -289,19 +298,21 @@ pub(crate) fn run(name: &str, lang: Lang, dir: Option<&str>, cwd: &Path, io: &mu
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-            return Err(format!("{} already exists and is not a directory", target.display()).into())
+            return Err(
+                format!("{} already exists and is not a directory", target.display()).into(),
+            )
         }
         Err(e) => return Err(format!("cannot use {}: {e}", target.display()).into()),
     };
-    fs::create_dir_all(&parent)
-        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    fs::create_dir_all(&parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     let staging = tempfile::Builder::new()
         .prefix(".zut-ext-new-")
         .tempdir_in(&parent)
         .map_err(|e| format!("cannot write in {}: {e}", parent.display()))?;
     for f in files(name, lang) {
         let path = staging.path().join(&f.path);
-        let fail = |e: std::io::Error| format!("cannot write {}: {e}", target.join(&f.path).display());
+        let fail =
+            |e: std::io::Error| format!("cannot write {}: {e}", target.join(&f.path).display());
         if let Some(d) = path.parent() {
             fs::create_dir_all(d).map_err(fail)?;
         }
@@ -363,7 +374,10 @@ mod tests {
         let m = sdk_manifest();
         assert!(!m.contains("workspace"), "{m}");
         assert!(m.contains("name = \"zut-ext\"\npublish = false\n"), "{m}");
-        assert!(m.contains("version = \"") && m.contains("edition = \"2021\""), "{m}");
+        assert!(
+            m.contains("version = \"") && m.contains("edition = \"2021\""),
+            "{m}"
+        );
         assert!(m.contains("serde_json"), "{m}");
     }
 
@@ -376,7 +390,11 @@ mod tests {
                 assert!(names.contains(&want), "{lang:?}: {names:?}");
             }
             for f in &fs {
-                assert!(!f.text.contains("@NAME@") && !f.text.contains("@TOOL@"), "{}", f.path);
+                assert!(
+                    !f.text.contains("@NAME@") && !f.text.contains("@TOOL@"),
+                    "{}",
+                    f.path
+                );
             }
             let m = fs.iter().find(|f| f.path == "extension.json").unwrap();
             let parsed = manifest::parse(Path::new("/x"), m.text.as_bytes()).unwrap();
