@@ -29,8 +29,7 @@ pub(crate) struct ExtArgs {
     pub command: Option<ExtCommand>,
 }
 
-/// One management command. Other work adds `new`, `test`, `trust` and
-/// `untrust` here, each with its own arm in the router.
+/// One management command, each with its own arm in the router.
 #[derive(FromArgs, Debug, PartialEq)]
 #[argh(subcommand)]
 pub(crate) enum ExtCommand {
@@ -43,6 +42,8 @@ pub(crate) enum ExtCommand {
     Doctor(Doctor),
     Trust(Trust),
     Untrust(Untrust),
+    New(New),
+    Test(Test),
 }
 
 #[derive(FromArgs, Debug, PartialEq)]
@@ -197,9 +198,50 @@ pub(crate) struct Untrust {
     pub dir: Option<String>,
 }
 
+#[derive(FromArgs, Debug, PartialEq)]
+/// Write a new, working extension to start from.
+#[argh(
+    subcommand,
+    name = "new",
+    help_triggers("-h", "--help", "help"),
+    note = "Writes <dir>/<name> (default ./<name>): extension.json, the program, a README and a test script that runs \"zut ext test\". The extension registers the command /<name> and the tool <name>_echo. Nothing is downloaded: the Python and TypeScript SDKs are copied next to the program, the Rust SDK into <name>/zut-ext (building it needs serde and serde_json from crates.io or a warm cargo cache). The target directory must not exist or be empty.",
+    example = "zut ext new hi && zut --ext ./hi -p \"/hi there\"",
+    example = "zut ext new --lang rust --dir ~/src fast"
+)]
+pub(crate) struct New {
+    /// the language: python (default), typescript, rust or sh
+    #[argh(option, arg_name = "rust|python|typescript|sh")]
+    pub lang: Option<String>,
+    /// the directory to create the extension in (default: the current one)
+    #[argh(option, arg_name = "path")]
+    pub dir: Option<String>,
+    /// the extension's name (also its command and directory name)
+    #[argh(positional)]
+    pub name: String,
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// Start one extension alone and check it against the protocol.
+#[argh(
+    subcommand,
+    name = "test",
+    help_triggers("-h", "--help", "help"),
+    note = "Checks the manifest, the start, hello and ready within their deadlines, the registrations, that every line on stdout is a frame, that each tool called with {} and each command invoked without arguments is answered (an error answer counts), that an unknown host frame and tool_cancel are tolerated, and that shutdown is acknowledged within the grace. One line per check: PASS, WARN or FAIL, a colon, and why. Deadlines follow the ZUT_*_TIMEOUT_MS variables. Exit status 0 when no check failed, 1 otherwise, 2 for a usage error.",
+    example = "zut ext test ./my-extension"
+)]
+pub(crate) struct Test {
+    /// print a JSON array of {check, status, reason} instead of lines
+    #[argh(switch)]
+    pub json: bool,
+    /// the extension directory (the one holding extension.json)
+    #[argh(positional, arg_name = "path")]
+    pub path: String,
+}
+
 /// The subcommand names, for "did you mean" hints.
 pub(crate) const NAMES: &[&str] = &[
-    "list", "install", "remove", "enable", "disable", "logs", "doctor", "trust", "untrust",
+    "list", "install", "remove", "enable", "disable", "logs", "doctor", "trust", "untrust", "new",
+    "test",
 ];
 
 /// What [`parse_ext`] decided.

@@ -1,5 +1,6 @@
 //! The `zut ext` router and the small subcommands (`list`, `remove`,
-//! `enable`, `disable`, `logs`, `doctor`); `install` lives in its own module.
+//! `enable`, `disable`, `logs`, `doctor`); `install`, `new` and `test`
+//! (`conformance`) live in their own modules.
 //!
 //! The command line is declared in [`super::args`] (argh); the router
 //! answers `--help` (on stdout: it is what was asked for), has one match
@@ -16,7 +17,7 @@
 use super::args::{self, ExtCommand, Parsed};
 use super::edit::{self, Change};
 use super::install::{self, Request};
-use super::{builder::Builder, list, logs, suggest};
+use super::{builder::Builder, list, logs, new, suggest};
 use super::{CliContext, Failure, Io, Outcome};
 use crate::host::discovery::{self, Entry, Options, Source};
 use crate::host::manifest::{self, MANIFEST_FILE};
@@ -48,8 +49,7 @@ pub(crate) fn dispatch(args: &[String], ctx: &CliContext, io: &mut Io<'_>) -> i3
         }
         Parsed::Unknown(sub) => return unknown(&sub, io),
     };
-    // One arm per subcommand; new ones (`new`, `test`, `trust`, `untrust`)
-    // get their own.
+    // One arm per subcommand.
     let (name, result) = match &command {
         ExtCommand::List(c) => ("list", run_list(c.json, ctx, io)),
         ExtCommand::Install(c) => ("install", run_install(c, ctx, io)),
@@ -74,6 +74,11 @@ pub(crate) fn dispatch(args: &[String], ctx: &CliContext, io: &mut Io<'_>) -> i3
         ExtCommand::Untrust(c) => (
             "untrust",
             super::trust::run_untrust(c.dir.as_deref().map(Path::new), ctx, io),
+        ),
+        ExtCommand::New(c) => ("new", run_new(c, ctx, io)),
+        ExtCommand::Test(c) => (
+            "test",
+            super::conformance::run(&c.path, c.json, &ctx.cwd, io),
         ),
     };
     finish(name, result, io)
@@ -166,6 +171,14 @@ fn run_install(c: &args::Install, ctx: &CliContext, io: &mut Io<'_>) -> Outcome 
         build,
     };
     install::install(&req, ctx, io)
+}
+
+fn run_new(c: &args::New, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
+    let lang = match c.lang.as_deref() {
+        None => new::Lang::Python,
+        Some(l) => new::Lang::parse(l).map_err(Failure::Usage)?,
+    };
+    new::run(&c.name, lang, c.dir.as_deref(), &ctx.cwd, io)
 }
 
 /// An installed extension directory that a name refers to.

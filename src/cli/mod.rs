@@ -15,6 +15,7 @@
 
 mod args;
 mod builder;
+mod conformance;
 mod copy;
 pub mod doctor;
 pub mod edit;
@@ -22,6 +23,7 @@ mod ext;
 mod install;
 pub mod list;
 mod logs;
+mod new;
 mod process;
 pub mod sessions;
 pub mod suggest;
