@@ -202,6 +202,9 @@ pub(super) struct Dispatcher {
     /// Every connection ever started, joined before the dispatcher ends.
     all: Vec<Arc<Conn>>,
     pids: Arc<Mutex<Vec<u32>>>,
+    /// Unit tests: extensions are played by threads of this process.
+    #[cfg(test)]
+    peers: Option<super::in_memory::PeerFn>,
 }
 
 /// Where the handle finds the dispatcher.
@@ -220,6 +223,7 @@ impl Dispatcher {
         threads: ThreadCount,
         next_id: Arc<std::sync::atomic::AtomicU64>,
         pids: Arc<Mutex<Vec<u32>>>,
+        #[cfg(test)] peers: Option<super::in_memory::PeerFn>,
     ) -> std::io::Result<(Channels, std::thread::JoinHandle<()>)> {
         let (cmd_tx, cmd_rx) = crossbeam_channel::unbounded();
         let (urgent_tx, urgent_rx) = crossbeam_channel::unbounded();
@@ -248,6 +252,8 @@ impl Dispatcher {
             skills: None,
             all: Vec::new(),
             pids,
+            #[cfg(test)]
+            peers,
         };
         let handle = std::thread::Builder::new()
             .name("zut-dispatch".into())
@@ -562,6 +568,10 @@ impl Dispatcher {
 
     /// Resolves the executable, opens the log and starts the process.
     fn spawn(&mut self, id: u64, entry: &Entry, m: &Manifest) -> Result<Arc<Conn>, String> {
+        #[cfg(test)]
+        if let Some(peers) = self.peers.clone() {
+            return self.spawn_in_memory(id, m, peers);
+        }
         let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
         let describe = describe(entry, &self.config.zut_home);
         let fail = |what: String| format!("failed to start: {what}\n{describe}");
@@ -610,6 +620,38 @@ impl Dispatcher {
         .map_err(|e| format!("failed to start: cannot start threads: {e}\n{describe}"))?;
         self.all.push(conn.clone());
         self.pids.lock().unwrap_or_else(|p| p.into_inner()).push(conn.pid);
+        Ok(conn)
+    }
+
+    /// Starts an in-memory peer instead of a process (unit tests).
+    #[cfg(test)]
+    fn spawn_in_memory(
+        &mut self,
+        id: u64,
+        m: &Manifest,
+        peers: super::in_memory::PeerFn,
+    ) -> Result<Arc<Conn>, String> {
+        let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
+        process::open_log(&log, &m.name, &m.version).map_err(|e| e.to_string())?;
+        let ext = ExtId {
+            id,
+            generation: self.generation,
+        };
+        let (conn, ends) = Conn::start_in_memory(
+            ext,
+            m.name.clone(),
+            log,
+            self.config.deadlines,
+            self.inbox_tx.clone(),
+            self.threads.clone(),
+        )
+        .map_err(|e| e.to_string())?;
+        let peer = super::in_memory::Peer::new(m.name.clone(), self.generation, ends);
+        std::thread::Builder::new()
+            .name(format!("peer-{}", m.name))
+            .spawn(move || peers(peer))
+            .map_err(|e| e.to_string())?;
+        self.all.push(conn.clone());
         Ok(conn)
     }
 
@@ -881,11 +923,15 @@ impl Dispatcher {
                     _ => {}
                 }
             }
-            if let (FromExt::Frame(f), Some(c)) = (&m.msg, &conn) {
-                process::log_line(
+            match (&m.msg, &conn) {
+                (FromExt::Frame(f), Some(c)) => process::log_line(
                     &c.log,
                     &format!("{} frame after shutdown began: logged, not shown", f.type_name()),
-                );
+                ),
+                // Calls still waiting on a replaced instance fail now, not
+                // at their deadline.
+                (FromExt::Disconnected(_), Some(c)) => c.fail_pending(),
+                _ => {}
             }
             return;
         };

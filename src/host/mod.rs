@@ -27,6 +27,10 @@
 pub mod deadlines;
 pub mod discovery;
 mod dispatcher;
+#[cfg(test)]
+mod dispatcher_tests;
+#[cfg(test)]
+mod in_memory;
 pub mod manifest;
 pub mod process;
 pub mod registry;
@@ -288,7 +292,43 @@ impl HostHandle {
         events: impl Into<EventOut>,
         cancel: &CancelToken,
     ) -> Result<(HostHandle, LoadReport), String> {
-        let events = events.into();
+        Self::start_inner(
+            config,
+            entries,
+            discovery,
+            events.into(),
+            cancel,
+            #[cfg(test)]
+            None,
+        )
+    }
+
+    /// [`HostHandle::start`] with every extension played by `peers` on a
+    /// thread of this process over pipes instead of a process: for the
+    /// dispatcher's unit tests. Discovery (startup and reload) is real.
+    #[cfg(test)]
+    pub(crate) fn start_with_peers(
+        config: HostConfig,
+        discovery: discovery::Options,
+        events: impl Into<EventOut>,
+        peers: in_memory::PeerFn,
+    ) -> (HostHandle, LoadReport) {
+        let entries = discovery::discover(&discovery);
+        let cancel = CancelToken::never();
+        match Self::start_inner(config, entries, Some(discovery), events.into(), &cancel, Some(peers)) {
+            Ok(x) => x,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn start_inner(
+        config: HostConfig,
+        entries: Vec<Entry>,
+        discovery: Option<discovery::Options>,
+        events: EventOut,
+        cancel: &CancelToken,
+        #[cfg(test)] peers: Option<in_memory::PeerFn>,
+    ) -> Result<(HostHandle, LoadReport), String> {
         let view = Arc::new(Mutex::new(Arc::new(View {
             deadlines: config.deadlines,
             ..View::default()
@@ -304,6 +344,8 @@ impl HostHandle {
             threads.clone(),
             next_id.clone(),
             pids.clone(),
+            #[cfg(test)]
+            peers,
         )
         .map_err(|e| format!("cannot start the host thread: {e}"))?;
         let handle = HostHandle {

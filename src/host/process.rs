@@ -155,7 +155,7 @@ fn pidfd_open(_pid: u32) -> Option<OwnedFd> {
     None
 }
 
-fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+pub(crate) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: fcntl on a descriptor we own, with valid flag arguments.
     unsafe {
         let flags = libc::fcntl(fd, libc::F_GETFL);
@@ -164,6 +164,18 @@ fn set_nonblocking(fd: RawFd) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A pipe, both ends close-on-exec and blocking: `(read, write)`.
+#[cfg(test)]
+pub(crate) fn pipe() -> io::Result<(File, File)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 fills two descriptors on success; we own them after.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned only here.
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
 }
 
 /// Sends `sig` to the process group led by `pgid`; errors (already gone) ignored.

@@ -17,6 +17,10 @@
 //! - The reader also owns the end of the child's life: it observes the exit
 //!   through the pidfd, escalates SIGTERM → SIGKILL when a deadline passes,
 //!   reaps the child and kills whatever is left of its process group.
+//! - The peer is usually a process ([`Peer::Process`]). Unit tests run the
+//!   dispatcher against peers on threads of this process talking over OS
+//!   pipes ([`Peer::InMemory`]): the same two threads and the same framing,
+//!   with nothing to signal or reap (their end is EOF).
 //!
 //! Locks, each a leaf (never held across another lock, a channel send or
 //! I/O): `pending` (the request table), `gone` (the disconnect reason),
@@ -26,10 +30,11 @@ use super::deadlines::{Deadlines, MAX_FRAME_BYTES, QUEUE_BYTES, QUEUE_FRAMES};
 use super::process::{self, Wake};
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, ExitStatus};
+use std::process::{Child, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -171,6 +176,29 @@ impl Drop for ThreadGuard {
     }
 }
 
+/// The other end of a connection.
+enum Peer {
+    /// An extension process: its exit is watched, it is signalled past
+    /// its deadlines, reaped, and its process group killed.
+    Process {
+        child: Child,
+        pidfd: Option<OwnedFd>,
+    },
+    /// A peer on a thread of this process (tests): it ends by closing its
+    /// stdout; nothing to signal or reap.
+    #[cfg_attr(not(test), allow(dead_code))]
+    InMemory,
+}
+
+/// The peer's ends of an in-memory connection (blocking).
+#[cfg(test)]
+pub(crate) struct PeerEnds {
+    /// What the host writes: the peer reads its frames here.
+    pub stdin: File,
+    /// What the host reads: the peer writes its frames here.
+    pub stdout: File,
+}
+
 const READER_STACK: usize = 256 * 1024;
 const WRITER_STACK: usize = 64 * 1024;
 const READ_CHUNK: usize = 8 * 1024;
@@ -181,6 +209,7 @@ pub struct Conn {
     pub ext: ExtId,
     pub name: String,
     pub log: PathBuf,
+    /// The process id (`0` for an in-memory peer).
     pub pid: u32,
     deadlines: Deadlines,
     /// Unbounded channel; the spec's bounds are kept by the two counters,
@@ -203,7 +232,8 @@ pub struct Conn {
     closing: Mutex<Option<Instant>>,
     /// The request table: call id → who waits for the reply.
     pending: Mutex<HashMap<u64, (CallKind, Sender<Reply>)>>,
-    child: Mutex<Child>,
+    /// `None` for an in-memory peer: no process to signal or reap.
+    child: Mutex<Option<Child>>,
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
     inbox: Sender<Inbound>,
     /// Messages this connection put in the inbox, and how many the
@@ -227,18 +257,76 @@ impl Conn {
         inbox: Sender<Inbound>,
         threads: ThreadCount,
     ) -> io::Result<Arc<Conn>> {
-        let (queue, queue_rx) = crossbeam_channel::unbounded();
-        let (room_tx, room_rx) = crossbeam_channel::bounded(1);
-        let (gone_tx, gone_rx) = crossbeam_channel::bounded(0);
         let process::Spawned {
             child,
             stdin,
             stdout,
             pidfd,
         } = spawned;
+        let to_peer = File::from(OwnedFd::from(stdin));
+        let from_peer = File::from(OwnedFd::from(stdout));
+        let peer = Peer::Process { child, pidfd };
+        Conn::start_with(ext, name, log, peer, to_peer, from_peer, deadlines, inbox, threads)
+    }
+
+    /// Starts a connection to a peer in this process: two pipes, the
+    /// host's ends non-blocking as for a child. Returns the peer's ends
+    /// (blocking) for the thread that plays the extension.
+    #[cfg(test)]
+    pub(crate) fn start_in_memory(
+        ext: ExtId,
+        name: String,
+        log: PathBuf,
+        deadlines: Deadlines,
+        inbox: Sender<Inbound>,
+        threads: ThreadCount,
+    ) -> io::Result<(Arc<Conn>, PeerEnds)> {
+        let (peer_stdin, to_peer) = process::pipe()?;
+        let (from_peer, peer_stdout) = process::pipe()?;
+        process::set_nonblocking(to_peer.as_raw_fd())?;
+        process::set_nonblocking(from_peer.as_raw_fd())?;
+        let conn = Conn::start_with(
+            ext,
+            name,
+            log,
+            Peer::InMemory,
+            to_peer,
+            from_peer,
+            deadlines,
+            inbox,
+            threads,
+        )?;
+        Ok((
+            conn,
+            PeerEnds {
+                stdin: peer_stdin,
+                stdout: peer_stdout,
+            },
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_with(
+        ext: ExtId,
+        name: String,
+        log: PathBuf,
+        peer: Peer,
+        stdin: File,
+        stdout: File,
+        deadlines: Deadlines,
+        inbox: Sender<Inbound>,
+        threads: ThreadCount,
+    ) -> io::Result<Arc<Conn>> {
+        let (queue, queue_rx) = crossbeam_channel::unbounded();
+        let (room_tx, room_rx) = crossbeam_channel::bounded(1);
+        let (gone_tx, gone_rx) = crossbeam_channel::bounded(0);
+        let (child, pidfd) = match peer {
+            Peer::Process { child, pidfd } => (Some(child), pidfd),
+            Peer::InMemory => (None, None),
+        };
         let conn = Arc::new(Conn {
             ext,
-            pid: child.id(),
+            pid: child.as_ref().map_or(0, Child::id),
             name,
             log,
             deadlines,
@@ -543,13 +631,15 @@ impl Conn {
 
     /// Sends SIGKILL to the whole group right away (spawn failures).
     fn kill_now(&self) {
-        process::kill_group(self.pid, libc::SIGKILL);
-        let _ = lock(&self.child).wait();
+        if let Some(child) = lock(&self.child).as_mut() {
+            process::kill_group(self.pid, libc::SIGKILL);
+            let _ = child.wait();
+        }
     }
 
     // ----- writer -----
 
-    fn write_loop(&self, mut stdin: ChildStdin, queue: Receiver<ToWriter>) {
+    fn write_loop(&self, mut stdin: File, queue: Receiver<ToWriter>) {
         // A plain `recv` (not a `select!`) spins briefly before parking,
         // which saves a thread wake-up per frame under load. Stopping is a
         // message on the same channel; frames queued before a disconnect
@@ -588,7 +678,7 @@ impl Conn {
 
     /// Writes one whole frame; `Err(None)` when told to stop, `Err(Some)`
     /// with the disconnect reason on failure or timeout.
-    fn write_frame(&self, stdin: &mut ChildStdin, mut buf: &[u8]) -> Result<(), Option<String>> {
+    fn write_frame(&self, stdin: &mut File, mut buf: &[u8]) -> Result<(), Option<String>> {
         let deadline = Instant::now() + self.deadlines.write;
         while !buf.is_empty() {
             match stdin.write(buf) {
@@ -633,6 +723,10 @@ impl Conn {
     /// stops the writer quietly). Only a process still running after the
     /// exit drain closed its stdin on purpose and is disconnected here.
     fn stdin_closed(&self) -> Option<String> {
+        if lock(&self.child).is_none() {
+            // In-memory: the reader reports the peer's end (EOF).
+            return None;
+        }
         let deadline = Instant::now() + self.deadlines.exit_drain;
         match process::exited_by(self.pid, deadline) {
             Some(true) => None,
@@ -642,7 +736,7 @@ impl Conn {
 
     // ----- reader -----
 
-    fn read_loop(&self, mut stdout: ChildStdout, pidfd: Option<OwnedFd>) {
+    fn read_loop(&self, mut stdout: File, pidfd: Option<OwnedFd>) {
         let fd = stdout.as_raw_fd();
         let pidfd = pidfd.as_ref().map(|f| f.as_raw_fd());
         let mut lines = LineBuffer::default();
@@ -767,6 +861,18 @@ impl Conn {
     /// reaps it, and kills what is left of its process group.
     fn finish(&self, pidfd: Option<std::os::fd::RawFd>) {
         let closing = *lock(&self.closing);
+        if lock(&self.child).is_none() {
+            // In-memory: the peer's end is its stdout closing; there is
+            // no exit status, process or group.
+            if closing.is_some() {
+                self.disconnect("stopped at shutdown");
+            } else {
+                self.disconnect("closed its stdout");
+            }
+            self.stop_writer();
+            let _ = self.post(FromExt::Exited(None));
+            return;
+        }
         let first_wait = match (closing, self.connected()) {
             (Some(d), _) => d,
             (None, true) => Instant::now() + self.deadlines.exit_drain,
@@ -789,7 +895,7 @@ impl Conn {
         }
         if status.is_none() {
             process::kill_group(self.pid, libc::SIGKILL);
-            status = lock(&self.child).wait().ok();
+            status = lock(&self.child).as_mut().and_then(|c| c.wait().ok());
         }
         if process::group_alive(self.pid) {
             process::kill_group(self.pid, libc::SIGKILL);
@@ -811,7 +917,7 @@ impl Conn {
         deadline: Instant,
     ) -> Option<ExitStatus> {
         loop {
-            if let Some(s) = process::try_reap(&mut lock(&self.child)) {
+            if let Some(s) = lock(&self.child).as_mut().and_then(process::try_reap) {
                 return Some(s);
             }
             if Instant::now() >= deadline {

@@ -482,15 +482,17 @@ impl Small {
             "sequential calls per second (median block)",
             format!("host {host_rate:.0}/s   skeleton {skeleton_rate:.0}/s"),
         );
+        // Pinned, the cost is CPU work alone: the host may add little.
+        let limit = if rate_goal { 1.1 } else { 1.5 };
         r.goal(
-            vs_skeleton <= 1.5,
-            &format!("{label}: host ≤ 1.5× skeleton at the median"),
+            vs_skeleton <= limit,
+            &format!("{label}: host ≤ {limit}× skeleton at the median"),
             format!("{vs_skeleton:.2}×"),
         );
         if rate_goal {
             r.goal(
-                host_rate >= 20_000.0,
-                &format!("{label}: ≥ 20,000 sequential calls/s"),
+                host_rate >= 50_000.0,
+                &format!("{label}: ≥ 50,000 sequential calls/s"),
                 format!("{host_rate:.0}/s"),
             );
         }
@@ -544,8 +546,8 @@ fn big_result(r: &mut Report) {
     r.line("host.call_tool", host_t.summary());
     r.line("ratio host/skeleton (median of pairs)", format!("{vs:.2}×"));
     r.goal(
-        vs <= 2.0,
-        "16 MiB result: host ≤ 2× skeleton",
+        vs <= 1.2,
+        "16 MiB result: host ≤ 1.2× skeleton",
         format!("{vs:.2}×"),
     );
     let copies = median_f64(&host_copies);
