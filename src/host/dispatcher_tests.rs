@@ -44,6 +44,7 @@ fn sandbox(names: &[&str], deadlines: Deadlines) -> Sandbox {
         interactive: false,
         search_path: None,
         skills: false,
+        session: None,
     };
     let opts = discovery::Options {
         cwd,
