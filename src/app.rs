@@ -11,8 +11,9 @@ use std::path::PathBuf;
 #[derive(FromArgs, Debug)]
 /// zut: a terminal coding agent built around extensions.
 ///
-/// Use -p for print mode or --mode json for the event stream (the
-/// interactive terminal UI and --mode rpc are not built yet).
+/// Use -p for print mode, --mode json for the event stream, or --mode rpc
+/// to drive zut from another program (the interactive terminal UI is not
+/// built yet).
 /// `zut ext` lists the extension management commands.
 #[argh(
     help_triggers("-h", "--help"),
@@ -20,7 +21,7 @@ use std::path::PathBuf;
     example = "zut --ext ./my-extension -p \"/mycommand args\"",
     example = "zut --provider openai --base-url http://localhost:11434/v1 --model qwen2.5-coder -p hi",
     note = "Exit status: 0 ok, 1 runtime failure (provider error, failed command, blocked turn), 2 usage error, 130 interrupted.",
-    note = "State lives in $ZUT_HOME (default $XDG_STATE_HOME/zut or ~/.local/state/zut): config.json, auth.json, logs/. See man zut, man zut-ext, man zut-extensions."
+    note = "State lives in $ZUT_HOME (default $XDG_STATE_HOME/zut or ~/.local/state/zut): config.json, auth.json, logs/. See man zut, man zut-ext, man zut-extensions, man zut-rpc."
 )]
 struct Cli {
     /// print mode: run PROMPT (plus piped stdin), print only the final answer
@@ -120,10 +121,16 @@ pub fn main() -> i32 {
 }
 
 fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
+    // RPC mode shares the setup below but runs its own loop on stdin.
+    let rpc = cli.mode.as_deref() == Some("rpc");
     let mode = match (cli.print, cli.mode.as_deref()) {
         (_, Some("json")) => Mode::Json,
         (_, Some("print")) | (true, None) => Mode::Print,
-        (_, Some("rpc")) => return Err("--mode rpc is not available in this build yet".into()),
+        (true, Some("rpc")) => return Err("-p cannot be combined with --mode rpc".into()),
+        (false, Some("rpc")) if !cli.prompt.is_empty() => {
+            return Err("--mode rpc takes no PROMPT: send prompt requests on standard input (man zut-rpc)".into())
+        }
+        (false, Some("rpc")) => Mode::Json,
         (false, None) => {
             return Err("the interactive terminal UI is not available in this build yet; use -p PROMPT or --mode json".into())
         }
@@ -146,7 +153,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     };
     let mut prompt = (!cli.prompt.is_empty()).then(|| cli.prompt.join(" "));
     let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
+    if !rpc && !stdin.is_terminal() {
         let mut piped = String::new();
         if let Err(e) = stdin.lock().read_to_string(&mut piped) {
             return Err(format!("cannot read standard input: {e}"));
@@ -191,7 +198,11 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     };
     let (canceller, token) = cancel::pair();
     let signals = Signals::start(canceller)?;
-    let code = modes::run_once(run, &token);
+    let code = if rpc {
+        modes::rpc::run(run, &token)
+    } else {
+        modes::run_once(run, &token)
+    };
     signals.stop();
     Ok(code)
 }

@@ -60,6 +60,8 @@ struct Shared {
     current: Option<Canceller>,
     model: String,
     provider: String,
+    /// The transcript as the last finished job left it.
+    messages: Vec<crate::provider::Message>,
 }
 
 /// Routes confirmation answers to the waiting worker.
@@ -232,6 +234,7 @@ impl Core for Engine {
             model: s.model.clone(),
             busy: s.busy,
             queued: s.pending,
+            messages: s.messages.clone(),
             ..CoreState::default()
         };
         drop(s);
@@ -321,7 +324,13 @@ impl Worker {
                 s.current = Some(canceller);
             }
             self.run_job(job, &token);
+            let messages = self
+                .agent
+                .as_ref()
+                .map(|a| a.transcript().to_vec())
+                .unwrap_or_default();
             let mut s = lock(&self.shared);
+            s.messages = messages;
             s.busy = false;
             s.current = None;
         }

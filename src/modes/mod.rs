@@ -2,13 +2,15 @@
 //! [`Event`] channel of the [`engine::Engine`] (a [`crate::frontend::Core`]).
 //!
 //! - [`print`]: `-p`, final answer on stdout, notes and errors on stderr;
-//! - [`json`]: `--mode json`, every event as one JSON line on stdout.
+//! - [`json`]: `--mode json`, every event as one JSON line on stdout;
+//! - [`rpc`]: `--mode rpc`, JSON-lines requests until stdin closes (its own loop).
 //!
 //! Both run one prompt (or one slash command) through [`run_once`].
 
 pub mod engine;
 pub mod json;
 pub mod print;
+pub mod rpc;
 
 use crate::cancel::CancelToken;
 use crate::events::Event;
