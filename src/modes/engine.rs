@@ -238,29 +238,8 @@ impl Core for Engine {
             ..CoreState::default()
         };
         drop(s);
-        let view = self.host.view();
-        state.commands = view
-            .registry
-            .commands()
-            .map(|c| CommandSummary {
-                name: c.name.clone(),
-                description: c.description.clone(),
-                extension: c.extension.clone(),
-            })
-            .collect();
-        state.tools = crate::agent::tools::definitions()
-            .into_iter()
-            .map(|t| ToolSummary {
-                name: t.name,
-                description: t.description,
-                extension: None,
-            })
-            .chain(view.registry.tools().map(|t| ToolSummary {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                extension: Some(t.extension.clone()),
-            }))
-            .collect();
+        state.commands = self.commands();
+        state.tools = self.tools();
         state.extensions = self
             .host
             .all_extensions()
@@ -279,6 +258,45 @@ impl Core for Engine {
             })
             .collect();
         state
+    }
+
+    fn commands(&self) -> Vec<CommandSummary> {
+        self.host
+            .view()
+            .registry
+            .commands()
+            .map(|c| CommandSummary {
+                name: c.name.clone(),
+                description: c.description.clone(),
+                extension: c.extension.clone(),
+            })
+            .collect()
+    }
+
+    fn tools(&self) -> Vec<ToolSummary> {
+        // The built-in definitions never change; building their schemas on
+        // every call would cost more than the rest of the list.
+        static BUILTIN: std::sync::OnceLock<Vec<ToolSummary>> = std::sync::OnceLock::new();
+        let builtin = BUILTIN.get_or_init(|| {
+            crate::agent::tools::definitions()
+                .into_iter()
+                .map(|t| ToolSummary {
+                    name: t.name,
+                    description: t.description,
+                    extension: None,
+                })
+                .collect()
+        });
+        let view = self.host.view();
+        builtin
+            .iter()
+            .cloned()
+            .chain(view.registry.tools().map(|t| ToolSummary {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                extension: Some(t.extension.clone()),
+            }))
+            .collect()
     }
 
     fn shutdown(&self) {

@@ -337,20 +337,31 @@ impl<'a, W: Write> Server<'a, W> {
     }
 
     fn write(&mut self, value: &impl Serialize) {
+        match serde_json::to_vec(value) {
+            Ok(mut line) => {
+                line.push(b'\n');
+                self.write_line(&line);
+            }
+            Err(e) => log::error!("rpc: cannot encode a line: {e}"),
+        }
+    }
+
+    /// A success response around `data`, already encoded: answers such as
+    /// `list_tools` are serialised once, straight from their types.
+    fn write_ok(&mut self, id: &Value, kind: &str, data: &[u8]) {
+        match ok_line(id, kind, data) {
+            Ok(line) => self.write_line(&line),
+            Err(e) => log::error!("rpc: cannot encode a response: {e}"),
+        }
+    }
+
+    fn write_line(&mut self, line: &[u8]) {
         if self.broken {
             return;
         }
-        let mut line = match serde_json::to_vec(value) {
-            Ok(l) => l,
-            Err(e) => {
-                log::error!("rpc: cannot encode a line: {e}");
-                return;
-            }
-        };
-        line.push(b'\n');
         if self
             .out
-            .write_all(&line)
+            .write_all(line)
             .and_then(|_| self.out.flush())
             .is_err()
         {
@@ -416,12 +427,16 @@ impl<'a, W: Write> Server<'a, W> {
             self.write(&r);
             return Flow::Refused;
         }
-        let response = match self.answer(request) {
-            Ok(data) => Response::ok(id, &kind, data),
-            Err(e) => Response::fail(id, kind.as_str().into(), e),
+        let success = match self.answer(request) {
+            Ok(data) => {
+                self.write_ok(&id, &kind, &data);
+                true
+            }
+            Err(e) => {
+                self.write(&Response::fail(id, kind.as_str().into(), e));
+                false
+            }
         };
-        let success = response.success;
-        self.write(&response);
         if kind == "hello" && !self.authed {
             if !success {
                 return Flow::Refused;
@@ -452,10 +467,10 @@ impl<'a, W: Write> Server<'a, W> {
         }
     }
 
-    /// Runs one request; `Ok` is the response's data.
-    fn answer(&mut self, request: Request) -> Result<Value, String> {
+    /// Runs one request; `Ok` is the response's data, encoded.
+    fn answer(&mut self, request: Request) -> Result<Vec<u8>, String> {
         let core = self.core;
-        Ok(match request {
+        let value = match request {
             Request::Hello { token } => {
                 if let Some(expected) = &self.token {
                     let given = token.unwrap_or_default();
@@ -486,21 +501,20 @@ impl<'a, W: Write> Server<'a, W> {
                 json!({ "was_busy": busy })
             }
             Request::GetState => state_data(&core.state()),
-            Request::GetMessages => json!({ "messages": core.state().messages }),
+            Request::GetMessages => return Ok(field("messages", &core.state().messages)),
             Request::ListCommands => {
-                let s = core.state();
                 let mut list: Vec<Value> = CORE_COMMANDS
                     .iter()
                     .map(|(name, description)| {
                         json!({"name": name, "description": description, "extension": null})
                     })
                     .collect();
-                list.extend(s.commands.iter().map(|c| {
+                list.extend(core.commands().iter().map(|c| {
                     json!({"name": c.name, "description": c.description, "extension": c.extension})
                 }));
-                json!({ "commands": list })
+                return Ok(field("commands", &list));
             }
-            Request::ListTools => json!({ "tools": core.state().tools }),
+            Request::ListTools => return Ok(field("tools", &core.tools())),
             Request::Clear => {
                 core.new_session();
                 json!({})
@@ -537,9 +551,45 @@ impl<'a, W: Write> Server<'a, W> {
                 core.confirm(request_id, decision);
                 json!({})
             }
-            Request::Ping => json!({ "pong": true }),
-        })
+            Request::Ping => return Ok(br#"{"pong":true}"#.to_vec()),
+        };
+        Ok(encoded(&value))
     }
+}
+
+/// The line of a success response whose data is already encoded: the
+/// same bytes as serialising [`Response::ok`], newline included.
+fn ok_line(id: &Value, kind: &str, data: &[u8]) -> serde_json::Result<Vec<u8>> {
+    let mut line = Vec::with_capacity(data.len() + 96);
+    line.extend_from_slice(br#"{"type":"response","id":"#);
+    serde_json::to_writer(&mut line, id)?;
+    line.extend_from_slice(br#","command":"#);
+    serde_json::to_writer(&mut line, kind)?;
+    line.extend_from_slice(br#","success":true,"data":"#);
+    line.extend_from_slice(data);
+    line.extend_from_slice(b"}\n");
+    Ok(line)
+}
+
+/// `{"name": value}`, encoded without an intermediate [`Value`].
+fn field(name: &str, value: &impl Serialize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.push(b'{');
+    let encoded = serde_json::to_writer(&mut out, name).and_then(|_| {
+        out.push(b':');
+        serde_json::to_writer(&mut out, value)
+    });
+    if let Err(e) = encoded {
+        log::error!("rpc: cannot encode {name}: {e}");
+        return b"{}".to_vec();
+    }
+    out.push(b'}');
+    out
+}
+
+/// A [`Value`], encoded (it cannot fail).
+fn encoded(value: &Value) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec())
 }
 
 /// The data of a `prompt` or `command` response.
@@ -748,6 +798,17 @@ mod tests {
         assert_eq!(
             ok,
             r#"{"type":"response","id":"1","command":"ping","success":true,"data":{"pong":true}}"#
+        );
+        let data = json!({"tools": [{"name": "t\"x", "extension": null}]});
+        let id = json!({"n": [1, "two"]});
+        let mut expected = serde_json::to_vec(&Response::ok(id.clone(), "list_tools", data.clone()))
+            .unwrap();
+        expected.push(b'\n');
+        let spliced = ok_line(&id, "list_tools", &encoded(&data)).unwrap();
+        assert_eq!(String::from_utf8(spliced).unwrap(), String::from_utf8(expected).unwrap());
+        assert_eq!(
+            field("tools", &vec!["a", "b"]),
+            br#"{"tools":["a","b"]}"#.to_vec()
         );
         let bad = serde_json::to_string(&Response::fail(Value::Null, Value::Null, "no")).unwrap();
         assert_eq!(
