@@ -639,3 +639,19 @@ fn the_python_client_streams_and_answers_confirmations() {
 fn the_node_client_streams_and_answers_confirmations() {
     check_client("node", "client.js");
 }
+
+#[test]
+fn a_signal_shuts_down_like_end_of_input_with_status_130() {
+    let sb = Sandbox::new();
+    let pidfile = sb.path("fx.pid");
+    let ext = sb.fixture("fx-normal", &[opt("pidfile", &pidfile)]);
+    let mut rpc = Rpc::start(&sb, &[ext], &[json!({"delay_ms": 60_000, "text": "never"})]);
+    ok_data(&rpc.request("prompt", json!({"message": "wait"})));
+    rpc.until_type("turn_start");
+    let pid = pid_in(&pidfile);
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(rpc.child.id() as i32, libc::SIGTERM) };
+    let status = rpc.child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(!pid_exists(pid), "extension {pid} outlived zut");
+}
