@@ -315,7 +315,7 @@ fn a_token_gates_everything_behind_hello() {
     let sb = Sandbox::new();
     let ext = sb.fixture("fx-normal", &[]);
     let with_token = |sb: &Sandbox| {
-        let mut c = rpc_command(sb, &[ext.clone()], &[]);
+        let mut c = rpc_command(sb, std::slice::from_ref(&ext), &[]);
         c.env("ZUT_RPC_TOKEN", "s3cret");
         Rpc::spawn(c)
     };
