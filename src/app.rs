@@ -11,8 +11,8 @@ use std::path::PathBuf;
 #[derive(FromArgs, Debug)]
 /// zut: a terminal coding agent built around extensions.
 ///
-/// Use -p for print mode or --mode json for the event stream (the
-/// interactive terminal UI and --mode rpc are not built yet).
+/// Without -p, zut opens its terminal UI; use -p for print mode, --mode
+/// json for the event stream, or --mode rpc to drive zut from a program.
 /// `zut ext` lists the extension management commands; `zut skills` lists
 /// the skills zut finds for this project; `zut sessions` lists this
 /// project's sessions.
@@ -22,7 +22,7 @@ use std::path::PathBuf;
     example = "zut --ext ./my-extension -p \"/mycommand args\"",
     example = "zut --provider openai --base-url http://localhost:11434/v1 --model qwen2.5-coder -p hi",
     note = "Exit status: 0 ok, 1 runtime failure (provider error, failed command, blocked turn), 2 usage error, 130 interrupted.",
-    note = "State lives in $ZUT_HOME (default $XDG_STATE_HOME/zut or ~/.local/state/zut): config.json, auth.json, logs/. See man zut, man zut-ext, man zut-extensions."
+    note = "State lives in $ZUT_HOME (default $XDG_STATE_HOME/zut or ~/.local/state/zut): config.json, auth.json, logs/. See man zut, man zut-ext, man zut-extensions, man zut-rpc."
 )]
 struct Cli {
     /// print mode: run PROMPT (plus piped stdin), print only the final answer
@@ -131,10 +131,16 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     if cli.max_steps == Some(0) {
         return Err("--max-steps must be at least 1".into());
     }
+    // RPC mode shares the setup below but runs its own loop on stdin.
+    let rpc = cli.mode.as_deref() == Some("rpc");
     let mode = match (cli.print, cli.mode.as_deref()) {
         (_, Some("json")) => Mode::Json,
         (_, Some("print")) | (true, None) => Mode::Print,
-        (_, Some("rpc")) => return Err("--mode rpc is not available in this build yet".into()),
+        (true, Some("rpc")) => return Err("-p cannot be combined with --mode rpc".into()),
+        (false, Some("rpc")) if !cli.prompt.is_empty() => {
+            return Err("--mode rpc takes no PROMPT: send prompt requests on standard input (man zut-rpc)".into())
+        }
+        (false, Some("rpc")) => Mode::Json,
         (false, None) => {
             if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
                 return Err("the interactive terminal needs a terminal on stdin and stdout; use -p PROMPT (print mode) or --mode json in a pipeline".into());
@@ -165,7 +171,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     };
     let mut prompt = (!cli.prompt.is_empty()).then(|| cli.prompt.join(" "));
     let stdin = std::io::stdin();
-    if !stdin.is_terminal() && mode != Mode::Interactive {
+    if !rpc && !stdin.is_terminal() && mode != Mode::Interactive {
         let mut piped = String::new();
         if let Err(e) = stdin.lock().read_to_string(&mut piped) {
             return Err(format!("cannot read standard input: {e}"));
@@ -222,7 +228,11 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     } else {
         let (canceller, token) = cancel::pair();
         let signals = Signals::start(canceller)?;
-        let code = modes::run_once(run, &token);
+        let code = if rpc {
+            modes::rpc::run(run, &token)
+        } else {
+            modes::run_once(run, &token)
+        };
         signals.stop();
         code
     };

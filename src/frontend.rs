@@ -52,6 +52,15 @@ pub trait Core: Send + Sync {
     fn set_model(&self, model: String);
     /// A snapshot of what the front end shows in menus and headers.
     fn state(&self) -> CoreState;
+    /// [`CoreState::tools`] alone, without asking every extension for its
+    /// report (RPC `list_tools`).
+    fn tools(&self) -> Vec<ToolSummary> {
+        self.state().tools
+    }
+    /// [`CoreState::commands`] alone (RPC `list_commands`).
+    fn commands(&self) -> Vec<CommandSummary> {
+        self.state().commands
+    }
     /// Stop the running turn, shut extensions down; `done` never follows.
     fn shutdown(&self);
 }

@@ -126,15 +126,27 @@ fn summary_of(s: &Session) -> crate::frontend::SessionSummary {
 }
 
 /// Routes confirmation answers to the waiting worker.
+///
+/// The agent announces a confirmation before it starts waiting, so a fast
+/// client (RPC) can answer before the worker registered its slot: such an
+/// answer is kept in `early` and taken when the wait begins. Lock order:
+/// `waiting`, then `early`.
 #[derive(Default)]
 struct Confirms {
     waiting: Mutex<HashMap<u64, Sender<Decision>>>,
+    early: Mutex<HashMap<u64, Decision>>,
 }
 
 impl Confirmer for Confirms {
     fn confirm(&self, req: &ConfirmRequest, cancel: &CancelToken) -> Decision {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        lock(&self.waiting).insert(req.request_id, tx);
+        {
+            let mut waiting = lock(&self.waiting);
+            if let Some(d) = lock(&self.early).remove(&req.request_id) {
+                return d;
+            }
+            waiting.insert(req.request_id, tx);
+        }
         let d = crossbeam_channel::select! {
             recv(rx) -> d => d.unwrap_or(Decision::Deny),
             recv(cancel.receiver()) -> _ => Decision::Deny,
@@ -266,8 +278,15 @@ impl Core for Engine {
     }
 
     fn confirm(&self, request_id: u64, decision: Decision) {
-        if let Some(tx) = lock(&self.confirms.waiting).remove(&request_id) {
-            let _ = tx.send(decision);
+        let mut waiting = lock(&self.confirms.waiting);
+        match waiting.remove(&request_id) {
+            Some(tx) => {
+                let _ = tx.send(decision);
+            }
+            // Announced, not yet waited for: the worker takes it from here.
+            None => {
+                lock(&self.confirms.early).insert(request_id, decision);
+            }
         }
     }
 
@@ -340,29 +359,8 @@ impl Core for Engine {
                 })
                 .collect();
         }
-        let view = self.host.view();
-        state.commands = view
-            .registry
-            .commands()
-            .map(|c| CommandSummary {
-                name: c.name.clone(),
-                description: c.description.clone(),
-                extension: c.extension.clone(),
-            })
-            .collect();
-        state.tools = crate::agent::tools::definitions()
-            .into_iter()
-            .map(|t| ToolSummary {
-                name: t.name,
-                description: t.description,
-                extension: None,
-            })
-            .chain(view.registry.tools().map(|t| ToolSummary {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                extension: Some(t.extension.clone()),
-            }))
-            .collect();
+        state.commands = self.commands();
+        state.tools = self.tools();
         state.extensions = self
             .host
             .all_extensions()
@@ -381,6 +379,45 @@ impl Core for Engine {
             })
             .collect();
         state
+    }
+
+    fn commands(&self) -> Vec<CommandSummary> {
+        self.host
+            .view()
+            .registry
+            .commands()
+            .map(|c| CommandSummary {
+                name: c.name.clone(),
+                description: c.description.clone(),
+                extension: c.extension.clone(),
+            })
+            .collect()
+    }
+
+    fn tools(&self) -> Vec<ToolSummary> {
+        // The built-in definitions never change; building their schemas on
+        // every call would cost more than the rest of the list.
+        static BUILTIN: std::sync::OnceLock<Vec<ToolSummary>> = std::sync::OnceLock::new();
+        let builtin = BUILTIN.get_or_init(|| {
+            crate::agent::tools::definitions()
+                .into_iter()
+                .map(|t| ToolSummary {
+                    name: t.name,
+                    description: t.description,
+                    extension: None,
+                })
+                .collect()
+        });
+        let view = self.host.view();
+        builtin
+            .iter()
+            .cloned()
+            .chain(view.registry.tools().map(|t| ToolSummary {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                extension: Some(t.extension.clone()),
+            }))
+            .collect()
     }
 
     fn shutdown(&self) {
@@ -432,6 +469,9 @@ impl Worker {
                 s.busy = true;
                 s.current = Some(canceller);
             }
+            // Answers to questions of earlier jobs (late, or never asked)
+            // must not answer this job's.
+            lock(&self.confirms.early).clear();
             let ends_with_done = self.run_job(job, &token);
             {
                 let mut s = lock(&self.shared);

@@ -4,6 +4,7 @@
 //! - [`print`]: `-p`, final answer on stdout, notes and errors on stderr;
 //! - [`json`]: `--mode json`, every event as one JSON line on stdout;
 //! - [`tui`]: the interactive terminal, driven through [`crate::frontend::Core`].
+//! - [`rpc`]: `--mode rpc`, JSON-lines requests until stdin closes (its own loop).
 //!
 //! Both run one prompt (or one slash command) through [`run_once`].
 
@@ -11,6 +12,7 @@ pub mod engine;
 pub mod json;
 pub mod print;
 pub mod tui;
+pub mod rpc;
 
 use crate::cancel::CancelToken;
 use crate::events::Event;

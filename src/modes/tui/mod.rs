@@ -211,7 +211,11 @@ pub fn drive<B: Backend>(
         dirty |= app.tick(now);
         if dirty && last_draw.map_or(true, |t| now.duration_since(t) >= FRAME) {
             if let Err(e) = terminal.draw(|f| app.draw(f)) {
+                // Nothing can be shown any more: end as on a hang-up rather
+                // than retrying forever.
                 log::warn!("terminal draw failed: {e}");
+                core.shutdown();
+                return 128 + libc::SIGHUP;
             }
             dirty = false;
             last_draw = Some(now);
@@ -332,9 +336,26 @@ impl InputThread {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
+            // A terminal that went away (its pty closed) makes poll return
+            // at once with nothing to read, forever: many such returns in a
+            // row mean a hang-up, not a quiet keyboard.
+            let mut instant_returns = 0u32;
             while !flag.load(Ordering::Relaxed) {
+                let asked = std::time::Instant::now();
                 match term_event::poll(Duration::from_millis(50)) {
-                    Ok(false) => continue,
+                    Ok(false) => {
+                        if asked.elapsed() < Duration::from_millis(5) {
+                            instant_returns += 1;
+                            if instant_returns > 200 {
+                                log::warn!("the terminal is gone");
+                                let _ = tx.send(Input::Signal(libc::SIGHUP));
+                                break;
+                            }
+                        } else {
+                            instant_returns = 0;
+                        }
+                        continue;
+                    }
                     Ok(true) => match term_event::read() {
                         Ok(ev) => {
                             if tx.send(Input::Term(ev)).is_err() {
@@ -342,12 +363,16 @@ impl InputThread {
                             }
                         }
                         Err(e) => {
+                            // The terminal is gone (closed pty, ssh hang-up):
+                            // the same as SIGHUP.
                             log::warn!("terminal input failed: {e}");
+                            let _ = tx.send(Input::Signal(libc::SIGHUP));
                             break;
                         }
                     },
                     Err(e) => {
                         log::warn!("terminal input failed: {e}");
+                        let _ = tx.send(Input::Signal(libc::SIGHUP));
                         break;
                     }
                 }
@@ -356,9 +381,12 @@ impl InputThread {
         InputThread { stop, handle }
     }
 
+    /// Asks the thread to stop. It is not joined: after a hang-up the
+    /// terminal library can stay inside its read on the dead pty, and
+    /// quitting must never wait on it; the process exits right after.
     fn stop(self) {
         self.stop.store(true, Ordering::Relaxed);
-        let _ = self.handle.join();
+        drop(self.handle);
     }
 }
 
