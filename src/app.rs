@@ -138,7 +138,10 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         (_, Some("print")) | (true, None) => Mode::Print,
         (true, Some("rpc")) => return Err("-p cannot be combined with --mode rpc".into()),
         (false, Some("rpc")) if !cli.prompt.is_empty() => {
-            return Err("--mode rpc takes no PROMPT: send prompt requests on standard input (man zut-rpc)".into())
+            return Err(
+                "--mode rpc takes no PROMPT: send prompt requests on standard input (man zut-rpc)"
+                    .into(),
+            )
         }
         (false, Some("rpc")) => Mode::Json,
         (false, None) => {
@@ -147,7 +150,11 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
             }
             Mode::Interactive
         }
-        (_, Some(other)) => return Err(format!("unknown --mode {other:?}: use json or rpc (or -p for print mode)")),
+        (_, Some(other)) => {
+            return Err(format!(
+                "unknown --mode {other:?}: use json or rpc (or -p for print mode)"
+            ))
+        }
     };
     let session = match (cli.no_session, cli.continue_session, &cli.session) {
         (true, false, None) => modes::SessionChoice::None,

@@ -20,6 +20,6 @@ pub mod paths;
 pub mod provider;
 pub mod safe_fs;
 pub mod sanitize;
-pub mod trust;
-pub mod skills;
 pub mod session;
+pub mod skills;
+pub mod trust;

@@ -354,7 +354,13 @@ fn print_mode_slash_commands_honour_each_action() {
     let kinds: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
-        ["ext_loaded", "session", "ext_display", "command_result", "done"]
+        [
+            "ext_loaded",
+            "session",
+            "ext_display",
+            "command_result",
+            "done"
+        ]
     );
     assert_eq!(
         (ev[2]["extension"].as_str(), ev[2]["text"].as_str()),

@@ -256,8 +256,14 @@ fn a_burst_larger_than_the_queue_reaches_a_slow_reader_whole() {
     for _ in 0..600 {
         host.emit_event(&ev);
     }
-    assert!(error_of(&sink.events(), "fx-normal").is_none(), "{:?}", sink.events());
-    let r = host.call_tool("fx_normal_echo", &json!({"x": 1}), &never()).unwrap();
+    assert!(
+        error_of(&sink.events(), "fx-normal").is_none(),
+        "{:?}",
+        sink.events()
+    );
+    let r = host
+        .call_tool("fx_normal_echo", &json!({"x": 1}), &never())
+        .unwrap();
     assert!(!r.is_error, "{}", text(&r));
     shutdown_clean(host);
 }

@@ -86,7 +86,10 @@ impl Rpc {
         match self.lines.recv_timeout(LINE_GUARD) {
             Ok(v) => Some(v),
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => None,
-            Err(_) => panic!("no line from zut within {LINE_GUARD:?}; backlog {:?}", self.backlog),
+            Err(_) => panic!(
+                "no line from zut within {LINE_GUARD:?}; backlog {:?}",
+                self.backlog
+            ),
         }
     }
 
@@ -182,7 +185,10 @@ fn queries_describe_the_extensions_tools_and_transcript() {
     let state = rpc.request("get_state", json!({}));
     let d = ok_data(&state).clone();
     // Every mode keeps a session unless --no-session.
-    assert!(d["session"]["id"].as_str().is_some_and(|id| !id.is_empty()), "{d}");
+    assert!(
+        d["session"]["id"].as_str().is_some_and(|id| !id.is_empty()),
+        "{d}"
+    );
     assert_eq!(d["provider"], "script");
     assert_eq!(d["busy"], false);
     assert_eq!(d["queued"], 0);
@@ -224,7 +230,10 @@ fn queries_describe_the_extensions_tools_and_transcript() {
     assert_eq!(m[0]["content"][0]["text"], "hi");
     assert_eq!(m[1]["role"], "assistant");
     assert_eq!(m[1]["content"][0]["text"], "Hello there");
-    assert_eq!(ok_data(&rpc.request("get_state", json!({})))["message_count"], 2);
+    assert_eq!(
+        ok_data(&rpc.request("get_state", json!({})))["message_count"],
+        2
+    );
 
     let (code, _) = rpc.close();
     assert_eq!(code, Some(0));
@@ -239,7 +248,10 @@ fn commands_run_extension_and_core_commands_and_drop_submit() {
     let r = rpc.request("command", json!({"text": "/echo hi there"}));
     assert_eq!(ok_data(&r)["queued"], false);
     let lines = rpc.until_type("done");
-    let result = lines.iter().find(|v| v["type"] == "command_result").unwrap();
+    let result = lines
+        .iter()
+        .find(|v| v["type"] == "command_result")
+        .unwrap();
     assert_eq!(result["name"], "echo");
     assert_eq!(result["action"], "display");
     assert_eq!(result["text"], "echo: hi there");
@@ -248,14 +260,23 @@ fn commands_run_extension_and_core_commands_and_drop_submit() {
     let r = rpc.request("command", json!({"text": "do-prompt go"}));
     ok_data(&r);
     let lines = rpc.until_type("done");
-    let said = lines.iter().find(|v| v["type"] == "assistant_message").unwrap();
+    let said = lines
+        .iter()
+        .find(|v| v["type"] == "assistant_message")
+        .unwrap();
     assert_eq!(said["text"], "from command: go");
 
     // One-way frames become events; `submit` has no editor here.
     ok_data(&rpc.request("command", json!({"text": "/chrome"})));
     let lines = rpc.until_type("done");
     let t = types(&lines);
-    for want in ["ext_notify", "ext_status", "ext_widget", "ext_alert", "ext_clear_notes"] {
+    for want in [
+        "ext_notify",
+        "ext_status",
+        "ext_widget",
+        "ext_alert",
+        "ext_clear_notes",
+    ] {
         assert!(t.iter().any(|x| x == want), "no {want} in {t:?}");
     }
     assert!(!t.iter().any(|x| x == "ext_submit"), "{t:?}");
@@ -264,7 +285,10 @@ fn commands_run_extension_and_core_commands_and_drop_submit() {
     ok_data(&rpc.request("command", json!({"text": "/nope"})));
     let lines = rpc.until_type("done");
     let err = lines.iter().find(|v| v["type"] == "error").unwrap();
-    assert!(err["message"].as_str().unwrap().contains("unknown command /nope"));
+    assert!(err["message"]
+        .as_str()
+        .unwrap()
+        .contains("unknown command /nope"));
 
     let (code, _) = rpc.close();
     assert_eq!(code, Some(0));
@@ -302,7 +326,11 @@ fn malformed_lines_and_unknown_types_are_answered_and_serving_goes_on() {
     assert_eq!(r["success"], false, "nothing waits for confirmation 99");
 
     // Invalid UTF-8 is a bad line too.
-    rpc.stdin.as_mut().unwrap().write_all(b"\xff\xfe\n").unwrap();
+    rpc.stdin
+        .as_mut()
+        .unwrap()
+        .write_all(b"\xff\xfe\n")
+        .unwrap();
     let r = rpc.response(&Value::Null);
     assert_eq!(r["success"], false);
 
@@ -350,7 +378,11 @@ fn a_token_gates_everything_behind_hello() {
     let mut rpc = with_token(&sb);
     let r = rpc.request("hello", json!({"token": "s3cret"}));
     assert_eq!(ok_data(&r)["protocol_version"], 1);
-    assert!(rpc.backlog.is_empty(), "events before the hello response: {:?}", rpc.backlog);
+    assert!(
+        rpc.backlog.is_empty(),
+        "events before the hello response: {:?}",
+        rpc.backlog
+    );
     let loaded = rpc.until_type("ext_loaded");
     assert_eq!(loaded.last().unwrap()["extension"], "fx-normal");
     assert_eq!(ok_data(&rpc.request("ping", json!({})))["pong"], true);
@@ -364,7 +396,10 @@ fn abort_ends_a_delayed_step() {
     let mut rpc = Rpc::start(
         &sb,
         &[],
-        &[json!({"delay_ms": 60_000, "text": "too late"}), json!({"text": "after"})],
+        &[
+            json!({"delay_ms": 60_000, "text": "too late"}),
+            json!({"text": "after"}),
+        ],
     );
     ok_data(&rpc.request("prompt", json!({"message": "slow"})));
     rpc.until_type("turn_start");
@@ -374,12 +409,18 @@ fn abort_ends_a_delayed_step() {
     let lines = rpc.until_type("done");
     let end = lines.iter().find(|v| v["type"] == "turn_end").unwrap();
     assert_eq!(end["stop"], "aborted");
-    assert!(!lines.iter().any(|v| v["type"] == "text_delta"), "{lines:?}");
+    assert!(
+        !lines.iter().any(|v| v["type"] == "text_delta"),
+        "{lines:?}"
+    );
 
     // Still serving, and the next prompt gets the next script line.
     ok_data(&rpc.request("prompt", json!({"message": "again"})));
     let lines = rpc.until_type("done");
-    let said = lines.iter().find(|v| v["type"] == "assistant_message").unwrap();
+    let said = lines
+        .iter()
+        .find(|v| v["type"] == "assistant_message")
+        .unwrap();
     assert_eq!(said["text"], "after");
     let (code, _) = rpc.close();
     assert_eq!(code, Some(0));
@@ -409,7 +450,10 @@ fn confirmations_round_trip_allow_and_deny() {
     let ask = lines.last().unwrap().clone();
     assert_eq!(ask["tool_name"], "bash");
     assert_eq!(ask["tool_id"], "c1");
-    assert!(ask["preview"].as_str().unwrap().contains("allowed.txt"), "{ask}");
+    assert!(
+        ask["preview"].as_str().unwrap().contains("allowed.txt"),
+        "{ask}"
+    );
     let id = ask["request_id"].clone();
     ok_data(&rpc.request("confirm", json!({"request_id": id, "decision": "allow"})));
     let lines = rpc.until_type("done");
@@ -434,7 +478,10 @@ fn confirmations_round_trip_allow_and_deny() {
     let result = lines.iter().find(|v| v["type"] == "tool_result").unwrap();
     assert_eq!(result["is_error"], true, "{result}");
     assert!(!sb.cwd().join("denied.txt").exists());
-    let said = lines.iter().find(|v| v["type"] == "assistant_message").unwrap();
+    let said = lines
+        .iter()
+        .find(|v| v["type"] == "assistant_message")
+        .unwrap();
     assert_eq!(said["text"], "skipped it");
     let (code, _) = rpc.close();
     assert_eq!(code, Some(0));
@@ -443,7 +490,11 @@ fn confirmations_round_trip_allow_and_deny() {
 #[test]
 fn yolo_runs_tools_without_asking() {
     let sb = Sandbox::new();
-    let mut c = rpc_command(&sb, &[], &[bash_call("c1", "echo y > y.txt"), json!({"text": "ok"})]);
+    let mut c = rpc_command(
+        &sb,
+        &[],
+        &[bash_call("c1", "echo y > y.txt"), json!({"text": "ok"})],
+    );
     c.arg("--yolo");
     let mut rpc = Rpc::spawn(c);
     ok_data(&rpc.request("prompt", json!({"message": "go"})));
@@ -485,7 +536,10 @@ fn prompts_queue_behind_a_running_turn_and_abort_keeps_or_drops_them() {
     let end = lines.iter().find(|v| v["type"] == "turn_end").unwrap();
     assert_eq!(end["stop"], "aborted", "{lines:?}");
     let lines = rpc.until_type("done");
-    let said = lines.iter().find(|v| v["type"] == "assistant_message").unwrap();
+    let said = lines
+        .iter()
+        .find(|v| v["type"] == "assistant_message")
+        .unwrap();
     assert_eq!(said["text"], "second");
 
     // Abort with drop_queued: "fourth" never runs; "fifth" gets its turn.
@@ -497,7 +551,10 @@ fn prompts_queue_behind_a_running_turn_and_abort_keeps_or_drops_them() {
     rpc.until_type("done");
     ok_data(&rpc.request("prompt", json!({"message": "fifth"})));
     let lines = rpc.until_type("done");
-    let users: Vec<&Value> = lines.iter().filter(|v| v["type"] == "user_message").collect();
+    let users: Vec<&Value> = lines
+        .iter()
+        .filter(|v| v["type"] == "user_message")
+        .collect();
     assert_eq!(users.len(), 1, "{lines:?}");
     assert_eq!(users[0]["text"], "fifth");
     let (code, _) = rpc.close();
@@ -522,7 +579,10 @@ fn reload_starts_new_extension_processes() {
     assert_eq!(report["errors"], json!([]));
     let second = pid_in(&pidfile);
     assert_ne!(first, second);
-    assert!(!pid_exists(first), "the old extension {first} is still there");
+    assert!(
+        !pid_exists(first),
+        "the old extension {first} is still there"
+    );
 
     // The same through the slash command.
     ok_data(&rpc.request("command", json!({"text": "/reload-ext"})));
@@ -555,7 +615,10 @@ fn end_of_input_shuts_down_and_leaves_no_child() {
     assert_eq!(code, Some(0));
     assert!(!pid_exists(pid), "extension {pid} outlived zut");
     let frames = std::fs::read_to_string(&marker).unwrap();
-    assert!(frames.lines().any(|l| l == "shutdown"), "no graceful shutdown: {frames}");
+    assert!(
+        frames.lines().any(|l| l == "shutdown"),
+        "no graceful shutdown: {frames}"
+    );
 }
 
 #[test]
@@ -603,7 +666,15 @@ fn run_client(program: &str, client: &str, answer: &str) -> (Sandbox, std::proce
     );
     let out = std::process::Command::new(program)
         .arg(examples().join(client))
-        .args([answer, "make the file", "--", "--provider", "script", "--script", &s])
+        .args([
+            answer,
+            "make the file",
+            "--",
+            "--provider",
+            "script",
+            "--script",
+            &s,
+        ])
         .current_dir(sb.cwd())
         .env("ZUT_BIN", env!("CARGO_BIN_EXE_zut"))
         .env("ZUT_HOME", sb.home())
@@ -619,10 +690,17 @@ fn check_client(program: &str, client: &str) {
     let (sb, out) = run_client(program, client, "--yes");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
     assert!(stdout.contains("Let me write it."), "{stdout}");
     assert!(stdout.contains("All written."), "{stdout}");
-    assert!(sb.cwd().join("from-client.txt").exists(), "{stdout}\n{stderr}");
+    assert!(
+        sb.cwd().join("from-client.txt").exists(),
+        "{stdout}\n{stderr}"
+    );
 
     let (sb, out) = run_client(program, client, "--no");
     let stdout = String::from_utf8_lossy(&out.stdout);

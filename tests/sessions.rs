@@ -76,10 +76,18 @@ fn state_survives_a_restart_with_continue_and_hello_ack_carries_the_session() {
     let (out, ev, _) = run(
         &sb,
         &[dir.clone()],
-        &[call("c1", "counter_count", json!({})), json!({"text": "ok"})],
+        &[
+            call("c1", "counter_count", json!({})),
+            json!({"text": "ok"}),
+        ],
         &["go"],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(result_text(&ev, "c1"), "n=1");
     let first = session_of(&ev);
     assert_eq!(first["reason"], "new");
@@ -90,18 +98,28 @@ fn state_survives_a_restart_with_continue_and_hello_ack_carries_the_session() {
     let (_, ev, _) = run(
         &sb,
         &[dir],
-        &[call("c2", "counter_count", json!({})), json!({"text": "ok"})],
+        &[
+            call("c2", "counter_count", json!({})),
+            json!({"text": "ok"}),
+        ],
         &["--continue", "again"],
     );
     assert_eq!(session_of(&ev)["id"], first["id"]);
     assert_eq!(session_of(&ev)["reason"], "resume");
     assert_eq!(result_text(&ev, "c2"), "n=2");
     let h = heard(&log);
-    let ack = h.iter().rev().find_map(|e| e.get("hello_ack_session")).unwrap();
+    let ack = h
+        .iter()
+        .rev()
+        .find_map(|e| e.get("hello_ack_session"))
+        .unwrap();
     assert_eq!(ack["id"], first["id"]);
     assert!(ack["path"].as_str().unwrap().ends_with(".jsonl"));
     assert!(ack["cwd"].as_str().is_some_and(|c| !c.is_empty()));
-    let opened: Vec<&Value> = h.iter().filter(|e| e["event"] == "session_opened").collect();
+    let opened: Vec<&Value> = h
+        .iter()
+        .filter(|e| e["event"] == "session_opened")
+        .collect();
     assert_eq!(opened.last().unwrap()["state"], json!({"n": 1}));
     assert!(h.iter().any(|e| e["event"] == "session_start"));
 }
@@ -121,8 +139,14 @@ fn forks_and_switches_keep_each_branch_state_apart() {
     assert_eq!(b["parent_id"], a.as_str());
     let b = b["id"].as_str().unwrap().to_string();
     let h = heard(&log);
-    let forked = h.iter().rposition(|e| e["event"] == "session_forked").unwrap();
-    let switched = h.iter().rposition(|e| e["event"] == "session_switched").unwrap();
+    let forked = h
+        .iter()
+        .rposition(|e| e["event"] == "session_forked")
+        .unwrap();
+    let switched = h
+        .iter()
+        .rposition(|e| e["event"] == "session_switched")
+        .unwrap();
     assert!(forked < switched, "session_forked then session_switched");
     assert_eq!(h[switched]["state"], json!({"n": 1}));
     // The branch counts on by itself…
@@ -137,7 +161,11 @@ fn forks_and_switches_keep_each_branch_state_apart() {
     // Switching inside one run to the parent restores its state too.
     let (_, _, _) = run(&sb, &exts, &[], &["--session", &b, &format!("/resume {a}")]);
     let h = heard(&log);
-    let last = h.iter().rev().find(|e| e["event"] == "session_switched").unwrap();
+    let last = h
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "session_switched")
+        .unwrap();
     assert_eq!(last["session"]["id"], a.as_str());
     assert_eq!(last["state"], json!({"n": 1}));
 }
@@ -193,7 +221,10 @@ fn a_state_over_256_kib_is_refused_and_the_previous_one_stays() {
         .filter(|e| e["type"] == "ext_warning" && e["extension"] == "counter")
         .collect();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0]["message"].as_str().unwrap().contains("262145 bytes"));
+    assert!(warnings[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("262145 bytes"));
     // The refused result still reached the model.
     assert!(requests.last().unwrap().to_string().contains("big"));
     // The exact limit was accepted: it is the branch state now.
@@ -216,7 +247,16 @@ fn a_session_torn_by_kill_9_and_unknown_rows_still_resume() {
     // A real zut killed with SIGKILL in the middle of a turn.
     let s = script(&sb, &[json!({"delay_ms": 30_000, "text": "never"})]);
     let mut child = zut(&sb)
-        .args(["--provider", "script", "--script", &s, "--continue", "--mode", "json", "second"])
+        .args([
+            "--provider",
+            "script",
+            "--script",
+            &s,
+            "--continue",
+            "--mode",
+            "json",
+            "second",
+        ])
         .arg("-e")
         .arg(&exts[0])
         .stdout(std::process::Stdio::piped())
@@ -234,13 +274,29 @@ fn a_session_torn_by_kill_9_and_unknown_rows_still_resume() {
     child.wait().unwrap();
     // What a write cut short looks like, and a row from a newer zut.
     let file = session_files(&sb)[0].clone();
-    let mut f = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
-    std::io::Write::write_all(&mut f, b"{\"type\":\"future_row\",\"x\":1}\n{\"type\":\"message\",\"mess").unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        b"{\"type\":\"future_row\",\"x\":1}\n{\"type\":\"message\",\"mess",
+    )
+    .unwrap();
     drop(f);
-    let (out, _, requests) = run(&sb, &exts, &[json!({"text": "three"})], &["--continue", "third"]);
+    let (out, _, requests) = run(
+        &sb,
+        &exts,
+        &[json!({"text": "three"})],
+        &["--continue", "third"],
+    );
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.matches("warning").count(), 1, "one warning for the torn row: {err}");
+    assert_eq!(
+        err.matches("warning").count(),
+        1,
+        "one warning for the torn row: {err}"
+    );
     let texts: Vec<String> = requests[0]["messages"]
         .as_array()
         .unwrap()
@@ -255,24 +311,57 @@ fn compaction_asks_the_provider_for_a_summary_and_tells_extensions() {
     let sb = Sandbox::new();
     let (dir, log) = counter(&sb, "counter");
     let exts = [dir];
-    run(&sb, &exts, &[call("c1", "counter_count", json!({})), json!({"text": "one"})], &["first"]);
-    run(&sb, &exts, &[json!({"text": "two"})], &["--continue", "second"]);
+    run(
+        &sb,
+        &exts,
+        &[
+            call("c1", "counter_count", json!({})),
+            json!({"text": "one"}),
+        ],
+        &["first"],
+    );
+    run(
+        &sb,
+        &exts,
+        &[json!({"text": "two"})],
+        &["--continue", "second"],
+    );
     let (out, ev, requests) = run(
         &sb,
         &exts,
         &[json!({"text": "THE SUMMARY"})],
         &["--continue", "/compact keep it short"],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(session_of(&ev)["reason"], "compact");
-    let ask = requests.last().unwrap()["messages"].as_array().unwrap().clone();
+    let ask = requests.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
     let last = ask.last().unwrap()["content"][0]["text"].as_str().unwrap();
-    assert!(last.contains("Summarize") && last.contains("keep it short"), "{last}");
+    assert!(
+        last.contains("Summarize") && last.contains("keep it short"),
+        "{last}"
+    );
     let h = heard(&log);
-    let compacted = h.iter().rev().find(|e| e["event"] == "session_compacted").unwrap();
+    let compacted = h
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "session_compacted")
+        .unwrap();
     assert_eq!(compacted["state"], json!({"n": 1}));
     // The next request starts with the summary and keeps the last turn.
-    let (_, _, requests) = run(&sb, &exts, &[json!({"text": "ok"})], &["--continue", "next"]);
+    let (_, _, requests) = run(
+        &sb,
+        &exts,
+        &[json!({"text": "ok"})],
+        &["--continue", "next"],
+    );
     let texts: Vec<String> = requests[0]["messages"]
         .as_array()
         .unwrap()
@@ -286,14 +375,25 @@ fn compaction_asks_the_provider_for_a_summary_and_tells_extensions() {
 #[test]
 fn unknown_session_ids_exit_2_and_no_session_keeps_nothing() {
     let sb = Sandbox::new();
-    let out = zut(&sb).args(["--session", "nope-123", "-p", "x"]).output().unwrap();
+    let out = zut(&sb)
+        .args(["--session", "nope-123", "-p", "x"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope-123"));
     let (out, ev, _) = run(&sb, &[], &[json!({"text": "x"})], &["--no-session", "go"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(ev.iter().all(|e| e["type"] != "session"));
     assert!(session_files(&sb).is_empty());
-    let out = zut(&sb).args(["--continue", "--mode", "json", "--provider", "script", "--script"])
+    let out = zut(&sb)
+        .args([
+            "--continue",
+            "--mode",
+            "json",
+            "--provider",
+            "script",
+            "--script",
+        ])
         .arg(script(&sb, &[json!({"text": "x"})]))
         .arg("hi")
         .output()

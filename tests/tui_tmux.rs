@@ -42,7 +42,9 @@ impl Tmux {
         let socket = format!(
             "zut-tui-{}-{}",
             std::process::id(),
-            dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+            dir.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
         );
         let mut cmd = vec![
             shell_quote(env!("CARGO_BIN_EXE_zut")),
@@ -59,9 +61,29 @@ impl Tmux {
             shell_quote(&home.to_string_lossy()),
             cmd.join(" ")
         );
-        let t = Tmux { socket, _dir: tmp, dir };
-        let out = t.tmux(&["new-session", "-d", "-x", "100", "-y", "30", "-s", "zut", "sh", "-c", &line]);
-        assert!(out.status.success(), "tmux new-session: {}", String::from_utf8_lossy(&out.stderr));
+        let t = Tmux {
+            socket,
+            _dir: tmp,
+            dir,
+        };
+        let out = t.tmux(&[
+            "new-session",
+            "-d",
+            "-x",
+            "100",
+            "-y",
+            "30",
+            "-s",
+            "zut",
+            "sh",
+            "-c",
+            &line,
+        ]);
+        assert!(
+            out.status.success(),
+            "tmux new-session: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         t
     }
 
@@ -87,7 +109,8 @@ impl Tmux {
     }
 
     fn capture(&self) -> String {
-        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "zut"]).stdout).into_owned()
+        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "zut"]).stdout)
+            .into_owned()
     }
 
     /// Polls the pane until `text` is on it; panics with the pane after
@@ -125,8 +148,14 @@ impl Tmux {
     fn assert_exited(&self, status: i32) {
         let pane = self.wait_for("MODE:");
         assert!(pane.contains(&format!("EXITED:{status}")), "{pane}");
-        assert!(pane.contains("MODE:icanon"), "terminal left in raw mode:\n{pane}");
-        assert!(!pane.contains("› "), "the alternate screen was left:\n{pane}");
+        assert!(
+            pane.contains("MODE:icanon"),
+            "terminal left in raw mode:\n{pane}"
+        );
+        assert!(
+            !pane.contains("› "),
+            "the alternate screen was left:\n{pane}"
+        );
     }
 }
 
@@ -179,10 +208,20 @@ fn ctrl_c_twice_and_slash_quit_leave_cleanly() {
 fn status_items_and_widgets_are_visible_above_the_editor() {
     let t = with_ui(&[]);
     let pane = t.wait_for("step 1 of 3");
-    let row = |needle: &str| pane.lines().position(|l| l.contains(needle)).unwrap_or(usize::MAX);
+    let row = |needle: &str| {
+        pane.lines()
+            .position(|l| l.contains(needle))
+            .unwrap_or(usize::MAX)
+    };
     assert!(row("[ui] Progress") < row("step 1 of 3"), "{pane}");
-    assert!(row("step 1 of 3") < row("[ui] ui ready"), "widgets come before statuses:\n{pane}");
-    assert!(row("[ui] ui ready") < row("─────"), "chrome sits above the editor:\n{pane}");
+    assert!(
+        row("step 1 of 3") < row("[ui] ui ready"),
+        "widgets come before statuses:\n{pane}"
+    );
+    assert!(
+        row("[ui] ui ready") < row("─────"),
+        "chrome sits above the editor:\n{pane}"
+    );
 }
 
 #[test]
@@ -226,7 +265,10 @@ fn confirmation_y_runs_the_tool_and_n_denies_it() {
     t.type_text("n");
     let pane = t.wait_for("second done");
     assert!(!pane.contains("never-ran\n"), "{pane}");
-    assert!(pane.contains("✗"), "the denied call shows as an error:\n{pane}");
+    assert!(
+        pane.contains("✗"),
+        "the denied call shows as an error:\n{pane}"
+    );
 }
 
 #[test]
@@ -245,7 +287,11 @@ fn a_broken_extension_error_stays_in_the_chat() {
     let dir = tempfile::tempdir().expect("tempdir");
     let broken = dir.path().join("broken");
     std::fs::create_dir_all(&broken).expect("mkdir");
-    std::fs::write(broken.join("extension.json"), r#"{"name":"broken","exec":"./missing"}"#).expect("write");
+    std::fs::write(
+        broken.join("extension.json"),
+        r#"{"name":"broken","exec":"./missing"}"#,
+    )
+    .expect("write");
     let t = Tmux::start(&["--ext", &broken.to_string_lossy()], &[]);
     t.wait_for("✖ broken");
     let _ = &t.dir;

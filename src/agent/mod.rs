@@ -179,7 +179,11 @@ impl Agent {
     }
 
     /// Sends one request outside a turn (compaction): no events, no tools.
-    pub fn complete_once(&mut self, messages: &[Message], cancel: &CancelToken) -> Result<String, String> {
+    pub fn complete_once(
+        &mut self,
+        messages: &[Message],
+        cancel: &CancelToken,
+    ) -> Result<String, String> {
         let req = Request {
             step: 1,
             system: &self.system,
@@ -420,7 +424,10 @@ impl Agent {
     }
 
     /// Gives every call of a step an id (the model's, else a fresh one).
-    fn number_calls(&mut self, calls: &[crate::provider::ToolCall]) -> Vec<(String, crate::provider::ToolCall)> {
+    fn number_calls(
+        &mut self,
+        calls: &[crate::provider::ToolCall],
+    ) -> Vec<(String, crate::provider::ToolCall)> {
         calls
             .iter()
             .map(|call| {
@@ -488,7 +495,9 @@ impl Agent {
             return;
         };
         match o.state(extension, state) {
-            Ok(()) => self.host.set_state(extension, (!state.is_null()).then(|| state.clone())),
+            Ok(()) => self
+                .host
+                .set_state(extension, (!state.is_null()).then(|| state.clone())),
             Err(reason) => self.emit(Event::ExtWarning {
                 extension: extension.to_string(),
                 message: format!("its state was not saved: {reason}"),

@@ -195,11 +195,13 @@ fn report(host: &Host, l: &Loaded) -> Report {
             r.tools = ext
                 .tool_kinds
                 .iter()
-                .map(|(name, deferred, interactive)| match (deferred, interactive) {
-                    (true, _) => format!("{name} (deferred)"),
-                    (_, true) => format!("{name} (interactive)"),
-                    _ => name.clone(),
-                })
+                .map(
+                    |(name, deferred, interactive)| match (deferred, interactive) {
+                        (true, _) => format!("{name} (deferred)"),
+                        (_, true) => format!("{name} (interactive)"),
+                        _ => name.clone(),
+                    },
+                )
                 .collect();
             match ext.phase.clone() {
                 Phase::Ready { auto } => r.ready = Some(if auto { "auto-ready" } else { "ready" }),

@@ -24,7 +24,9 @@ use super::manifest::{self, Exec, Manifest};
 use super::process;
 use super::registry::{CommandEntry, Registry, ToolEntry};
 use super::transport::{Conn, ExtId, FromExt, Inbound, ThreadCount};
-use super::{EventOut, ExtReport, HostConfig, LoadReport, Loaded, Outcome, Phase, View, ViewExt, ZUT_VERSION};
+use super::{
+    EventOut, ExtReport, HostConfig, LoadReport, Loaded, Outcome, Phase, View, ViewExt, ZUT_VERSION,
+};
 use crate::events::{Event, ReloadError};
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::Value;
@@ -54,7 +56,10 @@ pub(super) enum Command {
         states: HashMap<String, Value>,
     },
     /// An extension's state on the active branch (`None` clears).
-    State { extension: String, state: Option<Value> },
+    State {
+        extension: String,
+        state: Option<Value>,
+    },
 }
 
 /// The urgent lane, checked before anything else.
@@ -118,7 +123,6 @@ struct ExtState {
 }
 
 impl ExtState {
-
     fn log(&self) -> std::path::PathBuf {
         self.conn
             .as_ref()
@@ -166,12 +170,19 @@ enum Job {
         reload: Option<usize>,
     },
     /// Old instances are stopping; then `then`.
-    Stopping { then: AfterStop },
+    Stopping {
+        then: AfterStop,
+    },
 }
 
 enum AfterStop {
-    Reload { reply: Sender<LoadReport>, stopped: usize },
-    Shutdown { reply: Sender<Vec<ExtReport>> },
+    Reload {
+        reply: Sender<LoadReport>,
+        stopped: usize,
+    },
+    Shutdown {
+        reply: Sender<Vec<ExtReport>>,
+    },
 }
 
 pub(super) struct Dispatcher {
@@ -319,8 +330,7 @@ impl Dispatcher {
                     .filter(|e| e.conn.as_ref().is_some_and(|c| c.connected()))
                     .count();
                 // A load in progress is answered with what it has so far.
-                if let Job::Loading { reply: r, .. } = std::mem::replace(&mut self.job, Job::Idle)
-                {
+                if let Job::Loading { reply: r, .. } = std::mem::replace(&mut self.job, Job::Idle) {
                     let _ = r.send(self.report_load(None));
                 }
                 self.stop_all(true);
@@ -330,8 +340,7 @@ impl Dispatcher {
                 false
             }
             Urgent::Shutdown { reply } => {
-                if let Job::Loading { reply: r, .. } = std::mem::replace(&mut self.job, Job::Idle)
-                {
+                if let Job::Loading { reply: r, .. } = std::mem::replace(&mut self.job, Job::Idle) {
                     for e in &self.exts {
                         if let (Some(c), true) = (&e.conn, e.handshaking()) {
                             c.disconnect("interrupted while loading");
@@ -584,7 +593,10 @@ impl Dispatcher {
                     )));
                 }
                 if !path.is_file() {
-                    return Err(fail(format!("executable {} does not exist", path.display())));
+                    return Err(fail(format!(
+                        "executable {} does not exist",
+                        path.display()
+                    )));
                 }
                 if !manifest::is_executable(path) {
                     return Err(fail(format!(
@@ -619,7 +631,10 @@ impl Dispatcher {
         )
         .map_err(|e| format!("failed to start: cannot start threads: {e}\n{describe}"))?;
         self.all.push(conn.clone());
-        self.pids.lock().unwrap_or_else(|p| p.into_inner()).push(conn.pid);
+        self.pids
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(conn.pid);
         Ok(conn)
     }
 
@@ -684,7 +699,9 @@ impl Dispatcher {
                 (Status::Disabled(_), _, _) if e.entry.source == discovery::Source::Flag => {
                     let _ = self.events.send(Event::ExtWarning {
                         extension: name,
-                        message: "not loaded: it is disabled in its extension.json (\"enabled\": false)".into(),
+                        message:
+                            "not loaded: it is disabled in its extension.json (\"enabled\": false)"
+                                .into(),
                     });
                 }
                 (Status::Untrusted { project, .. }, _, _) => {
@@ -775,7 +792,9 @@ impl Dispatcher {
                         (Some(m), _, _) => Outcome::Failed(m.clone()),
                         (
                             None,
-                            Status::Disabled(_) | Status::Shadowed { .. } | Status::Untrusted { .. },
+                            Status::Disabled(_)
+                            | Status::Shadowed { .. }
+                            | Status::Untrusted { .. },
                             _,
                         ) => Outcome::Skipped,
                         (None, _, None) => Outcome::ThemeOnly,
@@ -893,11 +912,7 @@ impl Dispatcher {
     }
 
     fn on_inbound(&mut self, m: Inbound) {
-        let conn = self
-            .all
-            .iter()
-            .find(|c| c.ext == m.ext)
-            .cloned();
+        let conn = self.all.iter().find(|c| c.ext == m.ext).cloned();
         let exited = matches!(m.msg, FromExt::Exited(_));
         self.handle_inbound(m);
         // Counted only now: a reply may take the fast path once every
@@ -926,7 +941,10 @@ impl Dispatcher {
             match (&m.msg, &conn) {
                 (FromExt::Frame(f), Some(c)) => process::log_line(
                     &c.log,
-                    &format!("{} frame after shutdown began: logged, not shown", f.type_name()),
+                    &format!(
+                        "{} frame after shutdown began: logged, not shown",
+                        f.type_name()
+                    ),
                 ),
                 // Calls still waiting on a replaced instance fail now, not
                 // at their deadline.
@@ -956,7 +974,10 @@ impl Dispatcher {
                     *n += 1;
                     let seen = *n;
                     if seen <= NOISE_LOGGED {
-                        process::log_line(&self.exts[i].log(), &format!("frame of unknown type {name:?} ignored"));
+                        process::log_line(
+                            &self.exts[i].log(),
+                            &format!("frame of unknown type {name:?} ignored"),
+                        );
                     }
                 }
             }
@@ -1094,7 +1115,10 @@ impl Dispatcher {
             process::log_line(&log, &format!("stdout line skipped ({error}): {preview}"));
         }
         if seen == NOISE_LOGGED {
-            process::log_line(&log, &format!("further {kind} lines are counted, not logged"));
+            process::log_line(
+                &log,
+                &format!("further {kind} lines are counted, not logged"),
+            );
         }
     }
 
@@ -1284,7 +1308,9 @@ impl Dispatcher {
         if name != expected {
             return self.violation(
                 i,
-                format!("hello names the extension {name:?} but its extension.json says {expected:?}"),
+                format!(
+                    "hello names the extension {name:?} but its extension.json says {expected:?}"
+                ),
             );
         }
         let e = &mut self.exts[i];
@@ -1315,7 +1341,10 @@ impl Dispatcher {
         let log = e.log();
         for ev in events {
             if !KNOWN_EVENTS.contains(&ev.as_str()) {
-                process::log_line(&log, &format!("subscribe: unknown event {ev:?} (kept, never sent)"));
+                process::log_line(
+                    &log,
+                    &format!("subscribe: unknown event {ev:?} (kept, never sent)"),
+                );
             }
             e.events.insert(ev);
         }
@@ -1436,14 +1465,19 @@ const STDERR_TAIL_LINES: usize = 5;
 /// block to append to a failure, so a crash explains itself; zut's own log
 /// lines are left out. Empty when there is nothing to show.
 fn stderr_tail(reason: &str, log: &std::path::Path) -> String {
-    if !(reason.contains("exited") || reason.contains("closed its stdout") || reason.contains("no hello")) {
+    if !(reason.contains("exited")
+        || reason.contains("closed its stdout")
+        || reason.contains("no hello"))
+    {
         return String::new();
     }
     let Ok(text) = read_tail(log, 16 * 1024) else {
         return String::new();
     };
     // Only this run's part of the log: after the last start header.
-    let run = text.rfind("[zut] starting ").map_or(&text[..], |i| &text[i..]);
+    let run = text
+        .rfind("[zut] starting ")
+        .map_or(&text[..], |i| &text[i..]);
     let lines: Vec<&str> = run
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with("[zut] "))

@@ -75,7 +75,10 @@ fn roomy() -> Deadlines {
     }
 }
 
-fn start(sb: &Sandbox, peers: impl Fn(Peer) + Send + Sync + 'static) -> (HostHandle, LoadReport, Arc<Collect>) {
+fn start(
+    sb: &Sandbox,
+    peers: impl Fn(Peer) + Send + Sync + 'static,
+) -> (HostHandle, LoadReport, Arc<Collect>) {
     let sink = Arc::new(Collect::default());
     let peers: PeerFn = Arc::new(peers);
     let (host, report) = HostHandle::start_with_peers(
@@ -141,13 +144,18 @@ fn registrations_commit_in_load_order_whatever_the_handshake_order() {
         }
     });
     assert_eq!(report.loaded.len(), 2);
-    assert_eq!(host.tool("shared").map(|t| t.extension), Some("alpha".into()));
+    assert_eq!(
+        host.tool("shared").map(|t| t.extension),
+        Some("alpha".into())
+    );
     assert_eq!(text_of(&call(&host, "shared", json!({}))), "alpha");
     assert_eq!(text_of(&call(&host, "alpha_only", json!({}))), "alpha");
     let loaded: Vec<String> = events(&sink)
         .into_iter()
         .filter_map(|e| match e {
-            Event::ExtLoaded { extension, tools, .. } => Some(format!("{extension}:{}", tools.join(","))),
+            Event::ExtLoaded {
+                extension, tools, ..
+            } => Some(format!("{extension}:{}", tools.join(","))),
             _ => None,
         })
         .collect();
@@ -155,17 +163,24 @@ fn registrations_commit_in_load_order_whatever_the_handshake_order() {
     let exts = host.all_extensions();
     assert!(exts[0].conflicts.is_empty());
     assert_eq!(exts[1].conflicts.len(), 1, "{:?}", exts[1]);
-    assert!(exts[1].conflicts[0].contains("shared"), "{:?}", exts[1].conflicts);
+    assert!(
+        exts[1].conflicts[0].contains("shared"),
+        "{:?}",
+        exts[1].conflicts
+    );
     host.shutdown();
     assert_eq!(host.live_threads(), 0);
 }
 
 #[test]
 fn a_silent_extension_is_disconnected_at_the_hello_deadline() {
-    let sb = sandbox(&["mute", "fine"], Deadlines {
-        hello: Duration::from_millis(150),
-        ..roomy()
-    });
+    let sb = sandbox(
+        &["mute", "fine"],
+        Deadlines {
+            hello: Duration::from_millis(150),
+            ..roomy()
+        },
+    );
     let (host, report, sink) = start(&sb, |mut p| {
         if p.name == "mute" {
             // Says nothing; returns once the host closes its stdin.
@@ -178,7 +193,9 @@ fn a_silent_extension_is_disconnected_at_the_hello_deadline() {
         panic!("mute loaded: {:?}", report.loaded[0].outcome)
     };
     assert!(msg.contains("sent no hello within 150 ms"), "{msg}");
-    assert!(matches!(&report.loaded[1].outcome, Outcome::Started(r) if r.phase == Phase::Ready { auto: false }));
+    assert!(
+        matches!(&report.loaded[1].outcome, Outcome::Started(r) if r.phase == Phase::Ready { auto: false })
+    );
     assert!(events(&sink).iter().any(
         |e| matches!(e, Event::ExtError { extension, message } if extension == "mute" && message.contains("no hello"))
     ));
@@ -189,10 +206,13 @@ fn a_silent_extension_is_disconnected_at_the_hello_deadline() {
 
 #[test]
 fn no_ready_frame_is_auto_ready_with_a_warning() {
-    let sb = sandbox(&["slow"], Deadlines {
-        ready: Duration::from_millis(150),
-        ..roomy()
-    });
+    let sb = sandbox(
+        &["slow"],
+        Deadlines {
+            ready: Duration::from_millis(150),
+            ..roomy()
+        },
+    );
     let (host, report, sink) = start(&sb, |mut p| {
         p.hello();
         p.register_tool("t");
@@ -205,7 +225,10 @@ fn no_ready_frame_is_auto_ready_with_a_warning() {
     let warning = "sent no ready frame within 150 ms; auto-readied";
     assert!(r.warnings.iter().any(|w| w == warning), "{:?}", r.warnings);
     let evs = events(&sink);
-    let loaded = evs.iter().position(|e| matches!(e, Event::ExtLoaded { .. })).expect("ext_loaded");
+    let loaded = evs
+        .iter()
+        .position(|e| matches!(e, Event::ExtLoaded { .. }))
+        .expect("ext_loaded");
     let warned = evs
         .iter()
         .position(|e| matches!(e, Event::ExtWarning { message, .. } if message == warning))
@@ -229,7 +252,10 @@ fn a_disconnect_fails_a_pending_call_at_once_with_its_reason_after_the_event() {
     assert!(reply.is_error);
     let text = text_of(&reply);
     // The tool deadline is 60 s: a reply that waited for it would say so.
-    assert!(text.contains("closed its stdout") && !text.contains("timeout"), "{text}");
+    assert!(
+        text.contains("closed its stdout") && !text.contains("timeout"),
+        "{text}"
+    );
     // The error was on the event stream before the caller woke.
     assert!(
         events(&sink).iter().any(|e| matches!(e, Event::ExtError { extension, message } if extension == "crashy" && message.contains("closed its stdout"))),
@@ -238,7 +264,9 @@ fn a_disconnect_fails_a_pending_call_at_once_with_its_reason_after_the_event() {
     );
     // And the route is gone.
     assert!(host.tool("t").is_none());
-    assert!(host.gone_tool("t").is_some_and(|g| g.contains("closed its stdout")));
+    assert!(host
+        .gone_tool("t")
+        .is_some_and(|g| g.contains("closed its stdout")));
     host.shutdown();
     assert_eq!(host.live_threads(), 0);
 }
@@ -269,9 +297,20 @@ fn reload_while_a_call_is_pending_fails_it_and_the_new_instance_serves() {
     assert_eq!(report.generation, 1);
     let failed = caller.join().expect("caller");
     assert!(failed.is_error, "{failed:?}");
-    assert!(text_of(&failed).contains("stopped at shutdown"), "{}", text_of(&failed));
+    assert!(
+        text_of(&failed).contains("stopped at shutdown"),
+        "{}",
+        text_of(&failed)
+    );
     assert_eq!(text_of(&call(&host, "t", json!({}))), "svc");
-    assert!(events(&sink).iter().any(|e| matches!(e, Event::Reload { stopped: 1, ready: 1, .. })));
+    assert!(events(&sink).iter().any(|e| matches!(
+        e,
+        Event::Reload {
+            stopped: 1,
+            ready: 1,
+            ..
+        }
+    )));
     host.shutdown();
     assert_eq!(host.live_threads(), 0);
 }
@@ -297,7 +336,9 @@ fn frames_of_a_replaced_instance_are_dropped() {
     host.reload();
     let after = &events(&sink)[before..];
     assert!(
-        !after.iter().any(|e| matches!(e, Event::ExtNotify { .. } | Event::ExtStatus { .. })),
+        !after
+            .iter()
+            .any(|e| matches!(e, Event::ExtNotify { .. } | Event::ExtStatus { .. })),
         "{after:?}"
     );
     assert!(host.tool("ghost").is_none());
@@ -317,7 +358,9 @@ fn a_reply_never_overtakes_the_notify_sent_before_it() {
             match f["type"].as_str() {
                 Some("tool_call") => {
                     let k = f["args"]["k"].as_u64().unwrap_or(u64::MAX);
-                    p.send(json!({"type": "notify", "level": "info", "message": format!("note {k}")}));
+                    p.send(
+                        json!({"type": "notify", "level": "info", "message": format!("note {k}")}),
+                    );
                     p.reply(&f, &format!("reply {k}"));
                 }
                 Some("shutdown") => return,
@@ -340,10 +383,13 @@ fn a_reply_never_overtakes_the_notify_sent_before_it() {
 #[test]
 fn a_slow_reader_gets_a_600_frame_burst_whole() {
     const BURST: usize = 600;
-    let sb = sandbox(&["slowpoke"], Deadlines {
-        write: Duration::from_secs(2),
-        ..roomy()
-    });
+    let sb = sandbox(
+        &["slowpoke"],
+        Deadlines {
+            write: Duration::from_secs(2),
+            ..roomy()
+        },
+    );
     let (seen_tx, seen_rx) = crossbeam_channel::bounded::<Vec<String>>(1);
     let (host, _, sink) = start(&sb, move |mut p| {
         p.hello();
@@ -377,10 +423,14 @@ fn a_slow_reader_gets_a_600_frame_burst_whole() {
             ..zut_ext::wire::EventPayload::named("turn_end")
         });
     }
-    let seen = seen_rx.recv_timeout(Duration::from_secs(60)).expect("the burst arrived");
+    let seen = seen_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the burst arrived");
     let want: Vec<String> = (0..BURST).map(|i| i.to_string()).collect();
     assert_eq!(seen, want);
     assert_eq!(host.extensions().len(), 1, "{:?}", events(&sink));
-    assert!(!events(&sink).iter().any(|e| matches!(e, Event::ExtError { .. })));
+    assert!(!events(&sink)
+        .iter()
+        .any(|e| matches!(e, Event::ExtError { .. })));
     host.shutdown();
 }

@@ -261,7 +261,12 @@ impl Inner {
             return;
         }
         let (tx, rx) = crossbeam_channel::bounded(1);
-        if self.channels.urgent.send(Urgent::Shutdown { reply: tx }).is_ok() {
+        if self
+            .channels
+            .urgent
+            .send(Urgent::Shutdown { reply: tx })
+            .is_ok()
+        {
             if let Ok(report) = rx.recv() {
                 *self.last.lock().unwrap_or_else(|p| p.into_inner()) = report;
             }
@@ -315,7 +320,14 @@ impl HostHandle {
     ) -> (HostHandle, LoadReport) {
         let entries = discovery::discover(&discovery);
         let cancel = CancelToken::never();
-        match Self::start_inner(config, entries, Some(discovery), events.into(), &cancel, Some(peers)) {
+        match Self::start_inner(
+            config,
+            entries,
+            Some(discovery),
+            events.into(),
+            &cancel,
+            Some(peers),
+        ) {
             Ok(x) => x,
             Err(e) => panic!("{e}"),
         }
@@ -399,7 +411,11 @@ impl HostHandle {
     /// The pid of every extension process this host started, whatever
     /// became of it.
     pub fn started_pids(&self) -> Vec<u32> {
-        self.inner.pids.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.inner
+            .pids
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Number of live reader and writer threads (zero after shutdown).
@@ -448,7 +464,12 @@ impl HostHandle {
     /// shutdown: every one that was started, as it ended).
     pub fn all_extensions(&self) -> Vec<ExtReport> {
         if self.inner.stopped.load(Ordering::SeqCst) {
-            return self.inner.last.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            return self
+                .inner
+                .last
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
         }
         let (tx, rx) = crossbeam_channel::bounded(1);
         if self
@@ -563,8 +584,11 @@ impl HostHandle {
     pub fn call_tool(&self, name: &str, args: &Value, cancel: &CancelToken) -> Option<ToolReply> {
         let view = self.view();
         let entry = view.registry.tool(name)?;
-        let (extension, tool, interactive) =
-            (entry.extension.clone(), entry.name.clone(), entry.interactive);
+        let (extension, tool, interactive) = (
+            entry.extension.clone(),
+            entry.name.clone(),
+            entry.interactive,
+        );
         let fail = |reason: String| ToolReply {
             content: vec![ContentBlock::text(format!(
                 "extension {extension}/{tool} failed: {reason}"
@@ -663,7 +687,11 @@ impl HostHandle {
     pub fn emit_event(&self, payload: &EventPayload) {
         let view = self.view();
         let frame = HostFrame::Event(payload.clone());
-        for e in view.exts.iter().filter(|e| e.events.contains(&payload.event)) {
+        for e in view
+            .exts
+            .iter()
+            .filter(|e| e.events.contains(&payload.event))
+        {
             let _ = e.conn.send(&frame);
         }
     }
@@ -684,7 +712,11 @@ impl HostHandle {
         });
         let Some(event) = event else { return };
         let view = self.view();
-        for e in view.exts.iter().filter(|e| e.events.iter().any(|x| x == event)) {
+        for e in view
+            .exts
+            .iter()
+            .filter(|e| e.events.iter().any(|x| x == event))
+        {
             let payload = EventPayload {
                 session: info.clone(),
                 state: states.get(&e.name).cloned(),
@@ -867,7 +899,6 @@ impl std::ops::Deref for Host {
     }
 }
 
-
 /// The outcome of the `tool_call` interceptor chain.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCallVerdict {
@@ -910,7 +941,11 @@ impl HostHandle {
     ) {
         let view = self.view();
         let timeout = self.inner.config.deadlines.intercept;
-        for ext in view.exts.iter().filter(|e| e.intercepts.iter().any(|x| x == event)) {
+        for ext in view
+            .exts
+            .iter()
+            .filter(|e| e.intercepts.iter().any(|x| x == event))
+        {
             if cancel.is_cancelled() {
                 return;
             }

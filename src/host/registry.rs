@@ -222,7 +222,8 @@ impl Registry {
 pub fn check_content(content: &[ContentBlock]) -> Result<(), String> {
     for (i, block) in content.iter().enumerate() {
         if let ContentBlock::Image { data, .. } = block {
-            if let Err(e) = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data) {
+            if let Err(e) = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
+            {
                 return Err(format!(
                     "it returned an image (content block {}) whose data is not valid base64: {e}",
                     i + 1

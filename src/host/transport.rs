@@ -75,7 +75,10 @@ pub enum FromExt {
     /// A reply that must not overtake earlier frames (slow path).
     Reply(CallKind, u64, ExtFrame),
     /// A reply nobody waits for (late, cancelled, unknown id).
-    StrayReply { frame_type: &'static str, id: String },
+    StrayReply {
+        frame_type: &'static str,
+        id: String,
+    },
     /// A frame of a type this host does not know.
     UnknownType(String),
     /// A stdout line that is not a frame.
@@ -266,7 +269,9 @@ impl Conn {
         let to_peer = File::from(OwnedFd::from(stdin));
         let from_peer = File::from(OwnedFd::from(stdout));
         let peer = Peer::Process { child, pidfd };
-        Conn::start_with(ext, name, log, peer, to_peer, from_peer, deadlines, inbox, threads)
+        Conn::start_with(
+            ext, name, log, peer, to_peer, from_peer, deadlines, inbox, threads,
+        )
     }
 
     /// Starts a connection to a peer in this process: two pipes, the
@@ -427,7 +432,8 @@ impl Conn {
         };
         // Past the bounds on purpose: shutdown must always get through.
         self.queued_frames.fetch_add(1, Ordering::SeqCst);
-        self.queued_bytes.fetch_add(out.bytes.len(), Ordering::SeqCst);
+        self.queued_bytes
+            .fetch_add(out.bytes.len(), Ordering::SeqCst);
         let _ = self.queue.send(ToWriter::Frame(out));
     }
 
@@ -841,8 +847,7 @@ impl Conn {
             });
             return;
         };
-        let caught_up =
-            self.posted.load(Ordering::SeqCst) == self.handled.load(Ordering::SeqCst);
+        let caught_up = self.posted.load(Ordering::SeqCst) == self.handled.load(Ordering::SeqCst);
         if !caught_up {
             let _ = self.post(FromExt::Reply(kind, waiting, frame));
             return;

@@ -13,9 +13,7 @@
 use crate::agent::{self, Agent, ConfirmRequest, Confirmer, Decision, Outcome};
 use crate::cancel::{self, CancelToken, Canceller};
 use crate::events::{Event, EventSink};
-use crate::frontend::{
-    CommandSummary, Core, CoreState, ExtensionSummary, Submitted, ToolSummary,
-};
+use crate::frontend::{CommandSummary, Core, CoreState, ExtensionSummary, Submitted, ToolSummary};
 use crate::host::{registry::BUILTIN_COMMANDS, HostHandle, Phase};
 use crate::provider::Message;
 use crate::session::{Session, Store};
@@ -527,7 +525,8 @@ impl Worker {
 
     fn agent(&mut self) -> Result<&mut Agent, String> {
         if self.agent.is_none() {
-            let provider = crate::provider::create(&self.config.provider).map_err(|e| e.to_string())?;
+            let provider =
+                crate::provider::create(&self.config.provider).map_err(|e| e.to_string())?;
             let opts = agent::Options {
                 cwd: self.config.cwd.clone(),
                 max_steps: self.config.max_steps,
@@ -538,7 +537,13 @@ impl Worker {
                     .then(|| self.confirms.clone() as Arc<dyn Confirmer>),
             };
             let sink: Arc<dyn EventSink> = Arc::new(ChannelSink(self.events.clone()));
-            let mut agent = Agent::new(provider, self.host.clone(), sink, opts, &self.config.zut_home);
+            let mut agent = Agent::new(
+                provider,
+                self.host.clone(),
+                sink,
+                opts,
+                &self.config.zut_home,
+            );
             agent.set_transcript(lock(&self.shared).messages.clone());
             agent.set_observer(Some(Box::new(Recorder {
                 session: self.session.clone(),
@@ -586,7 +591,8 @@ impl Worker {
         for (n, event) in events.iter().enumerate() {
             // The host remembers only the last one for late extensions.
             let _ = n;
-            self.host.set_session(Some(info.clone()), Some(event), states.clone());
+            self.host
+                .set_session(Some(info.clone()), Some(event), states.clone());
         }
     }
 
@@ -673,7 +679,8 @@ impl Worker {
         let compacted = {
             let mut guard = lock(&self.session);
             let Some(s) = guard.as_mut() else { return };
-            s.compact(summary).map(|()| (s.info(), s.messages().to_vec(), s.states().clone()))
+            s.compact(summary)
+                .map(|()| (s.info(), s.messages().to_vec(), s.states().clone()))
         };
         match compacted {
             Ok((info, messages, states)) => {
@@ -746,11 +753,15 @@ impl Worker {
                     "fork" if arg.is_empty() => Job::Fork(None),
                     "fork" => match arg.parse::<usize>() {
                         Ok(n) => Job::Fork(Some(n)),
-                        Err(_) => return self.fail(format!("/fork takes a message index, not {arg:?}")),
+                        Err(_) => {
+                            return self.fail(format!("/fork takes a message index, not {arg:?}"))
+                        }
                     },
                     "compact" => Job::Compact((!arg.is_empty()).then(|| arg.to_string())),
                     _ if arg.is_empty() => {
-                        return self.fail(format!("/{lower} needs a session id (zut sessions lists them)"))
+                        return self.fail(format!(
+                            "/{lower} needs a session id (zut sessions lists them)"
+                        ))
                     }
                     _ => Job::Switch(arg.to_string()),
                 };
@@ -771,7 +782,11 @@ impl Worker {
         }
         let known = self.host.command(name).is_some();
         if !known && self.host.view().registry.gone_command(name).is_none() {
-            return self.fail(unknown_command(name, &self.host, self.config.disabled_hint.as_deref()));
+            return self.fail(unknown_command(
+                name,
+                &self.host,
+                self.config.disabled_hint.as_deref(),
+            ));
         }
         let reply = match self.host.invoke_command(name, args.trim(), cancel) {
             Ok(r) => r,
@@ -847,8 +862,16 @@ pub fn unknown_command(name: &str, host: &HostHandle, disabled_hint: Option<&str
         .map(|c| format!("/{}", c.name))
         .collect();
     names.extend(
-        ["/reload-ext", "/model", "/new", "/fork", "/compact", "/resume", "/skills"]
-            .map(String::from),
+        [
+            "/reload-ext",
+            "/model",
+            "/new",
+            "/fork",
+            "/compact",
+            "/resume",
+            "/skills",
+        ]
+        .map(String::from),
     );
     format!(
         "unknown command /{name}; available: {}. To send text that starts with / as a prompt, begin it with a space or with //",

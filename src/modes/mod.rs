@@ -11,8 +11,8 @@
 pub mod engine;
 pub mod json;
 pub mod print;
-pub mod tui;
 pub mod rpc;
+pub mod tui;
 
 use crate::cancel::CancelToken;
 use crate::events::Event;
@@ -327,7 +327,12 @@ pub fn announce_session(
 ) {
     let info = session.map(Session::info);
     let states: std::collections::HashMap<String, serde_json::Value> = session
-        .map(|s| s.states().iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .map(|s| {
+            s.states()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
         .unwrap_or_default();
     host.set_session(info.clone(), Some("session_start"), states.clone());
     if let Some(info) = info {

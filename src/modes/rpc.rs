@@ -51,7 +51,10 @@ pub const HELD_EVENTS: usize = 1000;
 /// next to the extensions' commands.
 const CORE_COMMANDS: &[(&str, &str)] = &[
     ("reload-ext", "restart every extension"),
-    ("model", "use another model from the next request on: /model NAME"),
+    (
+        "model",
+        "use another model from the next request on: /model NAME",
+    ),
 ];
 
 /// One line from the client, framed and parsed on the reader thread.
@@ -638,14 +641,13 @@ pub fn serve(
     let entries = host::discovery::discover(&run.discovery);
     let disabled_hint = host::discovery::disabled_hint(&entries);
     let (zut_home, cwd) = (run.host.zut_home.clone(), run.host.cwd.clone());
-    let (store, session, reason) =
-        match super::open_session(&run.session, &zut_home, &cwd, true) {
-            Ok(x) => x,
-            Err((code, message)) => {
-                eprintln!("zut: {message}");
-                return code;
-            }
-        };
+    let (store, session, reason) = match super::open_session(&run.session, &zut_home, &cwd, true) {
+        Ok(x) => x,
+        Err((code, message)) => {
+            eprintln!("zut: {message}");
+            return code;
+        }
+    };
     let mut host_config = run.host.clone();
     host_config.session = session.as_ref().map(crate::session::Session::info);
     // Panel-driven tools need a person at a terminal.
@@ -776,7 +778,9 @@ mod tests {
                 message: "hi".into()
             })
         );
-        assert!(p(json!({"type": "prompt"})).unwrap_err().contains("\"message\" is missing"));
+        assert!(p(json!({"type": "prompt"}))
+            .unwrap_err()
+            .contains("\"message\" is missing"));
         assert!(p(json!({"type": "prompt", "message": 3})).is_err());
         assert_eq!(
             p(json!({"type": "abort", "drop_queued": true})),
@@ -800,7 +804,10 @@ mod tests {
             Ok(Request::Compact { instructions: None })
         );
         let unknown = p(json!({"type": "dance"})).unwrap_err();
-        assert!(unknown.contains("\"dance\"") && unknown.contains("ping"), "{unknown}");
+        assert!(
+            unknown.contains("\"dance\"") && unknown.contains("ping"),
+            "{unknown}"
+        );
     }
 
     #[test]
@@ -813,11 +820,14 @@ mod tests {
         );
         let data = json!({"tools": [{"name": "t\"x", "extension": null}]});
         let id = json!({"n": [1, "two"]});
-        let mut expected = serde_json::to_vec(&Response::ok(id.clone(), "list_tools", data.clone()))
-            .unwrap();
+        let mut expected =
+            serde_json::to_vec(&Response::ok(id.clone(), "list_tools", data.clone())).unwrap();
         expected.push(b'\n');
         let spliced = ok_line(&id, "list_tools", &encoded(&data)).unwrap();
-        assert_eq!(String::from_utf8(spliced).unwrap(), String::from_utf8(expected).unwrap());
+        assert_eq!(
+            String::from_utf8(spliced).unwrap(),
+            String::from_utf8(expected).unwrap()
+        );
         assert_eq!(
             field("tools", &vec!["a", "b"]),
             br#"{"tools":["a","b"]}"#.to_vec()

@@ -585,10 +585,7 @@ pub fn report_warnings(set: &SkillSet, sink: &dyn EventSink) {
                 extension: ext.clone(),
                 message: w.message.clone(),
             }),
-            None => eprintln!(
-                "zut: warning: {}",
-                crate::sanitize::sanitize(&w.message)
-            ),
+            None => eprintln!("zut: warning: {}", crate::sanitize::sanitize(&w.message)),
         }
     }
 }

@@ -84,7 +84,11 @@ fn main() {
             ratio(reload_t.median(), restart_t.median())
         ),
     );
-    r.goal(paired <= 1.3, "reload ≤ 1.3× shutdown + start", format!("{paired:.2}×"));
+    r.goal(
+        paired <= 1.3,
+        "reload ≤ 1.3× shutdown + start",
+        format!("{paired:.2}×"),
+    );
     r.finish();
 }
 
@@ -116,6 +120,8 @@ fn reload(host: &HostHandle) -> Duration {
 fn ready(loaded: &[zut::host::Loaded]) -> usize {
     loaded
         .iter()
-        .filter(|l| matches!(&l.outcome, Outcome::Started(r) if matches!(r.phase, Phase::Ready { .. })))
+        .filter(
+            |l| matches!(&l.outcome, Outcome::Started(r) if matches!(r.phase, Phase::Ready { .. })),
+        )
         .count()
 }

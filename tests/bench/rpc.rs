@@ -62,7 +62,11 @@ fn echo_server(tools: &Path) {
             id: &req["id"],
             command: &req["type"],
             success: true,
-            data: if req["type"] == "list_tools" { &tools } else { &pong },
+            data: if req["type"] == "list_tools" {
+                &tools
+            } else {
+                &pong
+            },
         };
         let mut bytes = serde_json::to_vec(&resp).expect("response JSON");
         bytes.push(b'\n');
@@ -102,8 +106,8 @@ impl Peer {
     /// returns the time and the response.
     fn call(&mut self, kind: &str) -> (Duration, Value) {
         self.next_id += 1;
-        let mut req = serde_json::to_vec(&json!({"id": self.next_id, "type": kind}))
-            .expect("request JSON");
+        let mut req =
+            serde_json::to_vec(&json!({"id": self.next_id, "type": kind})).expect("request JSON");
         req.push(b'\n');
         let stdin = self.stdin.as_mut().expect("stdin open");
         let t = Instant::now();
@@ -111,7 +115,10 @@ impl Peer {
         stdin.flush().expect("flushing a request");
         for _ in 0..10_000 {
             self.line.clear();
-            let n = self.stdout.read_line(&mut self.line).expect("reading a line");
+            let n = self
+                .stdout
+                .read_line(&mut self.line)
+                .expect("reading a line");
             assert!(n > 0, "the peer closed its stdout");
             // Responses are the only lines that start this way.
             if self.line.starts_with("{\"type\":\"response\"") {
@@ -123,7 +130,10 @@ impl Peer {
             }
             // An event: not ours to time.
         }
-        panic!("no response line among 10000 lines; the last: {}", self.line);
+        panic!(
+            "no response line among 10000 lines; the last: {}",
+            self.line
+        );
     }
 
     fn close(mut self) {
@@ -203,12 +213,24 @@ fn main() {
     r.section("latency, request written → response line read");
     r.line("bare echo, ping", e.summary());
     r.line("zut ping", p.summary());
-    r.line(&format!("bare echo, same {} bytes as list_tools", tools["data"].to_string().len()), el.summary());
+    r.line(
+        &format!(
+            "bare echo, same {} bytes as list_tools",
+            tools["data"].to_string().len()
+        ),
+        el.summary(),
+    );
     r.line("zut list_tools (50 extensions)", l.summary());
     let (rp, rl) = (paired_ratio(&p, &e), paired_ratio(&l, &el));
     r.line("ping / echo (median of pairs)", format!("{rp:.2}×"));
-    r.line("list_tools / same-size echo (median of pairs)", format!("{rl:.2}×"));
-    r.line("list_tools / ping echo (median of pairs)", format!("{:.2}×", paired_ratio(&l, &e)));
+    r.line(
+        "list_tools / same-size echo (median of pairs)",
+        format!("{rl:.2}×"),
+    );
+    r.line(
+        "list_tools / ping echo (median of pairs)",
+        format!("{:.2}×", paired_ratio(&l, &e)),
+    );
     r.goal(rp <= GOAL, "ping ≤ 2× the bare echo", format!("{rp:.2}×"));
     r.goal(
         rl <= GOAL,

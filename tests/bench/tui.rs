@@ -115,7 +115,10 @@ impl Watching {
         for y in (0..buf.area.height).rev() {
             let row: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
             if let Some(at) = row.find("[flood] n") {
-                let digits: String = row[at + 9..].chars().take_while(char::is_ascii_digit).collect();
+                let digits: String = row[at + 9..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
                 if let Ok(n) = digits.parse() {
                     return Some(n);
                 }
@@ -176,7 +179,15 @@ fn flood_latency(rate: u64, secs: u64) -> Samples {
     let ui = std::thread::spawn(move || {
         let mut t = Terminal::new(backend).expect("terminal");
         let mut app = new_app();
-        drive(&mut t, &mut app, &Idle, &ev_rx, &in_rx, &mut || {}, &mut |_: &App| {})
+        drive(
+            &mut t,
+            &mut app,
+            &Idle,
+            &ev_rx,
+            &in_rx,
+            &mut || {},
+            &mut |_: &App| {},
+        )
     });
     let total = rate * secs;
     let per_ms = rate / 1000;
@@ -201,7 +212,10 @@ fn flood_latency(rate: u64, secs: u64) -> Samples {
     // Let the last frame land, then quit.
     std::thread::sleep(Duration::from_millis(100));
     in_tx
-        .send(Input::Term(TermEvent::Key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL))))
+        .send(Input::Term(TermEvent::Key(KeyEvent::new(
+            KeyCode::Char('d'),
+            KeyModifiers::CONTROL,
+        ))))
         .expect("send");
     ui.join().expect("ui thread");
     let seen = seen.lock().expect("lock").clone();
@@ -234,10 +248,20 @@ fn main() {
         let app = long_app();
         let long = render(&app);
         report.line("1,000-message transcript, one frame", long.summary());
-        report.line("ratio to empty (median)", format!("{:.2}x", ratio(long.median(), empty.median())));
-        report.line("p99 (scheduler noise on a shared machine)", fmt(long.quantile(0.99)));
+        report.line(
+            "ratio to empty (median)",
+            format!("{:.2}x", ratio(long.median(), empty.median())),
+        );
+        report.line(
+            "p99 (scheduler noise on a shared machine)",
+            fmt(long.quantile(0.99)),
+        );
         let p90 = long.p90();
-        report.goal(p90 <= Duration::from_millis(4), "1,000 messages render in <= 4 ms (p90)", fmt(p90));
+        report.goal(
+            p90 <= Duration::from_millis(4),
+            "1,000 messages render in <= 4 ms (p90)",
+            fmt(p90),
+        );
     }
     if selected("latency") {
         report.section("latency under 10,000 notify events/s for 2 s");
@@ -245,7 +269,10 @@ fn main() {
         report.line("events measured", lat.len());
         report.line("event to screen", lat.summary());
         let p99 = lat.quantile(0.99);
-        report.line("p99 / empty-screen render", format!("{:.1}x", ratio(p99, empty.median())));
+        report.line(
+            "p99 / empty-screen render",
+            format!("{:.1}x", ratio(p99, empty.median())),
+        );
         report.goal(
             lat.len() >= 19_000 && p99 <= Duration::from_millis(16),
             "p99 event-to-screen <= 16 ms",

@@ -420,7 +420,11 @@ impl App {
         match event {
             Event::ExtLoaded { .. } => out.push(Intent::Refresh(Then::Nothing)),
             Event::ExtError { extension, message } => {
-                self.push_load_error(format!("{}: {}", strip_controls(&extension), strip_controls(&message)));
+                self.push_load_error(format!(
+                    "{}: {}",
+                    strip_controls(&extension),
+                    strip_controls(&message)
+                ));
                 out.push(Intent::Refresh(Then::Nothing));
             }
             Event::ExtWarning { extension, message } => {
@@ -439,12 +443,17 @@ impl App {
             }
             Event::TurnStart { .. } => self.busy = true,
             Event::TurnBlocked { reason } => {
-                self.chat.push(Entry::Error(format!("turn blocked: {}", strip_controls(&reason))));
+                self.chat.push(Entry::Error(format!(
+                    "turn blocked: {}",
+                    strip_controls(&reason)
+                )));
             }
             Event::TextDelta { delta } => {
                 let delta = strip_controls(&delta);
                 match self.chat.last_mut() {
-                    Some(Entry::Assistant { text, open: true, .. }) => text.push_str(&delta),
+                    Some(Entry::Assistant {
+                        text, open: true, ..
+                    }) => text.push_str(&delta),
                     _ => self.chat.push(Entry::Assistant {
                         text: delta,
                         open: true,
@@ -487,7 +496,13 @@ impl App {
             } => {
                 let output = strip_controls(&content_text(&content));
                 for e in self.chat.iter_mut().rev() {
-                    if let Entry::Tool { id: tid, extension: ext, state, .. } = e {
+                    if let Entry::Tool {
+                        id: tid,
+                        extension: ext,
+                        state,
+                        ..
+                    } = e
+                    {
                         if *tid == id {
                             if let Some(x) = &extension {
                                 *ext = Some(strip_controls(x));
@@ -498,7 +513,11 @@ impl App {
                     }
                 }
             }
-            Event::AssistantMessage { text, blocked, reason } => {
+            Event::AssistantMessage {
+                text,
+                blocked,
+                reason,
+            } => {
                 let text = strip_controls(&text);
                 let blocked = blocked.then(|| strip_controls(&reason));
                 let open = self
@@ -508,16 +527,22 @@ impl App {
                     .take_while(|e| !matches!(e, Entry::User(_)))
                     .find(|e| matches!(e, Entry::Assistant { open: true, .. }));
                 match open {
-                    Some(Entry::Assistant { text: t, open, blocked: b }) => {
+                    Some(Entry::Assistant {
+                        text: t,
+                        open,
+                        blocked: b,
+                    }) => {
                         *t = text;
                         *open = false;
                         *b = blocked;
                     }
-                    _ if !text.is_empty() || blocked.is_some() => self.chat.push(Entry::Assistant {
-                        text,
-                        open: false,
-                        blocked,
-                    }),
+                    _ if !text.is_empty() || blocked.is_some() => {
+                        self.chat.push(Entry::Assistant {
+                            text,
+                            open: false,
+                            blocked,
+                        })
+                    }
                     _ => {}
                 }
             }
@@ -528,7 +553,8 @@ impl App {
                 } else if stop == "aborted" {
                     self.chat.push(Entry::Info("turn aborted".into()));
                 } else if stop == "max_steps" {
-                    self.chat.push(Entry::Info("stopped: the step limit was reached".into()));
+                    self.chat
+                        .push(Entry::Info("stopped: the step limit was reached".into()));
                 }
             }
             Event::CommandResult { name, action, text } => match action.as_str() {
@@ -540,7 +566,11 @@ impl App {
                 }
                 _ => {}
             },
-            Event::ExtNotify { extension, level, message } => {
+            Event::ExtNotify {
+                extension,
+                level,
+                message,
+            } => {
                 self.add_notes(&extension, &level, &message);
             }
             Event::ExtDisplay { extension, text } => {
@@ -556,7 +586,12 @@ impl App {
                 let owner = strip_controls(&extension);
                 self.notes.retain(|n| n.owner != owner);
             }
-            Event::ExtStatus { extension, key, level, text } => {
+            Event::ExtStatus {
+                extension,
+                key,
+                level,
+                text,
+            } => {
                 if extension.is_empty() || key.is_empty() {
                     return out;
                 }
@@ -573,7 +608,13 @@ impl App {
                     );
                 }
             }
-            Event::ExtWidget { extension, id, title, lines, .. } => {
+            Event::ExtWidget {
+                extension,
+                id,
+                title,
+                lines,
+                ..
+            } => {
                 if extension.is_empty() || id.is_empty() {
                     return out;
                 }
@@ -586,13 +627,18 @@ impl App {
                 );
             }
             Event::ExtWidgetClear { extension, id } => {
-                self.widgets.remove(&(strip_controls(&extension), strip_controls(&id)));
+                self.widgets
+                    .remove(&(strip_controls(&extension), strip_controls(&id)));
             }
             Event::ExtChromeClear { extension } => {
                 let ext = strip_controls(&extension);
                 self.widgets.retain(|(e, _), _| *e != ext);
                 self.statuses.retain(|(e, _), _| *e != ext);
-                if self.panel.as_ref().is_some_and(|p| p.extension == extension) {
+                if self
+                    .panel
+                    .as_ref()
+                    .is_some_and(|p| p.extension == extension)
+                {
                     self.panel = None;
                 }
             }
@@ -604,7 +650,11 @@ impl App {
             Event::ExtSubmitSlash { text, .. } => {
                 let t = text.trim();
                 if !t.is_empty() {
-                    let line = if t.starts_with('/') { t.to_string() } else { format!("/{t}") };
+                    let line = if t.starts_with('/') {
+                        t.to_string()
+                    } else {
+                        format!("/{t}")
+                    };
                     out.extend(self.run_slash(&line));
                 }
             }
@@ -626,7 +676,10 @@ impl App {
                     }
                 }
             }
-            Event::ExtPanelClose { extension, panel_id } => {
+            Event::ExtPanelClose {
+                extension,
+                panel_id,
+            } => {
                 if self
                     .panel
                     .as_ref()
@@ -659,7 +712,8 @@ impl App {
                     _ => Then::Nothing,
                 };
                 if reason == "compact" {
-                    self.chat.push(Entry::Info("older history was summarised".into()));
+                    self.chat
+                        .push(Entry::Info("older history was summarised".into()));
                 }
                 out.push(Intent::Refresh(then));
             }
@@ -669,14 +723,21 @@ impl App {
                 ready,
                 errors,
             } => {
-                let mut text = format!("reloaded: {stopped} stopped, {loaded} loaded ({ready} ready)");
+                let mut text =
+                    format!("reloaded: {stopped} stopped, {loaded} loaded ({ready} ready)");
                 if errors.is_empty() {
                     self.load_errors.clear();
                     self.set_flash(text, "success", Some(RELOAD_STATUS_TTL));
                 } else {
                     let all: Vec<String> = errors
                         .iter()
-                        .map(|e| format!("{}: {}", strip_controls(&e.extension), strip_controls(&e.message)))
+                        .map(|e| {
+                            format!(
+                                "{}: {}",
+                                strip_controls(&e.extension),
+                                strip_controls(&e.message)
+                            )
+                        })
                         .collect();
                     text.push_str(&format!(", {} error(s): {}", all.len(), all.join("; ")));
                     for e in all {
@@ -800,7 +861,11 @@ impl App {
         }
         if self.ctrl_c_armed {
             self.ctrl_c_armed = false;
-            if self.flash.as_ref().is_some_and(|f| f.text.starts_with("press Ctrl+C")) {
+            if self
+                .flash
+                .as_ref()
+                .is_some_and(|f| f.text.starts_with("press Ctrl+C"))
+            {
                 self.flash = None;
             }
         }
@@ -1027,7 +1092,11 @@ impl App {
             0 => Theme::builtin(true, self.depth),
             1 => Theme::builtin(false, self.depth),
             _ => match self.theme_files.get(i - 2) {
-                Some(t) => Theme::new(&strip_controls(&t.name), &t.palette(self.dark_terminal), self.depth),
+                Some(t) => Theme::new(
+                    &strip_controls(&t.name),
+                    &t.palette(self.dark_terminal),
+                    self.depth,
+                ),
                 None => return,
             },
         };
@@ -1038,7 +1107,10 @@ impl App {
             title: "settings".into(),
             items: vec![
                 PickItem {
-                    label: format!("terminal alerts: {}", if self.alerts { "on" } else { "off" }),
+                    label: format!(
+                        "terminal alerts: {}",
+                        if self.alerts { "on" } else { "off" }
+                    ),
                     detail: "bell for extension alerts and confirmations".into(),
                     action: PickAction::ToggleAlerts,
                 },
@@ -1074,7 +1146,11 @@ impl App {
                     continue;
                 }
                 if let Some(s) = by_id(&id) {
-                    let mark = if s.id == self.session_id { "● " } else { "  " };
+                    let mark = if s.id == self.session_id {
+                        "● "
+                    } else {
+                        "  "
+                    };
                     let at = s.fork_point.map(|f| format!(" @{f}")).unwrap_or_default();
                     items.push(PickItem {
                         label: format!("{}{mark}{}{at}", "  ".repeat(depth), short_id(&s.id)),
@@ -1101,7 +1177,11 @@ impl App {
         }
         if items.is_empty() {
             self.set_flash(
-                if tree { "no branches to show" } else { "no earlier sessions" },
+                if tree {
+                    "no branches to show"
+                } else {
+                    "no earlier sessions"
+                },
                 "info",
                 Some(RELOAD_STATUS_TTL),
             );
@@ -1112,7 +1192,11 @@ impl App {
             .position(|i| i.action == PickAction::Switch(self.session_id.clone()))
             .unwrap_or(0);
         self.picker = Some(Picker {
-            title: if tree { "branches".into() } else { "resume a session".into() },
+            title: if tree {
+                "branches".into()
+            } else {
+                "resume a session".into()
+            },
             items,
             selected,
         });
@@ -1165,7 +1249,11 @@ impl App {
             "fork" => match arg.as_deref().map(str::parse::<usize>) {
                 None => return vec![Intent::Fork(None)],
                 Some(Ok(n)) => return vec![Intent::Fork(Some(n))],
-                Some(Err(_)) => self.set_flash("usage: /fork [MESSAGE-INDEX]", "error", Some(RELOAD_STATUS_TTL)),
+                Some(Err(_)) => self.set_flash(
+                    "usage: /fork [MESSAGE-INDEX]",
+                    "error",
+                    Some(RELOAD_STATUS_TTL),
+                ),
             },
             "tree" => return vec![Intent::Refresh(Then::PickTree)],
             "resume" => match arg {
@@ -1233,7 +1321,10 @@ impl App {
                 strip_controls(&e.source)
             ));
             if !e.commands.is_empty() {
-                lines.push(format!("  commands: {}", strip_controls(&e.commands.join(", "))));
+                lines.push(format!(
+                    "  commands: {}",
+                    strip_controls(&e.commands.join(", "))
+                ));
             }
             if !e.tools.is_empty() {
                 lines.push(format!("  tools: {}", strip_controls(&e.tools.join(", "))));
@@ -1323,7 +1414,14 @@ fn transcript_entries(messages: &[Message], state: &CoreState) -> Vec<Entry> {
                     args: strip_controls(&args.to_string()).replace('\n', " "),
                     state: ToolState::Running,
                 }),
-                (_, Block::ToolResult { call_id, is_error, content }) => {
+                (
+                    _,
+                    Block::ToolResult {
+                        call_id,
+                        is_error,
+                        content,
+                    },
+                ) => {
                     let output = strip_controls(&content_text(content));
                     if let Some(Entry::Tool { state, .. }) = out
                         .iter_mut()
@@ -1346,7 +1444,9 @@ fn transcript_entries(messages: &[Message], state: &CoreState) -> Vec<Entry> {
 /// The spec's key name for a key pressed while a panel is open, and the
 /// text for `rune`.
 pub fn panel_key_name(key: &KeyEvent) -> (&'static str, Option<String>) {
-    let ctrl_or_alt = key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+    let ctrl_or_alt = key
+        .modifiers
+        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
     let name = match key.code {
         KeyCode::Up => "up",
         KeyCode::Down => "down",
@@ -1361,7 +1461,9 @@ pub fn panel_key_name(key: &KeyEvent) -> (&'static str, Option<String>) {
         KeyCode::PageUp => "pageup",
         KeyCode::PageDown => "pagedown",
         KeyCode::Esc => "esc",
-        KeyCode::Char(c) if !ctrl_or_alt && !c.is_control() => return ("rune", Some(c.to_string())),
+        KeyCode::Char(c) if !ctrl_or_alt && !c.is_control() => {
+            return ("rune", Some(c.to_string()))
+        }
         _ => "unknown",
     };
     (name, None)

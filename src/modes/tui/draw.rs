@@ -36,7 +36,9 @@ impl App {
         if self.theme.plain() {
             Style::default().add_modifier(Modifier::REVERSED)
         } else {
-            Style::default().fg(self.theme.selection_fg).bg(self.theme.selection_bg)
+            Style::default()
+                .fg(self.theme.selection_fg)
+                .bg(self.theme.selection_bg)
         }
     }
 
@@ -69,7 +71,9 @@ impl App {
         }
         let chat_h = avail - chrome.len();
 
-        let rect = |y: usize, height: usize| Rect::new(area.x, area.y + y as u16, area.width, height as u16);
+        let rect = |y: usize, height: usize| {
+            Rect::new(area.x, area.y + y as u16, area.width, height as u16)
+        };
         let chat_area = rect(0, chat_h);
         f.render_widget(Paragraph::new(self.chat_window(w, chat_h)), chat_area);
         f.render_widget(Paragraph::new(chrome.clone()), rect(chat_h, chrome.len()));
@@ -80,7 +84,11 @@ impl App {
             let rule = Line::styled("─".repeat(w), self.fg(self.theme.muted));
             f.render_widget(Paragraph::new(rule), rect(rule_y, 1));
         }
-        let first = if cursor.0 >= editor_h { cursor.0 + 1 - editor_h } else { 0 };
+        let first = if cursor.0 >= editor_h {
+            cursor.0 + 1 - editor_h
+        } else {
+            0
+        };
         let ed_lines: Lines = editor_rows
             .iter()
             .enumerate()
@@ -96,7 +104,10 @@ impl App {
             .collect();
         let editor_y = rule_y + 1;
         if editor_y < h {
-            f.render_widget(Paragraph::new(ed_lines), rect(editor_y, editor_h.min(h - editor_y)));
+            f.render_widget(
+                Paragraph::new(ed_lines),
+                rect(editor_y, editor_h.min(h - editor_y)),
+            );
         }
         if editor_y + editor_h < h {
             f.render_widget(Paragraph::new(self.footer(w)), rect(editor_y + editor_h, 1));
@@ -110,7 +121,11 @@ impl App {
         }
         // Boxes float over the chat and leave the chrome visible, unless
         // the chat is too short to hold one.
-        let over = if chat_h >= 6 { Rect::new(area.x, area.y, area.width, chat_h as u16) } else { over };
+        let over = if chat_h >= 6 {
+            Rect::new(area.x, area.y, area.width, chat_h as u16)
+        } else {
+            over
+        };
         if let Some(p) = &self.picker {
             self.draw_picker(f, p, over);
         }
@@ -120,7 +135,8 @@ impl App {
         if !self.confirmations.is_empty() {
             self.draw_confirmation(f, over);
         }
-        let focused_elsewhere = self.panel.is_some() || self.picker.is_some() || !self.confirmations.is_empty();
+        let focused_elsewhere =
+            self.panel.is_some() || self.picker.is_some() || !self.confirmations.is_empty();
         if !focused_elsewhere && editor_y + (cursor.0 - first) < h {
             let x = area.x + (2 + cursor.1).min(w - 1) as u16;
             let y = area.y + (editor_y + cursor.0 - first) as u16;
@@ -201,7 +217,13 @@ impl App {
                     }
                 }
                 if let Some(reason) = blocked {
-                    out.extend(prefixed(&format!("withheld: {reason}"), "  ", "  ", w, self.fg(t.warning)));
+                    out.extend(prefixed(
+                        &format!("withheld: {reason}"),
+                        "  ",
+                        "  ",
+                        w,
+                        self.fg(t.warning),
+                    ));
                 }
             }
             Entry::Tool {
@@ -211,7 +233,10 @@ impl App {
                 state,
                 ..
             } => {
-                let mut parts = vec![(format!("⚙ {name}"), self.fg(t.tool).add_modifier(Modifier::BOLD))];
+                let mut parts = vec![(
+                    format!("⚙ {name}"),
+                    self.fg(t.tool).add_modifier(Modifier::BOLD),
+                )];
                 if let Some(x) = extension {
                     parts.push((format!(" ({x})"), self.fg(t.muted)));
                 }
@@ -221,11 +246,19 @@ impl App {
                 out.push(fit(parts, w));
                 match state {
                     ToolState::Running => out.push(Line::styled("  ⎿ running…", self.fg(t.muted))),
-                    ToolState::Blocked(reason) => {
-                        out.extend(prefixed(&format!("blocked: {reason}"), "  ⊘ ", "    ", w, self.fg(t.warning)))
-                    }
+                    ToolState::Blocked(reason) => out.extend(prefixed(
+                        &format!("blocked: {reason}"),
+                        "  ⊘ ",
+                        "    ",
+                        w,
+                        self.fg(t.warning),
+                    )),
                     ToolState::Done { is_error, output } => {
-                        let style = if *is_error { self.fg(t.error) } else { self.fg(t.tool_out) };
+                        let style = if *is_error {
+                            self.fg(t.error)
+                        } else {
+                            self.fg(t.tool_out)
+                        };
                         let mark = if *is_error { "  ⎿ ✗ " } else { "  ⎿ " };
                         let rows: Vec<&str> = output.lines().collect();
                         if rows.is_empty() {
@@ -235,7 +268,10 @@ impl App {
                             let n = wrapped.len();
                             out.extend(wrapped.into_iter().take(EXPANDED_ROWS));
                             if n > EXPANDED_ROWS {
-                                out.push(Line::styled(format!("    … {} more rows", n - EXPANDED_ROWS), self.fg(t.muted)));
+                                out.push(Line::styled(
+                                    format!("    … {} more rows", n - EXPANDED_ROWS),
+                                    self.fg(t.muted),
+                                ));
                             }
                         } else {
                             let more = if rows.len() > 1 {
@@ -267,7 +303,11 @@ impl App {
     fn note_lines(&self, owner: &str, level: &str, text: &str, w: usize) -> Lines {
         let tag = format!("[{owner}] ");
         let tw = width(&tag);
-        let (avail, indent) = if w >= tw + 8 { (w - tw, " ".repeat(tw)) } else { (w, String::new()) };
+        let (avail, indent) = if w >= tw + 8 {
+            (w - tw, " ".repeat(tw))
+        } else {
+            (w, String::new())
+        };
         wrap(text, avail)
             .into_iter()
             .enumerate()
@@ -290,7 +330,10 @@ impl App {
         for l in &s.lines {
             out.extend(prefixed(l, "  ", "  ", w, self.fg(self.theme.fg)));
         }
-        out.push(Line::styled(truncate("  (Esc closes)", w), self.fg(self.theme.muted)));
+        out.push(Line::styled(
+            truncate("  (Esc closes)", w),
+            self.fg(self.theme.muted),
+        ));
         out
     }
 
@@ -300,32 +343,49 @@ impl App {
         let one = |s: &str| truncate(&s.replace('\n', " ↩ "), w);
         let mut widgets: Lines = Vec::new();
         for ((ext, _), wd) in &self.widgets {
-            widgets.push(Line::styled(one(&format!("  [{ext}] {}", wd.title)), self.fg(t.accent)));
+            widgets.push(Line::styled(
+                one(&format!("  [{ext}] {}", wd.title)),
+                self.fg(t.accent),
+            ));
             for l in &wd.lines {
                 widgets.push(Line::styled(one(&format!("  {l}")), self.fg(t.fg)));
             }
         }
         if widgets.len() > WIDGET_ROWS {
             widgets.truncate(WIDGET_ROWS - 1);
-            widgets.push(Line::styled(one("  ... extension widgets truncated ..."), self.fg(t.muted)));
+            widgets.push(Line::styled(
+                one("  ... extension widgets truncated ..."),
+                self.fg(t.muted),
+            ));
         }
         let mut statuses: Lines = self
             .statuses
             .iter()
-            .map(|((ext, _), s)| Line::styled(one(&format!("  [{ext}] {}", s.text)), self.level(&s.level)))
+            .map(|((ext, _), s)| {
+                Line::styled(one(&format!("  [{ext}] {}", s.text)), self.level(&s.level))
+            })
             .collect();
         if statuses.len() > STATUS_ROWS {
             statuses.truncate(STATUS_ROWS - 1);
-            statuses.push(Line::styled(one("  ... extension statuses truncated ..."), self.fg(t.muted)));
+            statuses.push(Line::styled(
+                one("  ... extension statuses truncated ..."),
+                self.fg(t.muted),
+            ));
         }
         let mut out = widgets;
         out.extend(statuses);
         for q in self.queued.iter().take(3) {
             let first = q.lines().next().unwrap_or("");
-            out.push(Line::styled(one(&format!("  ⏳ queued: {first}")), self.fg(t.muted)));
+            out.push(Line::styled(
+                one(&format!("  ⏳ queued: {first}")),
+                self.fg(t.muted),
+            ));
         }
         if self.queued.len() > 3 {
-            out.push(Line::styled(one(&format!("  … {} more queued", self.queued.len() - 3)), self.fg(t.muted)));
+            out.push(Line::styled(
+                one(&format!("  … {} more queued", self.queued.len() - 3)),
+                self.fg(t.muted),
+            ));
         }
         if let Some(fl) = &self.flash {
             out.push(Line::styled(one(&fl.text), self.level(&fl.level)));
@@ -346,7 +406,11 @@ impl App {
             right.push_str("● working (Esc aborts)");
         }
         if !self.alerts {
-            right.push_str(if right.is_empty() { "alerts off" } else { " · alerts off" });
+            right.push_str(if right.is_empty() {
+                "alerts off"
+            } else {
+                " · alerts off"
+            });
         }
         let rw = width(&right);
         if rw + 4 >= w {
@@ -369,7 +433,12 @@ impl App {
         let sel = self.menu_selected.min(menu.len() - 1);
         let first = if sel >= rows { sel + 1 - rows } else { 0 };
         let w = usize::from(over.width);
-        let name_w = menu.iter().map(|m| width(&m.name) + 1).max().unwrap_or(0).min(w / 2);
+        let name_w = menu
+            .iter()
+            .map(|m| width(&m.name) + 1)
+            .max()
+            .unwrap_or(0)
+            .min(w / 2);
         let lines: Lines = menu
             .iter()
             .enumerate()
@@ -380,7 +449,10 @@ impl App {
                 let pad = (name_w + 2).saturating_sub(width(&name));
                 let desc = truncate(&m.description, w.saturating_sub(name_w + 3));
                 let line = Line::from(vec![
-                    Span::styled(format!("{name}{}", " ".repeat(pad)), self.fg(self.theme.accent)),
+                    Span::styled(
+                        format!("{name}{}", " ".repeat(pad)),
+                        self.fg(self.theme.accent),
+                    ),
                     Span::styled(desc, self.fg(self.theme.muted)),
                 ]);
                 if i == sel {
@@ -390,7 +462,12 @@ impl App {
                 }
             })
             .collect();
-        let r = Rect::new(over.x, over.y + over.height - rows as u16, over.width, rows as u16);
+        let r = Rect::new(
+            over.x,
+            over.y + over.height - rows as u16,
+            over.width,
+            rows as u16,
+        );
         f.render_widget(Clear, r);
         f.render_widget(Paragraph::new(lines), r);
     }
@@ -422,7 +499,11 @@ impl App {
         let inner_w = usize::from(r.width - 2);
         let rows = usize::from(r.height - 2).saturating_sub(1);
         let sel = p.selected.min(p.items.len().saturating_sub(1));
-        let first = if rows > 0 && sel >= rows { sel + 1 - rows } else { 0 };
+        let first = if rows > 0 && sel >= rows {
+            sel + 1 - rows
+        } else {
+            0
+        };
         let mut lines: Lines = p
             .items
             .iter()
@@ -497,9 +578,16 @@ impl App {
             .collect();
         if footer_rows > 0 && inner_h > body_h {
             lines.push(Line::default());
-            lines.push(Line::styled(truncate(&p.footer, inner_w), self.fg(self.theme.muted)));
+            lines.push(Line::styled(
+                truncate(&p.footer, inner_w),
+                self.fg(self.theme.muted),
+            ));
         }
-        let title = if p.title.is_empty() { &open.extension } else { &p.title };
+        let title = if p.title.is_empty() {
+            &open.extension
+        } else {
+            &p.title
+        };
         let title = truncate(&format!(" {title} "), inner_w);
         f.render_widget(Clear, r);
         f.render_widget(
@@ -525,13 +613,19 @@ impl App {
             String::new()
         };
         lines.push(Line::styled(
-            truncate(&format!("[y] allow once  [a] always this session  [n/Esc] deny{more}"), inner_w),
+            truncate(
+                &format!("[y] allow once  [a] always this session  [n/Esc] deny{more}"),
+                inner_w,
+            ),
             self.fg(self.theme.accent),
         ));
         let Some(r) = self.float(over, lines.len(), 100) else {
             return;
         };
-        let title = truncate(&format!(" allow {}? ", c.tool_name), usize::from(r.width - 2));
+        let title = truncate(
+            &format!(" allow {}? ", c.tool_name),
+            usize::from(r.width - 2),
+        );
         f.render_widget(Clear, r);
         // Keep the key line visible when the box is short.
         let inner_h = usize::from(r.height - 2);
@@ -550,7 +644,10 @@ impl App {
 fn prefixed(text: &str, first: &str, rest: &str, w: usize, style: Style) -> Lines {
     let pw = width(first);
     if w <= pw + 1 {
-        return wrap(text, w.max(1)).into_iter().map(|r| Line::styled(r, style)).collect();
+        return wrap(text, w.max(1))
+            .into_iter()
+            .map(|r| Line::styled(r, style))
+            .collect();
     }
     wrap(text, w - pw)
         .into_iter()

@@ -67,11 +67,19 @@ impl Editor {
     }
 
     fn prev_boundary(&self, at: usize) -> usize {
-        self.text[..at].char_indices().next_back().map(|(i, _)| i).unwrap_or(0)
+        self.text[..at]
+            .char_indices()
+            .next_back()
+            .map(|(i, _)| i)
+            .unwrap_or(0)
     }
 
     fn next_boundary(&self, at: usize) -> usize {
-        self.text[at..].chars().next().map(|c| at + c.len_utf8()).unwrap_or(at)
+        self.text[at..]
+            .chars()
+            .next()
+            .map(|c| at + c.len_utf8())
+            .unwrap_or(at)
     }
 
     pub fn backspace(&mut self) {
@@ -98,11 +106,17 @@ impl Editor {
     }
 
     fn line_start(&self) -> usize {
-        self.text[..self.cursor].rfind('\n').map(|i| i + 1).unwrap_or(0)
+        self.text[..self.cursor]
+            .rfind('\n')
+            .map(|i| i + 1)
+            .unwrap_or(0)
     }
 
     fn line_end(&self) -> usize {
-        self.text[self.cursor..].find('\n').map(|i| self.cursor + i).unwrap_or(self.text.len())
+        self.text[self.cursor..]
+            .find('\n')
+            .map(|i| self.cursor + i)
+            .unwrap_or(self.text.len())
     }
 
     pub fn home(&mut self) {
@@ -130,10 +144,7 @@ impl Editor {
     pub fn delete_word(&mut self) {
         let before = &self.text[..self.cursor];
         let trimmed = before.trim_end_matches([' ', '\t']);
-        let start = trimmed
-            .rfind([' ', '\t', '\n'])
-            .map(|i| i + 1)
-            .unwrap_or(0);
+        let start = trimmed.rfind([' ', '\t', '\n']).map(|i| i + 1).unwrap_or(0);
         // A newline right before the cursor goes alone.
         let start = if trimmed.len() == before.len() && before.ends_with('\n') {
             self.prev_boundary(self.cursor)
@@ -172,7 +183,10 @@ impl Editor {
         }
         let col = self.column();
         let this_start = self.line_start();
-        let prev_start = self.text[..this_start - 1].rfind('\n').map(|i| i + 1).unwrap_or(0);
+        let prev_start = self.text[..this_start - 1]
+            .rfind('\n')
+            .map(|i| i + 1)
+            .unwrap_or(0);
         self.move_to_column(prev_start, col);
         true
     }

@@ -129,8 +129,14 @@ fn app_config(opts: &TuiOptions) -> AppConfig {
         depth: theme::ColorDepth::detect(),
         dark_terminal: theme::terminal_is_dark(),
         themes,
-        theme: saved.get("theme").and_then(|v| v.as_str()).map(str::to_string),
-        alerts: saved.get("alerts").and_then(|v| v.as_bool()).unwrap_or(true),
+        theme: saved
+            .get("theme")
+            .and_then(|v| v.as_str())
+            .map(str::to_string),
+        alerts: saved
+            .get("alerts")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(true),
     }
 }
 
@@ -260,7 +266,10 @@ fn execute(
                 key,
                 text,
             } => core.panel_key(&extension, &panel_id, &key, text),
-            Intent::PanelClose { extension, panel_id } => core.panel_close(&extension, &panel_id),
+            Intent::PanelClose {
+                extension,
+                panel_id,
+            } => core.panel_close(&extension, &panel_id),
             Intent::Reload => core.reload(),
             Intent::NewSession => core.new_session(),
             Intent::Fork(at) => core.fork(at),

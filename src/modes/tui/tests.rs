@@ -6,7 +6,9 @@ use super::theme::ColorDepth;
 use super::*;
 use crate::agent::Decision;
 use crate::events::{Event, ReloadError};
-use crate::frontend::{CommandSummary, CoreState, SessionSummary, SkillSummary, Submitted, ToolSummary};
+use crate::frontend::{
+    CommandSummary, CoreState, SessionSummary, SkillSummary, Submitted, ToolSummary,
+};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
@@ -50,7 +52,10 @@ impl Core for FakeCore {
         self.rec(format!("confirm {request_id} {decision:?}"));
     }
     fn panel_key(&self, extension: &str, panel_id: &str, key: &str, text: Option<String>) {
-        self.rec(format!("panel_key {extension} {panel_id} {key} {}", text.unwrap_or_default()));
+        self.rec(format!(
+            "panel_key {extension} {panel_id} {key} {}",
+            text.unwrap_or_default()
+        ));
     }
     fn panel_close(&self, extension: &str, panel_id: &str) {
         self.rec(format!("panel_close {extension} {panel_id}"));
@@ -199,7 +204,9 @@ fn panel(id: &str, title: &str, lines: &[&str], footer: &str) -> Panel {
 #[test]
 fn notes_show_under_the_transcript_with_their_owner_and_split_lines() {
     let mut a = app();
-    a.on_event(Event::UserMessage { text: "hello".into() });
+    a.on_event(Event::UserMessage {
+        text: "hello".into(),
+    });
     a.on_event(notify("wx", "warn", "first\nsecond"));
     a.on_event(notify("wx", "info", "   "));
     let s = screen(&a);
@@ -214,12 +221,18 @@ fn notes_show_under_the_transcript_with_their_owner_and_split_lines() {
 fn notes_clear_on_esc_on_the_next_prompt_and_on_slash_clear() {
     let mut a = app();
     a.on_event(notify("wx", "info", "one"));
-    assert!(a.on_key(key(KeyCode::Esc)).is_empty(), "esc with notes only clears them");
+    assert!(
+        a.on_key(key(KeyCode::Esc)).is_empty(),
+        "esc with notes only clears them"
+    );
     assert!(a.notes().is_empty());
 
     a.on_event(notify("wx", "info", "two"));
     type_text(&mut a, "next");
-    assert_eq!(a.on_key(key(KeyCode::Enter)), vec![Intent::Prompt("next".into())]);
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter)),
+        vec![Intent::Prompt("next".into())]
+    );
     assert!(a.notes().is_empty());
 
     a.on_event(notify("wx", "info", "three"));
@@ -234,7 +247,9 @@ fn clear_notes_removes_only_that_extensions_notes() {
     let mut a = app();
     a.on_event(notify("wx", "info", "mine"));
     a.on_event(notify("todo", "info", "theirs"));
-    a.on_event(Event::ExtClearNotes { extension: "wx".into() });
+    a.on_event(Event::ExtClearNotes {
+        extension: "wx".into(),
+    });
     let s = screen(&a);
     assert!(!s.contains("mine"), "{s}");
     assert!(s.contains("[todo] theirs"), "{s}");
@@ -260,7 +275,11 @@ fn display_is_a_note_shown_once_even_with_its_command_result() {
 #[test]
 fn control_sequences_from_extensions_never_reach_the_screen() {
     let mut a = app();
-    a.on_event(notify("wx", "info", "\u{1b}[2J\u{1b}]0;pwned\u{7}clean\u{1b}[31m text"));
+    a.on_event(notify(
+        "wx",
+        "info",
+        "\u{1b}[2J\u{1b}]0;pwned\u{7}clean\u{1b}[31m text",
+    ));
     a.on_event(Event::ExtStatus {
         extension: "wx".into(),
         key: "k".into(),
@@ -298,11 +317,20 @@ fn widget(ext: &str, id: &str, title: &str, lines: &[&str]) -> Event {
 fn widgets_then_statuses_sit_above_the_editor_sorted_by_extension() {
     let mut a = app();
     a.on_event(status("zz", "a", "2/4 tasks"));
-    a.on_event(widget("wx", "progress", "Progress", &["Indexing files", "12/20"]));
+    a.on_event(widget(
+        "wx",
+        "progress",
+        "Progress",
+        &["Indexing files", "12/20"],
+    ));
     a.on_event(status("aa", "b", "ok\nmore"));
     let s = screen(&a);
     let rows: Vec<&str> = s.lines().collect();
-    let at = |needle: &str| rows.iter().position(|r| r.contains(needle)).unwrap_or_else(|| panic!("{needle} missing:\n{s}"));
+    let at = |needle: &str| {
+        rows.iter()
+            .position(|r| r.contains(needle))
+            .unwrap_or_else(|| panic!("{needle} missing:\n{s}"))
+    };
     let editor = at("────");
     assert!(at("  [wx] Progress") < at("  Indexing files"));
     assert!(at("  12/20") < at("  [aa] ok ↩ more"));
@@ -329,7 +357,10 @@ fn chrome_is_bounded_with_truncation_markers() {
         a.on_event(status("wx", &format!("k{i}"), &format!("status {i}")));
     }
     let s = screen_of(&a, 100, 60);
-    let widget_rows = s.lines().filter(|r| r.starts_with("  line ") || r.contains("[wx] Big")).count();
+    let widget_rows = s
+        .lines()
+        .filter(|r| r.starts_with("  line ") || r.contains("[wx] Big"))
+        .count();
     assert_eq!(widget_rows, 11, "{s}");
     assert!(s.contains("  ... extension widgets truncated ..."));
     let status_rows = s.lines().filter(|r| r.contains("[wx] status")).count();
@@ -347,9 +378,14 @@ fn chrome_clear_drops_only_that_extensions_items_and_panel() {
         extension: "wx".into(),
         panel: panel("p", "Wx panel", &["a"], ""),
     });
-    a.on_event(Event::ExtChromeClear { extension: "wx".into() });
+    a.on_event(Event::ExtChromeClear {
+        extension: "wx".into(),
+    });
     let s = screen(&a);
-    assert!(!s.contains("wx status") && !s.contains("WxWidget") && !s.contains("Wx panel"), "{s}");
+    assert!(
+        !s.contains("wx status") && !s.contains("WxWidget") && !s.contains("Wx panel"),
+        "{s}"
+    );
     assert!(s.contains("[todo] todo status"));
 }
 
@@ -360,10 +396,18 @@ fn panel_draws_and_sends_keys_with_the_spec_names_to_its_owner() {
     let mut a = app();
     a.on_event(Event::ExtOpenPanel {
         extension: "todo".into(),
-        panel: panel("todos", "Todos", &["▸ □ ship panel api", "  ✓ persist state"], "↑/↓ navigate - esc close"),
+        panel: panel(
+            "todos",
+            "Todos",
+            &["▸ □ ship panel api", "  ✓ persist state"],
+            "↑/↓ navigate - esc close",
+        ),
     });
     let s = screen(&a);
-    assert!(s.contains("Todos") && s.contains("□ ship panel api") && s.contains("✓ persist state"), "{s}");
+    assert!(
+        s.contains("Todos") && s.contains("□ ship panel api") && s.contains("✓ persist state"),
+        "{s}"
+    );
     assert!(s.contains("↑/↓ navigate - esc close"));
 
     let pk = |key: &str, text: Option<&str>| Intent::PanelKey {
@@ -376,21 +420,32 @@ fn panel_draws_and_sends_keys_with_the_spec_names_to_its_owner() {
     assert_eq!(a.on_key(key(KeyCode::Up)), vec![pk("up", None)]);
     assert_eq!(a.on_key(key(KeyCode::Enter)), vec![pk("enter", None)]);
     assert_eq!(a.on_key(key(KeyCode::PageDown)), vec![pk("pagedown", None)]);
-    assert_eq!(a.on_key(key(KeyCode::Char('x'))), vec![pk("rune", Some("x"))]);
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('x'))),
+        vec![pk("rune", Some("x"))]
+    );
     assert_eq!(a.on_key(ctrl('x')), vec![pk("unknown", None)]);
     assert_eq!(a.editor_text(), "", "keys go to the panel, not the editor");
 
     // A render from the owner replaces lines; from anyone else it is ignored.
     a.on_event(Event::ExtPanelRender {
         extension: "todo".into(),
-        panel: panel("todos", "", &["  □ ship panel api", "▸ ✓ persist state"], ""),
+        panel: panel(
+            "todos",
+            "",
+            &["  □ ship panel api", "▸ ✓ persist state"],
+            "",
+        ),
     });
     a.on_event(Event::ExtPanelRender {
         extension: "other".into(),
         panel: panel("todos", "Hijack", &["nope"], ""),
     });
     let s = screen(&a);
-    assert!(s.contains("Todos") && !s.contains("Hijack") && !s.contains("navigate"), "{s}");
+    assert!(
+        s.contains("Todos") && !s.contains("Hijack") && !s.contains("navigate"),
+        "{s}"
+    );
 
     assert_eq!(
         a.on_key(key(KeyCode::Esc)),
@@ -420,7 +475,10 @@ fn panel_close_from_the_owner_closes_and_a_new_panel_replaces_the_old() {
         extension: "a".into(),
         panel_id: "p1".into(),
     });
-    assert!(a.panel().is_some(), "a stale owner cannot close the visible panel");
+    assert!(
+        a.panel().is_some(),
+        "a stale owner cannot close the visible panel"
+    );
     a.on_event(Event::ExtPanelClose {
         extension: "b".into(),
         panel_id: "p2".into(),
@@ -438,13 +496,21 @@ fn panel_keys_reach_the_core_through_the_loop_executor() {
     });
     let mut bell = || {};
     let mut save = |_: &App| {};
-    for k in [key(KeyCode::Char('a')), key(KeyCode::Down), key(KeyCode::Esc)] {
+    for k in [
+        key(KeyCode::Char('a')),
+        key(KeyCode::Down),
+        key(KeyCode::Esc),
+    ] {
         let intents = a.on_key(k);
         assert_eq!(execute(&mut a, &core, intents, &mut bell, &mut save), None);
     }
     assert_eq!(
         core.calls(),
-        vec!["panel_key todo todos rune a", "panel_key todo todos down ", "panel_close todo todos"]
+        vec![
+            "panel_key todo todos rune a",
+            "panel_key todo todos down ",
+            "panel_close todo todos"
+        ]
     );
 }
 
@@ -457,7 +523,10 @@ fn esc_without_a_panel_aborts_a_running_turn_so_an_interactive_tool_is_cancelled
         panel: panel("q", "Question", &["yes?"], ""),
     });
     // First Esc closes the panel, the second aborts the turn.
-    assert!(matches!(a.on_key(key(KeyCode::Esc)).as_slice(), [Intent::PanelClose { .. }]));
+    assert!(matches!(
+        a.on_key(key(KeyCode::Esc)).as_slice(),
+        [Intent::PanelClose { .. }]
+    ));
     assert_eq!(a.on_key(key(KeyCode::Esc)), vec![Intent::Abort]);
 }
 
@@ -476,11 +545,26 @@ fn confirm_event(id: u64) -> Event {
 fn confirmation_dialog_answers_y_a_n_and_esc() {
     let mut a = app();
     let out = a.on_event(confirm_event(7));
-    assert_eq!(out, vec![Intent::Bell], "a waiting confirmation rings when alerts are on");
+    assert_eq!(
+        out,
+        vec![Intent::Bell],
+        "a waiting confirmation rings when alerts are on"
+    );
     let s = screen(&a);
-    assert!(s.contains("allow bash?") && s.contains("rm -rf build") && s.contains("[a] always this session"), "{s}");
-    assert!(a.on_key(key(KeyCode::Char('q'))).is_empty(), "other keys do nothing");
-    assert_eq!(a.on_key(key(KeyCode::Char('y'))), vec![Intent::Confirm(7, Decision::Allow)]);
+    assert!(
+        s.contains("allow bash?")
+            && s.contains("rm -rf build")
+            && s.contains("[a] always this session"),
+        "{s}"
+    );
+    assert!(
+        a.on_key(key(KeyCode::Char('q'))).is_empty(),
+        "other keys do nothing"
+    );
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('y'))),
+        vec![Intent::Confirm(7, Decision::Allow)]
+    );
     assert!(!screen(&a).contains("allow bash?"));
 
     for (id, k, d) in [
@@ -503,9 +587,18 @@ fn confirmations_are_answered_in_order_and_take_priority_over_a_panel() {
     a.on_event(confirm_event(1));
     a.on_event(confirm_event(2));
     assert!(screen(&a).contains("(+1 waiting)"));
-    assert_eq!(a.on_key(key(KeyCode::Char('n'))), vec![Intent::Confirm(1, Decision::Deny)]);
-    assert_eq!(a.on_key(key(KeyCode::Char('y'))), vec![Intent::Confirm(2, Decision::Allow)]);
-    assert!(matches!(a.on_key(key(KeyCode::Down)).as_slice(), [Intent::PanelKey { .. }]));
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('n'))),
+        vec![Intent::Confirm(1, Decision::Deny)]
+    );
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('y'))),
+        vec![Intent::Confirm(2, Decision::Allow)]
+    );
+    assert!(matches!(
+        a.on_key(key(KeyCode::Down)).as_slice(),
+        [Intent::PanelKey { .. }]
+    ));
 }
 
 // ----- reload and load errors -----
@@ -532,8 +625,17 @@ fn reload_errors_stay_in_the_chat_and_the_status_goes_after_five_seconds() {
         }],
     });
     let s = screen(&a);
-    assert!(s.contains("reloaded: 2 stopped, 2 loaded (1 ready), 1 error(s): broken: exited before hello"), "{s}");
-    assert_eq!(s.matches("✖ broken: exited before hello").count(), 1, "listed once: {s}");
+    assert!(
+        s.contains(
+            "reloaded: 2 stopped, 2 loaded (1 ready), 1 error(s): broken: exited before hello"
+        ),
+        "{s}"
+    );
+    assert_eq!(
+        s.matches("✖ broken: exited before hello").count(),
+        1,
+        "listed once: {s}"
+    );
     assert!(a.chat().is_empty(), "errors never enter the transcript");
 
     assert!(!a.tick(t0 + Duration::from_secs(4)));
@@ -541,7 +643,10 @@ fn reload_errors_stay_in_the_chat_and_the_status_goes_after_five_seconds() {
     assert!(a.tick(t0 + RELOAD_STATUS_TTL + Duration::from_millis(1)));
     let s = screen(&a);
     assert!(!s.contains("reloaded:"), "{s}");
-    assert!(s.contains("✖ broken: exited before hello"), "the chat copy stays: {s}");
+    assert!(
+        s.contains("✖ broken: exited before hello"),
+        "the chat copy stays: {s}"
+    );
 
     a.on_event(Event::Reload {
         stopped: 2,
@@ -551,7 +656,10 @@ fn reload_errors_stay_in_the_chat_and_the_status_goes_after_five_seconds() {
     });
     let s = screen(&a);
     assert!(s.contains("reloaded: 2 stopped, 2 loaded (2 ready)"));
-    assert!(!s.contains("✖ broken"), "a clean reload clears the list: {s}");
+    assert!(
+        !s.contains("✖ broken"),
+        "a clean reload clears the list: {s}"
+    );
 }
 
 #[test]
@@ -574,20 +682,34 @@ fn busy_app() -> App {
     type_text(&mut a, "/");
     a.on_event(Event::ExtError {
         extension: "broken".into(),
-        message: "a long error message that has to wrap over several rows of a narrow terminal".into(),
+        message: "a long error message that has to wrap over several rows of a narrow terminal"
+            .into(),
     });
     for i in 0..30 {
-        a.on_event(Event::UserMessage { text: format!("question {i} with some words") });
-        a.on_event(Event::TextDelta { delta: "answer ".repeat(30) });
+        a.on_event(Event::UserMessage {
+            text: format!("question {i} with some words"),
+        });
+        a.on_event(Event::TextDelta {
+            delta: "answer ".repeat(30),
+        });
         a.on_event(Event::ToolCall {
             id: format!("c{i}"),
             name: "forecast".into(),
             args: serde_json::json!({"city": "Berlin"}),
         });
     }
-    a.on_event(notify("wx", "error", "note text that is rather long for forty columns"));
+    a.on_event(notify(
+        "wx",
+        "error",
+        "note text that is rather long for forty columns",
+    ));
     for i in 0..20 {
-        a.on_event(widget("wx", &format!("w{i}"), "W", &["日本語のテキスト", "x"]));
+        a.on_event(widget(
+            "wx",
+            &format!("w{i}"),
+            "W",
+            &["日本語のテキスト", "x"],
+        ));
         a.on_event(status("wx", &format!("s{i}"), "status text"));
     }
     a.on_event(Event::Queued {
@@ -596,7 +718,12 @@ fn busy_app() -> App {
     });
     a.on_event(Event::ExtOpenPanel {
         extension: "todo".into(),
-        panel: panel("p", "A panel title that is too wide", &["▸ one", "two", "three", "four"], "footer"),
+        panel: panel(
+            "p",
+            "A panel title that is too wide",
+            &["▸ one", "two", "three", "four"],
+            "footer",
+        ),
     });
     a.on_event(confirm_event(1));
     a
@@ -605,7 +732,15 @@ fn busy_app() -> App {
 #[test]
 fn every_size_draws_without_panic_and_keeps_editor_and_footer() {
     let a = busy_app();
-    for (w, h) in [(100, 30), (80, 24), (40, 12), (20, 6), (4, 3), (3, 2), (1, 1)] {
+    for (w, h) in [
+        (100, 30),
+        (80, 24),
+        (40, 12),
+        (20, 6),
+        (4, 3),
+        (3, 2),
+        (1, 1),
+    ] {
         let s = screen_of(&a, w, h);
         if w >= 20 {
             assert!(s.contains("› /"), "{w}x{h}: editor missing\n{s}");
@@ -629,7 +764,8 @@ fn resizing_redraws_cleanly_on_the_same_terminal() {
     let mut t = terminal(100, 30);
     t.draw(|f| a.draw(f)).expect("draw");
     t.backend_mut().resize(40, 12);
-    t.resize(ratatui::layout::Rect::new(0, 0, 40, 12)).expect("resize");
+    t.resize(ratatui::layout::Rect::new(0, 0, 40, 12))
+        .expect("resize");
     t.draw(|f| a.draw(f)).expect("draw");
     assert_eq!(t.backend().buffer().area.width, 40);
 }
@@ -656,8 +792,13 @@ fn no_color_draws_no_colour_and_sixteen_colours_only_named_ones() {
     assert!(colours(&plain).iter().all(|c| *c == Color::Reset));
     let sixteen = fill(new_app(ColorDepth::Ansi16));
     let cs = colours(&sixteen);
-    assert!(cs.iter().all(|c| !matches!(c, Color::Indexed(_) | Color::Rgb(..))));
-    assert!(cs.iter().any(|c| *c != Color::Reset), "16 colours still colour");
+    assert!(cs
+        .iter()
+        .all(|c| !matches!(c, Color::Indexed(_) | Color::Rgb(..))));
+    assert!(
+        cs.iter().any(|c| *c != Color::Reset),
+        "16 colours still colour"
+    );
 }
 
 // ----- transcript -----
@@ -665,9 +806,15 @@ fn no_color_draws_no_colour_and_sixteen_colours_only_named_ones() {
 #[test]
 fn streamed_text_and_tool_lines_with_the_serving_extension() {
     let mut a = app();
-    a.on_event(Event::UserMessage { text: "weather?".into() });
-    a.on_event(Event::TextDelta { delta: "Let me ".into() });
-    a.on_event(Event::TextDelta { delta: "check.".into() });
+    a.on_event(Event::UserMessage {
+        text: "weather?".into(),
+    });
+    a.on_event(Event::TextDelta {
+        delta: "Let me ".into(),
+    });
+    a.on_event(Event::TextDelta {
+        delta: "check.".into(),
+    });
     assert!(screen(&a).contains("● Let me check."));
     a.on_event(Event::AssistantMessage {
         text: "Let me check.".into(),
@@ -695,7 +842,10 @@ fn streamed_text_and_tool_lines_with_the_serving_extension() {
     assert!(!s.contains("wind 3 km/h"));
     assert!(a.on_key(ctrl('o')).is_empty());
     let s = screen(&a);
-    assert!(s.contains("    21°C") && s.contains("    wind 3 km/h"), "{s}");
+    assert!(
+        s.contains("    21°C") && s.contains("    wind 3 km/h"),
+        "{s}"
+    );
     assert_eq!(a.chat().len(), 3);
 }
 
@@ -721,7 +871,12 @@ fn turn_end_errors_and_aborts_are_shown() {
         reason: "policy".into(),
     });
     let s = screen(&a);
-    assert!(s.contains("turn aborted") && s.contains("✖ provider said no") && s.contains("⊘ blocked: policy"), "{s}");
+    assert!(
+        s.contains("turn aborted")
+            && s.contains("✖ provider said no")
+            && s.contains("⊘ blocked: policy"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -733,7 +888,9 @@ fn a_session_switch_redraws_the_transcript_from_the_core() {
         Message::user_text("old question"),
         Message {
             role: Role::Assistant,
-            content: vec![Block::Text { text: "old answer".into() }],
+            content: vec![Block::Text {
+                text: "old answer".into(),
+            }],
         },
     ];
     st.session = Some(SessionSummary {
@@ -742,7 +899,9 @@ fn a_session_switch_redraws_the_transcript_from_the_core() {
     });
     *core.state.lock().expect("lock") = st;
     let mut a = app();
-    a.on_event(Event::UserMessage { text: "current".into() });
+    a.on_event(Event::UserMessage {
+        text: "current".into(),
+    });
     let intents = a.on_event(Event::Session {
         id: "s-branch".into(),
         parent_id: Some("s-root".into()),
@@ -753,8 +912,14 @@ fn a_session_switch_redraws_the_transcript_from_the_core() {
     assert_eq!(intents, vec![Intent::Refresh(Then::Rebuild)]);
     execute(&mut a, &core, intents, &mut || {}, &mut |_: &App| {});
     let s = screen(&a);
-    assert!(s.contains("old question") && s.contains("old answer") && !s.contains("current"), "{s}");
-    assert!(s.contains("session s-branch"), "footer shows the session: {s}");
+    assert!(
+        s.contains("old question") && s.contains("old answer") && !s.contains("current"),
+        "{s}"
+    );
+    assert!(
+        s.contains("session s-branch"),
+        "footer shows the session: {s}"
+    );
 }
 
 // ----- editor, menu, history -----
@@ -763,11 +928,15 @@ fn a_session_switch_redraws_the_transcript_from_the_core() {
 fn enter_sends_alt_enter_and_ctrl_j_make_new_lines() {
     let mut a = app();
     type_text(&mut a, "line one");
-    assert!(a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT)).is_empty());
+    assert!(a
+        .on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT))
+        .is_empty());
     type_text(&mut a, "two");
     assert!(a.on_key(ctrl('j')).is_empty());
     type_text(&mut a, "three");
-    assert!(a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT)).is_empty());
+    assert!(a
+        .on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT))
+        .is_empty());
     assert_eq!(a.editor_text(), "line one\ntwo\nthree\n");
     let s = screen(&a);
     assert!(s.contains("› line one\n  two\n  three"), "{s}");
@@ -818,7 +987,9 @@ fn a_prompt_during_a_turn_is_queued_and_shown() {
     });
     let s = screen(&a);
     assert_eq!(s.matches("queued: follow up").count(), 1, "{s}");
-    a.on_event(Event::UserMessage { text: "follow up".into() });
+    a.on_event(Event::UserMessage {
+        text: "follow up".into(),
+    });
     assert!(!screen(&a).contains("queued: follow up"));
     assert_eq!(core.calls(), vec!["prompt follow up"]);
 }
@@ -828,25 +999,44 @@ fn slash_menu_lists_builtins_commands_and_skills_with_descriptions() {
     let mut a = app();
     type_text(&mut a, "/");
     let s = screen(&a);
-    assert!(s.contains("/help") && s.contains("keys and commands"), "{s}");
+    assert!(
+        s.contains("/help") && s.contains("keys and commands"),
+        "{s}"
+    );
     type_text(&mut a, "we");
     let s = screen(&a);
-    assert!(s.contains("/weather") && s.contains("forecast for a city"), "{s}");
+    assert!(
+        s.contains("/weather") && s.contains("forecast for a city"),
+        "{s}"
+    );
     assert!(!s.contains("/help"));
     a.on_key(key(KeyCode::Tab));
     assert_eq!(a.editor_text(), "/weather ");
-    assert!(!screen(&a).contains("forecast for a city"), "menu closes once arguments start");
+    assert!(
+        !screen(&a).contains("forecast for a city"),
+        "menu closes once arguments start"
+    );
     type_text(&mut a, "berlin");
-    assert_eq!(a.on_key(key(KeyCode::Enter)), vec![Intent::Command("/weather berlin".into())]);
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter)),
+        vec![Intent::Command("/weather berlin".into())]
+    );
 
     type_text(&mut a, "/sk");
     let names: Vec<String> = a.menu().into_iter().map(|m| m.name).collect();
     assert_eq!(names, vec!["skills", "skill:deploy"]);
     a.on_key(key(KeyCode::Down));
-    assert_eq!(a.on_key(key(KeyCode::Enter)), vec![Intent::Command("/skill:deploy".into())]);
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter)),
+        vec![Intent::Command("/skill:deploy".into())]
+    );
 
     type_text(&mut a, "/rel");
-    assert_eq!(a.on_key(key(KeyCode::Enter)), vec![Intent::Reload], "enter runs the selected entry");
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter)),
+        vec![Intent::Reload],
+        "enter runs the selected entry"
+    );
 
     type_text(&mut a, "/he");
     a.on_key(key(KeyCode::Esc));
@@ -897,9 +1087,15 @@ fn tree_picker_switches_to_the_chosen_branch() {
     assert_eq!(intents, vec![Intent::Refresh(Then::PickTree)]);
     execute(&mut a, &core, intents, &mut || {}, &mut |_: &App| {});
     let s = screen(&a);
-    assert!(s.contains("branches") && s.contains("● s-root") && s.contains("s-branch @2"), "{s}");
+    assert!(
+        s.contains("branches") && s.contains("● s-root") && s.contains("s-branch @2"),
+        "{s}"
+    );
     a.on_key(key(KeyCode::Down));
-    assert_eq!(a.on_key(key(KeyCode::Enter)), vec![Intent::Switch("s-branch".into())]);
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter)),
+        vec![Intent::Switch("s-branch".into())]
+    );
 }
 
 #[test]
@@ -917,7 +1113,11 @@ fn help_ext_and_skills_sheets_close_with_esc() {
     }];
     *core.state.lock().expect("lock") = st;
     let mut a = app();
-    for (line, needle) in [("/help", "Ctrl+O"), ("/ext", "tools: forecast"), ("/skills", "deploy — ship it")] {
+    for (line, needle) in [
+        ("/help", "Ctrl+O"),
+        ("/ext", "tools: forecast"),
+        ("/skills", "deploy — ship it"),
+    ] {
         type_text(&mut a, line);
         a.on_key(key(KeyCode::Char(' ')));
         let intents = a.on_key(key(KeyCode::Enter));
@@ -941,12 +1141,18 @@ fn ctrl_c_twice_and_ctrl_d_on_an_empty_editor_quit() {
     let mut a = app();
     a.on_key(ctrl('c'));
     type_text(&mut a, "x");
-    assert!(a.on_key(ctrl('c')).is_empty(), "another key in between disarms");
+    assert!(
+        a.on_key(ctrl('c')).is_empty(),
+        "another key in between disarms"
+    );
 
     let mut a = app();
     type_text(&mut a, "ab");
     a.on_key(key(KeyCode::Left));
-    assert!(a.on_key(ctrl('d')).is_empty(), "ctrl+d deletes in a non-empty editor");
+    assert!(
+        a.on_key(ctrl('d')).is_empty(),
+        "ctrl+d deletes in a non-empty editor"
+    );
     assert_eq!(a.editor_text(), "a");
     a.on_key(ctrl('u'));
     assert_eq!(a.on_key(ctrl('d')), vec![Intent::Quit(0)]);
@@ -1019,8 +1225,11 @@ fn alert_rings_once_unless_alerts_are_switched_off_in_settings() {
 
 #[test]
 fn settings_switch_the_theme_to_light_and_to_a_user_theme() {
-    let file = super::theme::ThemeFile::parse(r#"{"name":"pink","accent":204}"#, std::path::Path::new("/t/pink.json"))
-        .expect("theme");
+    let file = super::theme::ThemeFile::parse(
+        r#"{"name":"pink","accent":204}"#,
+        std::path::Path::new("/t/pink.json"),
+    )
+    .expect("theme");
     let mut a = App::new(
         AppConfig {
             themes: vec![file],
@@ -1032,7 +1241,10 @@ fn settings_switch_the_theme_to_light_and_to_a_user_theme() {
     type_text(&mut a, "/settings");
     a.on_key(key(KeyCode::Enter));
     a.on_key(key(KeyCode::Down));
-    assert!(a.on_key(key(KeyCode::Enter)).is_empty(), "opens the theme list");
+    assert!(
+        a.on_key(key(KeyCode::Enter)).is_empty(),
+        "opens the theme list"
+    );
     assert!(screen(&a).contains("pink"));
     a.on_key(key(KeyCode::Down));
     assert_eq!(a.on_key(key(KeyCode::Enter)), vec![Intent::SaveSettings]);
@@ -1060,7 +1272,9 @@ fn the_loop_draws_events_runs_intents_and_quits_with_zero() {
     let mut t = terminal(80, 24);
     let mut a = new_app(ColorDepth::Xterm256);
     let mut rings = 0;
-    ev_tx.send(notify("wx", "info", "from the core")).expect("send");
+    ev_tx
+        .send(notify("wx", "info", "from the core"))
+        .expect("send");
     ev_tx
         .send(Event::ExtAlert {
             extension: "x".into(),
@@ -1069,13 +1283,27 @@ fn the_loop_draws_events_runs_intents_and_quits_with_zero() {
         })
         .expect("send");
     for c in "hi".chars() {
-        in_tx.send(Input::Term(TermEvent::Key(key(KeyCode::Char(c))))).expect("send");
+        in_tx
+            .send(Input::Term(TermEvent::Key(key(KeyCode::Char(c)))))
+            .expect("send");
     }
-    in_tx.send(Input::Term(TermEvent::Key(key(KeyCode::Enter)))).expect("send");
-    in_tx.send(Input::Term(TermEvent::Key(ctrl('d')))).expect("send");
+    in_tx
+        .send(Input::Term(TermEvent::Key(key(KeyCode::Enter))))
+        .expect("send");
+    in_tx
+        .send(Input::Term(TermEvent::Key(ctrl('d'))))
+        .expect("send");
     // Input and events are both ready: the select order is random, so the
     // quit may come before the events; the prompt always comes before it.
-    let code = drive(&mut t, &mut a, &core, &ev_rx, &in_rx, &mut || rings += 1, &mut |_: &App| {});
+    let code = drive(
+        &mut t,
+        &mut a,
+        &core,
+        &ev_rx,
+        &in_rx,
+        &mut || rings += 1,
+        &mut |_: &App| {},
+    );
     assert_eq!(code, 0);
     let calls = core.calls();
     assert_eq!(calls, vec!["prompt hi", "shutdown"]);
@@ -1090,7 +1318,15 @@ fn the_loop_ends_on_a_signal_with_128_plus_its_number() {
     in_tx.send(Input::Signal(15)).expect("send");
     let mut t = terminal(40, 12);
     let mut a = app();
-    let code = drive(&mut t, &mut a, &core, &ev_rx, &in_rx, &mut || {}, &mut |_: &App| {});
+    let code = drive(
+        &mut t,
+        &mut a,
+        &core,
+        &ev_rx,
+        &in_rx,
+        &mut || {},
+        &mut |_: &App| {},
+    );
     assert_eq!(code, 143);
     assert_eq!(core.calls(), vec!["shutdown"]);
 }
@@ -1101,7 +1337,9 @@ fn the_loop_survives_a_flood_and_shows_the_latest_note() {
     let (ev_tx, ev_rx) = crossbeam_channel::unbounded();
     let (in_tx, in_rx) = crossbeam_channel::unbounded();
     for i in 0..20_000 {
-        ev_tx.send(notify("flood", "info", &format!("n{i}"))).expect("send");
+        ev_tx
+            .send(notify("flood", "info", &format!("n{i}")))
+            .expect("send");
     }
     let mut t = terminal(80, 24);
     let mut a = app();
@@ -1110,9 +1348,19 @@ fn the_loop_survives_a_flood_and_shows_the_latest_note() {
         while !ev_tx.is_empty() {
             std::thread::yield_now();
         }
-        in_tx.send(Input::Term(TermEvent::Key(ctrl('d')))).expect("send");
+        in_tx
+            .send(Input::Term(TermEvent::Key(ctrl('d'))))
+            .expect("send");
     });
-    let code = drive(&mut t, &mut a, &core, &ev_rx, &in_rx, &mut || {}, &mut |_: &App| {});
+    let code = drive(
+        &mut t,
+        &mut a,
+        &core,
+        &ev_rx,
+        &in_rx,
+        &mut || {},
+        &mut |_: &App| {},
+    );
     quitter.join().expect("join");
     assert_eq!(code, 0);
     assert_eq!(a.notes().len(), 20_000, "every event was handled");

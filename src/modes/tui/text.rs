@@ -174,10 +174,16 @@ mod tests {
     fn strip_controls_removes_every_kind_of_sequence() {
         assert_eq!(strip_controls("\u{1b}[31mred\u{1b}[0m"), "red");
         assert_eq!(strip_controls("a\u{1b}]0;title\u{7}b"), "ab");
-        assert_eq!(strip_controls("a\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\b"), "alinkb");
+        assert_eq!(
+            strip_controls("a\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\b"),
+            "alinkb"
+        );
         assert_eq!(strip_controls("x\u{1b}Pdcs\u{1b}\\y"), "xy");
         assert_eq!(strip_controls("\u{1b}(Bok\u{1b}7"), "ok");
-        assert_eq!(strip_controls("bell\u{7} cr\r bs\u{8} del\u{7f} c1\u{9b}2J."), "bell cr bs del c1.");
+        assert_eq!(
+            strip_controls("bell\u{7} cr\r bs\u{8} del\u{7f} c1\u{9b}2J."),
+            "bell cr bs del c1."
+        );
         assert_eq!(strip_controls("keep\nnew\tlines"), "keep\nnew\tlines");
         assert_eq!(strip_controls("trailing\u{1b}"), "trailing");
         assert_eq!(strip_controls("ünï ✓ 日本"), "ünï ✓ 日本");
@@ -189,7 +195,10 @@ mod tests {
         assert_eq!(wrap("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
         assert_eq!(wrap("a\n\nb", 10), vec!["a", "", "b"]);
         assert_eq!(wrap("", 10), vec![""]);
-        assert_eq!(wrap("日本語テキスト", 4), vec!["日本", "語テ", "キス", "ト"]);
+        assert_eq!(
+            wrap("日本語テキスト", 4),
+            vec!["日本", "語テ", "キス", "ト"]
+        );
         for row in wrap("some long words that wrap in a narrow column", 7) {
             assert!(width(&row) <= 7, "{row:?}");
         }

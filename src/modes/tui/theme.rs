@@ -73,7 +73,10 @@ impl ColorSpec {
     /// Reads any of the documented JSON forms; `None` for anything else.
     pub fn parse(v: &Value) -> Option<ColorSpec> {
         match v {
-            Value::Number(n) => n.as_u64().and_then(|i| u8::try_from(i).ok()).map(ColorSpec::Index),
+            Value::Number(n) => n
+                .as_u64()
+                .and_then(|i| u8::try_from(i).ok())
+                .map(ColorSpec::Index),
             Value::String(s) => {
                 let hex = s.trim().strip_prefix('#')?;
                 if hex.len() != 6 || !hex.is_ascii() {
@@ -83,7 +86,11 @@ impl ColorSpec {
                 Some(ColorSpec::Rgb(byte(0)?, byte(2)?, byte(4)?))
             }
             Value::Object(o) => {
-                let num = |k: &str| o.get(k).and_then(Value::as_u64).and_then(|i| u8::try_from(i).ok());
+                let num = |k: &str| {
+                    o.get(k)
+                        .and_then(Value::as_u64)
+                        .and_then(|i| u8::try_from(i).ok())
+                };
                 match o.get("mode").and_then(Value::as_str)? {
                     "256" => num("index").map(ColorSpec::Index),
                     "ansi" => num("index").map(ColorSpec::Ansi),
@@ -104,7 +111,9 @@ impl ColorSpec {
             (ColorDepth::Ansi16, ColorSpec::Index(i)) => named(nearest(xterm_rgb(i), 0..16)),
             (ColorDepth::Ansi16, ColorSpec::Rgb(r, g, b)) => named(nearest((r, g, b), 0..16)),
             (ColorDepth::Xterm256, ColorSpec::Index(i)) => Color::Indexed(i),
-            (ColorDepth::Xterm256, ColorSpec::Rgb(r, g, b)) => Color::Indexed(nearest((r, g, b), 16..256)),
+            (ColorDepth::Xterm256, ColorSpec::Rgb(r, g, b)) => {
+                Color::Indexed(nearest((r, g, b), 16..256))
+            }
             (ColorDepth::TrueColor, ColorSpec::Index(i)) => {
                 let (r, g, b) = xterm_rgb(i);
                 Color::Rgb(r, g, b)
@@ -281,8 +290,15 @@ impl Palette {
     /// Applies every readable role override in `map`.
     fn apply(&mut self, map: &Map<String, Value>) {
         for (key, value) in map {
-            let key = if key == "thinkingMax" { "thinking_max" } else { key.as_str() };
-            if let (Some(i), Some(c)) = (ROLES.iter().position(|r| *r == key), ColorSpec::parse(value)) {
+            let key = if key == "thinkingMax" {
+                "thinking_max"
+            } else {
+                key.as_str()
+            };
+            if let (Some(i), Some(c)) = (
+                ROLES.iter().position(|r| *r == key),
+                ColorSpec::parse(value),
+            ) {
                 self.colors[i] = Some(c);
             }
         }
@@ -323,9 +339,18 @@ impl ThemeFile {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| ThemeError(format!("{}: {e}", path.display())))?;
         let Value::Object(top) = value else {
-            return Err(ThemeError(format!("{}: a theme must be a JSON object", path.display())));
+            return Err(ThemeError(format!(
+                "{}: a theme must be a JSON object",
+                path.display()
+            )));
         };
-        let text_of = |k: &str| top.get(k).and_then(Value::as_str).unwrap_or("").trim().to_string();
+        let text_of = |k: &str| {
+            top.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        };
         let mut shared = top.clone();
         let mut dark = None;
         let mut light = None;
@@ -408,7 +433,11 @@ pub fn load_all(paths: &[PathBuf]) -> Vec<ThemeFile> {
 /// dark otherwise).
 pub fn terminal_is_dark() -> bool {
     match std::env::var("COLORFGBG") {
-        Ok(v) => match v.rsplit(';').next().and_then(|bg| bg.trim().parse::<u8>().ok()) {
+        Ok(v) => match v
+            .rsplit(';')
+            .next()
+            .and_then(|bg| bg.trim().parse::<u8>().ok())
+        {
             Some(bg) => !(bg == 7 || bg >= 9),
             None => true,
         },
@@ -490,20 +519,44 @@ mod tests {
 
     #[test]
     fn no_color_wins_and_depth_follows_colorterm_then_term() {
-        assert_eq!(ColorDepth::from_vars(Some("1"), Some("truecolor"), None), ColorDepth::None);
-        assert_eq!(ColorDepth::from_vars(Some(""), Some("truecolor"), None), ColorDepth::TrueColor);
-        assert_eq!(ColorDepth::from_vars(None, None, Some("xterm-direct")), ColorDepth::TrueColor);
-        assert_eq!(ColorDepth::from_vars(None, None, Some("screen-256color")), ColorDepth::Xterm256);
-        assert_eq!(ColorDepth::from_vars(None, None, Some("xterm")), ColorDepth::Ansi16);
+        assert_eq!(
+            ColorDepth::from_vars(Some("1"), Some("truecolor"), None),
+            ColorDepth::None
+        );
+        assert_eq!(
+            ColorDepth::from_vars(Some(""), Some("truecolor"), None),
+            ColorDepth::TrueColor
+        );
+        assert_eq!(
+            ColorDepth::from_vars(None, None, Some("xterm-direct")),
+            ColorDepth::TrueColor
+        );
+        assert_eq!(
+            ColorDepth::from_vars(None, None, Some("screen-256color")),
+            ColorDepth::Xterm256
+        );
+        assert_eq!(
+            ColorDepth::from_vars(None, None, Some("xterm")),
+            ColorDepth::Ansi16
+        );
         assert_eq!(ColorDepth::from_vars(None, None, None), ColorDepth::Ansi16);
     }
 
     #[test]
     fn every_documented_colour_form_parses() {
         assert_eq!(ColorSpec::parse(&json!(254)), Some(ColorSpec::Index(254)));
-        assert_eq!(ColorSpec::parse(&json!("#42454b")), Some(ColorSpec::Rgb(0x42, 0x45, 0x4b)));
-        assert_eq!(ColorSpec::parse(&json!({"mode":"256","index":254})), Some(ColorSpec::Index(254)));
-        assert_eq!(ColorSpec::parse(&json!({"mode":"ansi","index":100})), Some(ColorSpec::Ansi(100)));
+        assert_eq!(
+            ColorSpec::parse(&json!("#42454b")),
+            Some(ColorSpec::Rgb(0x42, 0x45, 0x4b))
+        );
+        assert_eq!(
+            ColorSpec::parse(&json!({"mode":"256","index":254})),
+            Some(ColorSpec::Index(254))
+        );
+        assert_eq!(
+            ColorSpec::parse(&json!({"mode":"ansi","index":100})),
+            Some(ColorSpec::Ansi(100))
+        );
         assert_eq!(
             ColorSpec::parse(&json!({"mode":"rgb","r":66,"g":69,"b":75})),
             Some(ColorSpec::Rgb(66, 69, 75))
@@ -516,12 +569,26 @@ mod tests {
     #[test]
     fn sixteen_colour_terminals_only_get_named_colours() {
         let named_only = |c: Color| !matches!(c, Color::Indexed(_) | Color::Rgb(..));
-        for spec in [ColorSpec::Index(203), ColorSpec::Rgb(10, 200, 30), ColorSpec::Ansi(91), ColorSpec::Index(3)] {
+        for spec in [
+            ColorSpec::Index(203),
+            ColorSpec::Rgb(10, 200, 30),
+            ColorSpec::Ansi(91),
+            ColorSpec::Index(3),
+        ] {
             assert!(named_only(spec.resolve(ColorDepth::Ansi16)), "{spec:?}");
         }
-        assert_eq!(ColorSpec::Index(196).resolve(ColorDepth::Ansi16), Color::LightRed);
-        assert_eq!(ColorSpec::Rgb(255, 0, 0).resolve(ColorDepth::Xterm256), Color::Indexed(196));
-        assert_eq!(ColorSpec::Index(16).resolve(ColorDepth::TrueColor), Color::Rgb(0, 0, 0));
+        assert_eq!(
+            ColorSpec::Index(196).resolve(ColorDepth::Ansi16),
+            Color::LightRed
+        );
+        assert_eq!(
+            ColorSpec::Rgb(255, 0, 0).resolve(ColorDepth::Xterm256),
+            Color::Indexed(196)
+        );
+        assert_eq!(
+            ColorSpec::Index(16).resolve(ColorDepth::TrueColor),
+            Color::Rgb(0, 0, 0)
+        );
         assert_eq!(ColorSpec::Index(16).resolve(ColorDepth::None), Color::Reset);
     }
 
@@ -551,13 +618,20 @@ mod tests {
         let home = tempfile::tempdir().expect("tempdir");
         let dir = home.path().join("themes");
         std::fs::create_dir_all(&dir).expect("mkdir");
-        std::fs::write(dir.join("b.json"), r#"{"name":"bee","colors":{"accent":204}}"#).expect("write");
+        std::fs::write(
+            dir.join("b.json"),
+            r#"{"name":"bee","colors":{"accent":204}}"#,
+        )
+        .expect("write");
         std::fs::write(dir.join("a.json"), "{not json").expect("write");
         std::fs::write(dir.join("c.txt"), "{}").expect("write");
         let themes = user_themes(home.path());
         assert_eq!(themes.len(), 1);
         assert_eq!(themes[0].name, "bee");
-        assert_eq!(themes[0].palette(true).get("accent"), Some(ColorSpec::Index(204)));
+        assert_eq!(
+            themes[0].palette(true).get("accent"),
+            Some(ColorSpec::Index(204))
+        );
     }
 
     #[test]
