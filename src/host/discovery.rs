@@ -189,8 +189,9 @@ pub fn discover(opts: &Options) -> Vec<Entry> {
     entries
 }
 
-/// Non-hidden subdirectories of `root`, sorted by name; nothing if absent.
-fn list_dirs(root: &Path) -> Vec<PathBuf> {
+/// Non-hidden subdirectories of `root` (symlinks to directories
+/// included), sorted by name; nothing if absent.
+pub fn list_dirs(root: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(root) else {
         return Vec::new();
     };

@@ -231,7 +231,7 @@ fn scan_user_root(
     if !visited.insert(real) {
         return;
     }
-    for child in sorted_subdirs(dir) {
+    for child in crate::host::discovery::list_dirs(dir) {
         let file = child.join(SKILL_FILE);
         if file.is_file() {
             let rel = child.strip_prefix(root).unwrap_or(&child);
@@ -247,21 +247,6 @@ fn scan_user_root(
         }
         scan_user_root(root, &child, depth + 1, visited, out);
     }
-}
-
-/// Non-hidden subdirectories (symlinks to directories included), sorted.
-fn sorted_subdirs(dir: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut dirs: Vec<PathBuf> = rd
-        .filter_map(Result::ok)
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    dirs
 }
 
 fn base_name(p: &Path) -> String {
