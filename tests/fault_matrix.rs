@@ -123,10 +123,11 @@ fn applicable(phase: &str, fault: &str) -> Option<Expect> {
         {
             Any
         }
-        // The `assistant_message` interception comes last in the turn:
-        // a 40 MiB line there is still being read when the run ends, and
-        // the disconnect is then part of the shutdown.
-        "huge_line" if phase == "icpt_assistant_message" => Any,
+        // Where no answer is owed or missing one means "allow", nothing
+        // waits for the 40 MiB line: on a loaded machine it can still be
+        // in flight when the run ends, and the disconnect is then part of
+        // the shutdown (reported or not).
+        "huge_line" if phase == "event" || phase.starts_with("icpt_") => Any,
         // An interceptor that does not answer costs its deadline, then
         // the event is allowed with a warning.
         _ => Reported,
@@ -159,11 +160,11 @@ fn scenario(phase: &str) -> (String, Vec<Value>) {
     match phase {
         "command" | "panel" => ("/chaos".into(), vec![text]),
         "tool" | "icpt_tool_call" => ("use the tool".into(), vec![call, text.clone(), text]),
-        // The fault comes with the turn's first event: a model that takes
+        // The fault comes with the turn's start: a model that takes
         // a moment keeps the run going until zut has seen it (a fault in
         // the last instant of a run is part of the shutdown).
-        "event" => {
-            let slow = serde_json::json!({"delay_ms": 700, "text": "ok"});
+        "event" | "icpt_turn_start" => {
+            let slow = serde_json::json!({"delay_ms": 1500, "text": "ok"});
             ("hi".into(), vec![slow, text])
         }
         _ => ("hi".into(), vec![text.clone(), text]),
@@ -173,7 +174,10 @@ fn scenario(phase: &str) -> (String, Vec<Value>) {
 /// Deadlines short enough that a cell waiting one out stays quick.
 fn short_deadlines(c: &mut Command) {
     for (k, v) in [
-        ("ZUT_HELLO_TIMEOUT_MS", "2000"),
+        // Generous: on a loaded machine a Python start alone can take
+        // seconds, and a fixture killed before it records its pid proves
+        // nothing.
+        ("ZUT_HELLO_TIMEOUT_MS", "5000"),
         ("ZUT_READY_TIMEOUT_MS", "1500"),
         ("ZUT_COMMAND_TIMEOUT_MS", "2000"),
         ("ZUT_TOOL_TIMEOUT_MS", "2000"),
@@ -326,7 +330,7 @@ fn run_cell(phase: &str, fault: &str, expect: Expect) -> Result<(), String> {
         _ => {}
     }
     let pids = recorded(&pidfile);
-    if pids.is_empty() {
+    if pids.is_empty() && !ext_error {
         problems.push("the fixture never started".into());
     }
     let left = survivors(&pids);
