@@ -419,10 +419,17 @@ fn every_fault_at_every_phase_leaves_zut_standing() {
         failed.len()
     );
     for (p, f, r) in &failed {
-        println!("✗ {p} × {f}: {}", r.as_ref().err().map_or("", |s| s.as_str()));
+        println!(
+            "✗ {p} × {f}: {}",
+            r.as_ref().err().map_or("", |s| s.as_str())
+        );
     }
     assert_eq!(results.len(), cells.len(), "every cell ran");
-    assert!(failed.is_empty(), "{} fault-matrix cells failed", failed.len());
+    assert!(
+        failed.is_empty(),
+        "{} fault-matrix cells failed",
+        failed.len()
+    );
 }
 
 /// A healthy extension starts a grandchild that leaves its process group
@@ -444,12 +451,25 @@ fn an_escaped_setsid_grandchild_does_not_outlive_zut() {
     let mut c = support::zut(&sb);
     short_deadlines(&mut c);
     let out = c
-        .args(["--mode", "json", "--provider", "script", "--script", &script, "--ext"])
+        .args([
+            "--mode",
+            "json",
+            "--provider",
+            "script",
+            "--script",
+            &script,
+            "--ext",
+        ])
         .arg(&dir)
         .arg("hi")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let pids = recorded(&pidfile);
     assert_eq!(pids.len(), 2, "the extension and its grandchild: {pids:?}");
     let left = survivors(&pids);
@@ -493,11 +513,22 @@ fn sigint_exits_130_while_stdout_is_blocked() {
             format!("pidfile={}", pidfile.display()),
         ],
     );
-    let script = support::script(&sb, &[serde_json::json!({"delay_ms": 60000, "text": "late"})]);
+    let script = support::script(
+        &sb,
+        &[serde_json::json!({"delay_ms": 60000, "text": "late"})],
+    );
     let mut c = support::zut(&sb);
     short_deadlines(&mut c);
     let mut child = c
-        .args(["--mode", "json", "--provider", "script", "--script", &script, "--ext"])
+        .args([
+            "--mode",
+            "json",
+            "--provider",
+            "script",
+            "--script",
+            &script,
+            "--ext",
+        ])
         .arg(&dir)
         .arg("hi")
         .stdout(Stdio::piped())

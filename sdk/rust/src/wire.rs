@@ -671,7 +671,8 @@ fn decode<T: DeserializeOwned>(
     // First pass: the `type` alone; every other value is skipped unparsed
     // (no number conversion, no escape decoding, no recursion), which also
     // proves the whole line is one well-formed JSON object.
-    let tag = pick(text, |key| key == b"type").map_err(|e| DecodeError::NotAnObject(e.to_string()))?;
+    let tag =
+        pick(text, |key| key == b"type").map_err(|e| DecodeError::NotAnObject(e.to_string()))?;
     let frame_type = match tag.get("type") {
         Some(Value::String(t)) => t.clone(),
         Some(_) => {
@@ -1096,7 +1097,10 @@ mod tests {
         );
         assert!(matches!(
             decode_ext_frame(hello.as_bytes()),
-            Ok(ExtFrame::Hello { protocol_version: 2, .. })
+            Ok(ExtFrame::Hello {
+                protocol_version: 2,
+                ..
+            })
         ));
         let call = format!(r#"{{"type":"tool_call","id":"t","name":"n","args":{{}},"z":{deep}}}"#);
         assert!(matches!(
@@ -1118,7 +1122,10 @@ mod tests {
             r#"{"type":"notify","message":"\udc00"}"#,
         ] {
             assert!(
-                matches!(decode_ext_frame(line.as_bytes()), Err(DecodeError::BadFrame { .. })),
+                matches!(
+                    decode_ext_frame(line.as_bytes()),
+                    Err(DecodeError::BadFrame { .. })
+                ),
                 "{line}"
             );
         }
