@@ -90,7 +90,22 @@ struct Cli {
 const DEFAULT_MAX_STEPS: u32 = 50;
 
 /// Runs zut with the process arguments; returns the exit status.
+///
+/// zut adopts its orphaned descendants for the whole run and, on the way
+/// out, ends those still alive: an extension's grandchild that escaped
+/// its process group with `setsid()` does not outlive zut.
 pub fn main() -> i32 {
+    crate::host::process::become_subreaper();
+    let code = main_inner();
+    let grace = crate::host::deadlines::Deadlines::from_env().kill_grace;
+    let ended = crate::host::process::end_adopted(grace);
+    if ended > 0 {
+        log::info!("ended {ended} escaped extension process(es) on exit");
+    }
+    code
+}
+
+fn main_inner() -> i32 {
     let args: Vec<String> = std::env::args().collect();
     let zut_home = crate::paths::zut_home();
     init_logging(&zut_home);

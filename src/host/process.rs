@@ -328,3 +328,109 @@ pub fn try_reap(child: &mut Child) -> Option<ExitStatus> {
 pub fn until(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now())
 }
+
+/// Makes zut the reaper of its orphaned descendants (Linux): a grandchild
+/// that leaves its extension's process group with `setsid()` is reparented
+/// to zut instead of init when its parent dies, so [`end_adopted`] can
+/// still find and end it. Best effort; elsewhere nothing happens.
+pub fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl with integer arguments only; no memory involved.
+        let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
+        if rc != 0 {
+            log::warn!(
+                "cannot become the reaper of escaped extension processes: {}",
+                io::Error::last_os_error()
+            );
+        }
+    }
+}
+
+/// The pids whose parent is this process, read from `/proc` (Linux only;
+/// empty elsewhere or when `/proc` is unreadable).
+pub fn children() -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| parent_of(pid) == Some(me))
+        .collect()
+}
+
+/// The parent pid of `pid` from `/proc/PID/stat` (the field after the
+/// state, which follows the command name's closing parenthesis).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Ends every process still parented to zut: by the time this runs (on
+/// the way out, after every extension was stopped and reaped) those are
+/// descendants that escaped their extension's process group and were
+/// adopted through [`become_subreaper`]. SIGTERM to each (and to the
+/// group it leads), SIGKILL to what is left after `grace`, and every one
+/// reaped, so none outlives zut nor lingers as a zombie. Repeats a few
+/// rounds: ending one adopted process hands its own children to zut.
+/// Returns how many were ended.
+pub fn end_adopted(grace: Duration) -> usize {
+    let mut ended = 0;
+    for _ in 0..4 {
+        let pids = children();
+        if pids.is_empty() {
+            break;
+        }
+        for &pid in &pids {
+            signal_tree(pid, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + grace;
+        let pids_len = pids.len();
+        let mut left: Vec<u32> = pids;
+        while !left.is_empty() {
+            left.retain(|&pid| !reap_nohang(pid));
+            if left.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(until(deadline).min(Duration::from_millis(10)));
+        }
+        for &pid in &left {
+            signal_tree(pid, libc::SIGKILL);
+            reap_blocking(pid);
+        }
+        ended += pids_len;
+    }
+    ended
+}
+
+/// Sends `sig` to `pid` and, when it leads a process group, to that group.
+fn signal_tree(pid: u32, sig: libc::c_int) {
+    let Ok(p) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    // SAFETY: kill and getpgid take plain integers; no memory involved.
+    unsafe {
+        if libc::getpgid(p) == p {
+            libc::kill(-p, sig);
+        }
+        libc::kill(p, sig);
+    }
+}
+
+/// Reaps `pid` if it has ended; true when it is gone (or not our child).
+fn reap_nohang(pid: u32) -> bool {
+    let mut status = 0;
+    // SAFETY: waitpid on one pid with a valid status pointer.
+    let rc = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+    rc != 0
+}
+
+fn reap_blocking(pid: u32) {
+    let mut status = 0;
+    // SAFETY: waitpid on one pid with a valid status pointer; it was sent
+    // SIGKILL, so this returns promptly.
+    unsafe {
+        libc::waitpid(pid as libc::pid_t, &mut status, 0);
+    }
+}

@@ -147,7 +147,7 @@ pub fn run_once(mut run: Run, cancel: &CancelToken) -> i32 {
         }
     };
     let mut front: Box<dyn Front> = match run.mode {
-        Mode::Json => Box::new(json::JsonOut::default()),
+        Mode::Json => Box::new(json::JsonOut::new(cancel.clone())),
         _ => Box::new(print::Printer::default()),
     };
     // Skill files that could not be read, from the user's own roots (an
@@ -166,6 +166,7 @@ pub fn run_once(mut run: Run, cancel: &CancelToken) -> i32 {
         for e in rx.try_iter() {
             front.show(&e);
         }
+        front.finish();
         let failed = report
             .loaded
             .iter()
@@ -228,6 +229,7 @@ pub fn run_once(mut run: Run, cancel: &CancelToken) -> i32 {
         }
     }
     front.show(&Event::Done);
+    front.finish();
     if interrupted || cancel.is_cancelled() {
         if run.mode == Mode::Print {
             eprintln!("zut: interrupted");
@@ -347,4 +349,7 @@ pub trait Front {
     fn show(&mut self, event: &Event);
     /// The exit status once `done` was shown.
     fn exit_code(&self) -> i32;
+    /// Waits for what was shown to reach its output (bounded once the run
+    /// is interrupted).
+    fn finish(&mut self) {}
 }

@@ -263,12 +263,11 @@ fn shutdown(r: &mut Report, ack: Samples) {
         host.shutdown();
         let elapsed = t.elapsed();
         killed = host
-            .started()
+            .all_extensions()
             .iter()
             .filter(|e| {
                 use std::os::unix::process::ExitStatusExt;
-                let exit = *e.exit.lock().unwrap_or_else(|p| p.into_inner());
-                exit.and_then(|s| s.signal()) == Some(libc::SIGKILL)
+                e.exit.and_then(|s| s.signal()) == Some(libc::SIGKILL)
             })
             .count();
         elapsed

@@ -7,14 +7,18 @@
 //!
 //! Invariants:
 //! - decoding never fails on an unknown `type` (it becomes `Unknown`) or on an
-//!   unknown field (ignored): the protocol grows additively;
+//!   unknown top-level field, whatever it holds: unknown fields are skipped
+//!   unparsed (a huge number, a lone surrogate escape, nesting of any depth),
+//!   so the protocol grows additively and junk beside a frame cannot cost
+//!   the frame;
 //! - encoding produces compact JSON with no embedded newline, so one frame is
 //!   exactly one line;
 //! - optional payload fields that are empty are left out on the wire, as the
 //!   reference host does (`step: 0` never appears, `args` is omitted when empty).
 
+use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The protocol major both sides must agree on in `hello` / `hello_ack`.
 ///
@@ -643,7 +647,7 @@ impl std::error::Error for DecodeError {}
 /// assert_eq!(f.type_name(), "notify");
 /// ```
 pub fn decode_ext_frame(line: &[u8]) -> Result<ExtFrame, DecodeError> {
-    decode(line)
+    decode(line, ext_fields)
 }
 
 /// Decodes one line (without its `\n`) written by the host.
@@ -653,38 +657,205 @@ pub fn decode_ext_frame(line: &[u8]) -> Result<ExtFrame, DecodeError> {
 /// assert_eq!(decode_host_frame(br#"{"type":"shutdown"}"#).unwrap(), HostFrame::Shutdown);
 /// ```
 pub fn decode_host_frame(line: &[u8]) -> Result<HostFrame, DecodeError> {
-    decode(line)
+    decode(line, host_fields)
 }
 
-fn decode<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Result<T, DecodeError> {
+fn decode<T: DeserializeOwned>(
+    line: &[u8],
+    known: fn(&str) -> Option<&'static [&'static str]>,
+) -> Result<T, DecodeError> {
     let text = std::str::from_utf8(line).map_err(|_| DecodeError::InvalidUtf8)?;
     if !text.trim_start().starts_with('{') {
         return Err(DecodeError::NotAnObject("expected a JSON object".into()));
     }
-    match serde_json::from_str::<T>(text) {
-        Ok(frame) => Ok(frame),
-        Err(err) => {
-            // Tell a stray print apart from a real frame with a bad field.
-            #[derive(Deserialize)]
-            struct Tag {
-                #[serde(rename = "type")]
-                frame_type: Option<String>,
-            }
-            match serde_json::from_str::<Tag>(text) {
-                Ok(Tag {
-                    frame_type: Some(frame_type),
-                }) => Err(DecodeError::BadFrame {
-                    frame_type,
-                    error: err.to_string(),
-                }),
-                Ok(Tag { frame_type: None }) => Err(DecodeError::BadFrame {
-                    frame_type: "untyped".into(),
-                    error: err.to_string(),
-                }),
-                Err(_) => Err(DecodeError::NotAnObject(err.to_string())),
+    // First pass: the `type` alone; every other value is skipped unparsed
+    // (no number conversion, no escape decoding, no recursion), which also
+    // proves the whole line is one well-formed JSON object.
+    let tag =
+        pick(text, |key| key == b"type").map_err(|e| DecodeError::NotAnObject(e.to_string()))?;
+    let frame_type = match tag.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(_) => {
+            return Err(DecodeError::BadFrame {
+                frame_type: "untyped".into(),
+                error: "`type` is not a string".into(),
+            })
+        }
+        None => {
+            return Err(DecodeError::BadFrame {
+                frame_type: "untyped".into(),
+                error: "missing field `type`".into(),
+            })
+        }
+    };
+    // Second pass: only the fields this type defines are built; an unknown
+    // type keeps none and decodes to `Unknown`.
+    let fields = known(&frame_type).unwrap_or(&[]);
+    let mut map = pick(text, |key| fields.iter().any(|f| f.as_bytes() == key)).map_err(|e| {
+        DecodeError::BadFrame {
+            frame_type: frame_type.clone(),
+            error: e.to_string(),
+        }
+    })?;
+    map.insert("type".into(), Value::String(frame_type.clone()));
+    T::deserialize(Value::Object(map)).map_err(|e| DecodeError::BadFrame {
+        frame_type,
+        error: e.to_string(),
+    })
+}
+
+/// Reads the top-level object of `text`, building the values of the keys
+/// `keep` accepts and skipping every other value with
+/// [`serde::de::IgnoredAny`], which serde_json walks iteratively without
+/// converting numbers or decoding strings: an unknown field may hold
+/// `1e400`, a lone surrogate or nesting of any depth.
+fn pick(text: &str, keep: impl Fn(&[u8]) -> bool) -> serde_json::Result<Map<String, Value>> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let map = de.deserialize_map(Pick { keep })?;
+    de.end()?;
+    Ok(map)
+}
+
+struct Pick<F> {
+    keep: F,
+}
+
+impl<'de, F: Fn(&[u8]) -> bool> Visitor<'de> for Pick<F> {
+    type Value = Map<String, Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(KeyBytes(key)) = access.next_key()? {
+            if (self.keep)(&key) {
+                // A kept key is one of ours: plain ASCII, so this is lossless.
+                let name = String::from_utf8_lossy(&key).into_owned();
+                let value: Value = access.next_value()?;
+                out.insert(name, value);
+            } else {
+                access.next_value::<IgnoredAny>()?;
             }
         }
+        Ok(out)
     }
+}
+
+/// An object key as raw bytes: a key with a lone surrogate escape is
+/// still read (and then skipped) instead of failing the frame.
+struct KeyBytes(Vec<u8>);
+
+impl<'de> Deserialize<'de> for KeyBytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = KeyBytes;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<KeyBytes, E> {
+                Ok(KeyBytes(v.to_vec()))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<KeyBytes, E> {
+                Ok(KeyBytes(v.as_bytes().to_vec()))
+            }
+        }
+        d.deserialize_bytes(V)
+    }
+}
+
+/// The fields each extension frame type defines (its `type` aside).
+fn ext_fields(frame_type: &str) -> Option<&'static [&'static str]> {
+    Some(match frame_type {
+        "hello" => &["protocol_version", "name", "version", "capabilities"],
+        "register_command" => &["name", "description"],
+        "register_tool" => &["name", "description", "schema", "deferred", "interactive"],
+        "ready" | "clear_notes" | "shutdown_ack" => &[],
+        "subscribe" => &["events", "intercept"],
+        "event_intercept_response" => &[
+            "id",
+            "block",
+            "reason",
+            "modified_args",
+            "replace_text",
+            "context",
+        ],
+        "tool_result" => &["id", "content", "is_error", "activate_tools", "details"],
+        "command_response" => &[
+            "id",
+            "action",
+            "prompt",
+            "insert",
+            "display",
+            "open_panel",
+            "error",
+        ],
+        "notify" => &["level", "message"],
+        "status" => &["key", "level", "text"],
+        "widget" => &["id", "position", "title", "lines"],
+        "widget_clear" => &["id"],
+        "alert" => &["kind", "reason"],
+        "submit" | "submit_slash" => &["text"],
+        "open_panel" => &["panel"],
+        "panel_render" => &["panel_id", "title", "lines", "footer"],
+        "panel_close" => &["panel_id"],
+        _ => return None,
+    })
+}
+
+/// The fields of [`EventPayload`], shared by `event` and `event_intercept`.
+const EVENT_FIELDS: &[&str] = &[
+    "event",
+    "step",
+    "stop",
+    "error",
+    "tool_id",
+    "tool_name",
+    "tool_args",
+    "tool_preview",
+    "text",
+    "session",
+    "state",
+];
+
+/// The fields each host frame type defines (its `type` aside).
+fn host_fields(frame_type: &str) -> Option<&'static [&'static str]> {
+    Some(match frame_type {
+        "hello_ack" => &[
+            "protocol_version",
+            "zut_version",
+            "provider",
+            "model",
+            "cwd",
+            "extension_dir",
+            "data_dir",
+            "session",
+        ],
+        "command_invoked" | "tool_call" => &["id", "name", "args"],
+        "tool_cancel" => &["id"],
+        "event" => EVENT_FIELDS,
+        "event_intercept" => &[
+            "id",
+            "event",
+            "step",
+            "stop",
+            "error",
+            "tool_id",
+            "tool_name",
+            "tool_args",
+            "tool_preview",
+            "text",
+            "session",
+            "state",
+        ],
+        "panel_key" => &["panel_id", "key", "text"],
+        "panel_close" => &["panel_id"],
+        "panel_resize" => &["panel_id", "width", "height"],
+        "shutdown" => &[],
+        _ => return None,
+    })
 }
 
 /// Encodes a frame as one line, newline included.
@@ -904,6 +1075,68 @@ mod tests {
                 details: None
             }
         );
+    }
+
+    #[test]
+    fn unknown_fields_are_skipped_unparsed() {
+        let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+        let odd = [
+            r#"{"type":"tool_result","id":"1","big":1e400,"content":[]}"#.to_string(),
+            r#"{"type":"tool_result","id":"1","s":"\udc00","content":[]}"#.to_string(),
+            r#"{"type":"tool_result","\udc00":1,"id":"1","content":[]}"#.to_string(),
+            format!(r#"{{"x":{deep},"type":"tool_result","id":"1","content":[]}}"#),
+        ];
+        for line in &odd {
+            match decode_ext_frame(line.as_bytes()) {
+                Ok(ExtFrame::ToolResult { id, .. }) => assert_eq!(id, "1"),
+                other => panic!("{line:.80}: {other:?}"),
+            }
+        }
+        let hello = format!(
+            r#"{{"type":"hello","protocol_version":2,"name":"n","n":-1e999,"u":"\ud800x","d":{deep}}}"#
+        );
+        assert!(matches!(
+            decode_ext_frame(hello.as_bytes()),
+            Ok(ExtFrame::Hello {
+                protocol_version: 2,
+                ..
+            })
+        ));
+        let call = format!(r#"{{"type":"tool_call","id":"t","name":"n","args":{{}},"z":{deep}}}"#);
+        assert!(matches!(
+            decode_host_frame(call.as_bytes()),
+            Ok(HostFrame::ToolCall { .. })
+        ));
+        // An unknown type with junk beside it is still just unknown.
+        assert_eq!(
+            decode_ext_frame(br#"{"type":"later","v":1e400}"#).unwrap(),
+            ExtFrame::Unknown
+        );
+    }
+
+    #[test]
+    fn known_fields_are_still_checked() {
+        // The tolerance is for what we do not read, not for what we do.
+        for line in [
+            r#"{"type":"tool_result","id":1e400}"#,
+            r#"{"type":"notify","message":"\udc00"}"#,
+        ] {
+            assert!(
+                matches!(
+                    decode_ext_frame(line.as_bytes()),
+                    Err(DecodeError::BadFrame { .. })
+                ),
+                "{line}"
+            );
+        }
+        assert!(matches!(
+            decode_ext_frame(br#"{"type":"ready","x":[1,}"#),
+            Err(DecodeError::NotAnObject(_))
+        ));
+        assert!(matches!(
+            decode_ext_frame(br#"{"type":7}"#),
+            Err(DecodeError::BadFrame { .. })
+        ));
     }
 
     #[test]
