@@ -15,8 +15,9 @@
 //!   with this extension's earlier messages, a reply takes the inbox too,
 //!   so it can never overtake a frame the extension sent before it.
 //! - The reader also owns the end of the child's life: it observes the exit
-//!   through the pidfd, escalates SIGTERM → SIGKILL when a deadline passes,
-//!   reaps the child and kills whatever is left of its process group.
+//!   through the child guard's pidfd ([`crate::proc::ExitWatch`]), escalates
+//!   SIGTERM → SIGKILL to the group when a deadline passes, reaps the child
+//!   through its guard and kills whatever is left of its process group.
 //!
 //! Locks, each a leaf (never held across another lock, a channel send or
 //! I/O): `pending` (the request table), `gone` (the disconnect reason),
@@ -24,12 +25,15 @@
 
 use super::deadlines::{Deadlines, MAX_FRAME_BYTES, QUEUE_BYTES, QUEUE_FRAMES};
 use super::process::{self, Wake};
+use crate::proc::{ChildGuard, ExitWatch};
+use rustix::event::PollFlags;
+use rustix::process::Signal;
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, ExitStatus};
+use std::process::{ChildStdin, ChildStdout, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -203,7 +207,11 @@ pub struct Conn {
     closing: Mutex<Option<Instant>>,
     /// The request table: call id → who waits for the reply.
     pending: Mutex<HashMap<u64, (CallKind, Sender<Reply>)>>,
-    child: Mutex<Child>,
+    /// Reaped only by the reader (or [`Conn::kill_now`] when the threads
+    /// cannot start); its drop is then a no-op but for stray group members.
+    child: Mutex<ChildGuard>,
+    /// The guard's exit observer and group signaller, used without the lock.
+    watch: ExitWatch,
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
     inbox: Sender<Inbound>,
     /// Messages this connection put in the inbox, and how many the
@@ -231,14 +239,14 @@ impl Conn {
         let (room_tx, room_rx) = crossbeam_channel::bounded(1);
         let (gone_tx, gone_rx) = crossbeam_channel::bounded(0);
         let process::Spawned {
-            child,
+            guard,
             stdin,
             stdout,
-            pidfd,
         } = spawned;
         let conn = Arc::new(Conn {
             ext,
-            pid: child.id(),
+            pid: guard.pid(),
+            watch: guard.watch(),
             name,
             log,
             deadlines,
@@ -253,7 +261,7 @@ impl Conn {
             gone: Mutex::new(None),
             closing: Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
-            child: Mutex::new(child),
+            child: Mutex::new(guard),
             threads: Mutex::new(Vec::new()),
             inbox,
             posted: AtomicU64::new(0),
@@ -289,7 +297,7 @@ impl Conn {
                 .stack_size(READER_STACK)
                 .spawn(move || {
                     let _g = ThreadGuard(threads);
-                    conn.read_loop(stdout, pidfd);
+                    conn.read_loop(stdout);
                 })
         };
         match r {
@@ -543,8 +551,7 @@ impl Conn {
 
     /// Sends SIGKILL to the whole group right away (spawn failures).
     fn kill_now(&self) {
-        process::kill_group(self.pid, libc::SIGKILL);
-        let _ = lock(&self.child).wait();
+        lock(&self.child).kill_now();
     }
 
     // ----- writer -----
@@ -608,7 +615,7 @@ impl Conn {
                     } else {
                         Some(&self.wake)
                     };
-                    match process::wait_ready(stdin.as_raw_fd(), libc::POLLOUT, wake, None, Some(until)) {
+                    match process::wait_ready(stdin.as_fd(), PollFlags::OUT, wake, None, Some(until)) {
                         Ok(r) if r.io || r.woken => {}
                         Ok(_) if Instant::now() < until => {}
                         Ok(_) if closing.is_some() => return Err(None),
@@ -634,7 +641,7 @@ impl Conn {
     /// exit drain closed its stdin on purpose and is disconnected here.
     fn stdin_closed(&self) -> Option<String> {
         let deadline = Instant::now() + self.deadlines.exit_drain;
-        match process::exited_by(self.pid, deadline) {
+        match self.watch.exited_by(deadline) {
             Some(true) => None,
             _ => Some("disconnected: its stdin is closed".into()),
         }
@@ -642,9 +649,9 @@ impl Conn {
 
     // ----- reader -----
 
-    fn read_loop(&self, mut stdout: ChildStdout, pidfd: Option<OwnedFd>) {
-        let fd = stdout.as_raw_fd();
-        let pidfd = pidfd.as_ref().map(|f| f.as_raw_fd());
+    fn read_loop(&self, mut stdout: ChildStdout) {
+        let watch = self.watch.clone();
+        let pidfd = watch.fd();
         let mut lines = LineBuffer::default();
         let mut exited_at: Option<Instant> = None;
         loop {
@@ -668,7 +675,7 @@ impl Conn {
                 Some(&self.wake)
             };
             let watch_exit = if exited_at.is_some() { None } else { pidfd };
-            let ready = match process::wait_ready(fd, libc::POLLIN, wake, watch_exit, deadline) {
+            let ready = match process::wait_ready(stdout.as_fd(), PollFlags::IN, wake, watch_exit, deadline) {
                 Ok(r) => r,
                 Err(e) => {
                     self.disconnect(&format!("disconnected: polling its stdout failed: {e}"));
@@ -698,7 +705,7 @@ impl Conn {
                 }
             }
         }
-        self.finish(pidfd);
+        self.finish();
     }
 
     fn on_line(&self, line: &[u8]) {
@@ -765,14 +772,14 @@ impl Conn {
     /// Ends the process's life: waits for it to exit (until the closing
     /// deadline, or briefly after an EOF), escalates SIGTERM then SIGKILL,
     /// reaps it, and kills what is left of its process group.
-    fn finish(&self, pidfd: Option<std::os::fd::RawFd>) {
+    fn finish(&self) {
         let closing = *lock(&self.closing);
         let first_wait = match (closing, self.connected()) {
             (Some(d), _) => d,
             (None, true) => Instant::now() + self.deadlines.exit_drain,
             (None, false) => Instant::now(),
         };
-        let mut status = self.wait_exit(pidfd, first_wait);
+        let mut status = self.wait_exit(first_wait);
         if self.connected() && closing.is_some() {
             let how = status.map_or_else(|| "still running".to_string(), process::describe_exit);
             self.disconnect(&format!("stopped at shutdown ({how})"));
@@ -784,15 +791,14 @@ impl Conn {
             self.disconnect(&reason);
         }
         if status.is_none() {
-            process::kill_group(self.pid, libc::SIGTERM);
-            status = self.wait_exit(pidfd, Instant::now() + self.deadlines.kill_grace);
+            self.watch.signal_group(Signal::TERM);
+            status = self.wait_exit(Instant::now() + self.deadlines.kill_grace);
         }
         if status.is_none() {
-            process::kill_group(self.pid, libc::SIGKILL);
-            status = lock(&self.child).wait().ok();
+            status = lock(&self.child).kill_now();
         }
-        if process::group_alive(self.pid) {
-            process::kill_group(self.pid, libc::SIGKILL);
+        if self.watch.group_alive() {
+            self.watch.signal_group(Signal::KILL);
         }
         if let Some(s) = status {
             process::log_line(
@@ -805,25 +811,23 @@ impl Conn {
     }
 
     /// Waits for the child to exit until `deadline`; reaps it if it did.
-    fn wait_exit(
-        &self,
-        pidfd: Option<std::os::fd::RawFd>,
-        deadline: Instant,
-    ) -> Option<ExitStatus> {
+    /// The wait itself happens without the `child` lock (on the pidfd);
+    /// the lock is taken only to reap.
+    fn wait_exit(&self, deadline: Instant) -> Option<ExitStatus> {
         loop {
-            if let Some(s) = process::try_reap(&mut lock(&self.child)) {
+            if let Ok(Some(s)) = lock(&self.child).try_wait() {
                 return Some(s);
             }
             if Instant::now() >= deadline {
                 return None;
             }
-            match pidfd {
+            match self.watch.fd() {
                 Some(p) => {
-                    let _ = process::wait_ready(p, libc::POLLIN, None, None, Some(deadline));
+                    let _ = process::wait_ready(p, PollFlags::IN, None, None, Some(deadline));
                 }
                 // Without a pidfd there is nothing to wait on: check often.
                 None => std::thread::sleep(
-                    process::until(deadline).min(std::time::Duration::from_millis(10)),
+                    process::until(deadline).min(crate::proc::FALLBACK_POLL),
                 ),
             }
         }
