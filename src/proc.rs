@@ -571,7 +571,10 @@ mod tests {
 
     #[test]
     fn terminate_escalates_to_sigkill() {
-        let mut guard = ChildGuard::spawn(&mut sleeper("trap '' TERM; sleep 30")).unwrap();
+        let mut guard =
+            ChildGuard::spawn(&mut sleeper("trap '' TERM; echo $$; sleep 30")).unwrap();
+        // Once it has printed, the trap is set: SIGTERM alone cannot stop it.
+        first_line_pid(&mut guard);
         let started = Instant::now();
         let status = guard.terminate(Duration::from_millis(100)).expect("reaped");
         use std::os::unix::process::ExitStatusExt;
