@@ -95,10 +95,10 @@ const DEFAULT_MAX_STEPS: u32 = 50;
 /// out, ends those still alive: an extension's grandchild that escaped
 /// its process group with `setsid()` does not outlive zut.
 pub fn main() -> i32 {
-    crate::host::process::become_subreaper();
+    crate::proc::become_subreaper();
     let code = main_inner();
     let grace = crate::host::deadlines::Deadlines::from_env().kill_grace;
-    let ended = crate::host::process::end_adopted(grace);
+    let ended = crate::proc::end_adopted(grace);
     if ended > 0 {
         log::info!("ended {ended} escaped extension process(es) on exit");
     }

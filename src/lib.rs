@@ -17,6 +17,7 @@ mod fuzz;
 pub mod host;
 pub mod modes;
 pub mod paths;
+pub mod proc;
 pub mod provider;
 pub mod safe_fs;
 pub mod sanitize;

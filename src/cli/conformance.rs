@@ -30,7 +30,9 @@ use crossbeam_channel::{after, select, unbounded, Receiver, Sender};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufReader, Read, Write as _};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use crate::proc::{ChildGuard, ExitWatch};
+use rustix::process::Signal;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -226,6 +228,9 @@ fn check_extension(dir: &Path, cwd: &Path, deadlines: Deadlines, r: &mut Report<
 /// channel of [`Ev`].
 struct Child {
     pid: u32,
+    /// Signals the extension's process group; the waiter thread owns the
+    /// guard itself and reaps the child.
+    watch: ExitWatch,
     events: Receiver<Ev>,
     input: Option<Sender<Vec<u8>>>,
     stderr: tempfile::NamedTempFile,
@@ -248,22 +253,22 @@ impl Child {
         let stderr = tempfile::Builder::new()
             .prefix(".zut-ext-test-")
             .tempfile()?;
-        let mut child = std::process::Command::new(program)
-            .args(&m.args)
-            .current_dir(&m.dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(stderr.reopen()?))
-            .process_group(0)
-            .spawn()?;
+        let mut child = ChildGuard::spawn(
+            std::process::Command::new(program)
+                .args(&m.args)
+                .current_dir(&m.dir)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::from(stderr.reopen()?)),
+        )?;
         let (tx, events) = unbounded();
         let (input, input_rx) = unbounded::<Vec<u8>>();
-        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = child.kill();
-            let _ = child.wait();
+        // On an error below, dropping the guard kills and reaps the child.
+        let (Some(mut stdin), Some(stdout)) = (child.take_stdin(), child.take_stdout()) else {
             return Err(std::io::Error::other("child pipes missing"));
         };
-        let pid = child.id();
+        let pid = child.pid();
+        let watch = child.watch();
         let t = tx.clone();
         std::thread::Builder::new()
             .name("ext-test-read".into())
@@ -308,6 +313,7 @@ impl Child {
             })?;
         Ok(Child {
             pid,
+            watch,
             events,
             input: Some(input),
             stderr,
@@ -331,15 +337,9 @@ impl Child {
         self.input = None;
     }
 
-    fn signal(&self, sig: i32) {
+    fn signal(&self, signal: Signal) {
         if self.status.is_none() {
-            if let Ok(pid) = i32::try_from(self.pid) {
-                // SAFETY: a plain system call; the group is the child's own
-                // (process_group(0)), and the child is not yet reaped.
-                unsafe {
-                    libc::killpg(pid, sig);
-                }
-            }
+            self.watch.signal_group(signal);
         }
     }
 
@@ -364,7 +364,7 @@ impl Child {
 impl Drop for Child {
     fn drop(&mut self) {
         self.input = None;
-        self.signal(libc::SIGKILL);
+        self.signal(Signal::KILL);
     }
 }
 
@@ -1031,7 +1031,7 @@ impl Session<'_> {
         if self.wait_exit(deadline) {
             return self.exit_verdict(r);
         }
-        self.child.signal(libc::SIGTERM);
+        self.child.signal(Signal::TERM);
         if self.wait_exit(Instant::now() + self.d.kill_grace) {
             return r.fail(
                 "exit",
@@ -1041,7 +1041,7 @@ impl Session<'_> {
                 ),
             );
         }
-        self.child.signal(libc::SIGKILL);
+        self.child.signal(Signal::KILL);
         let _ = self.wait_exit(Instant::now() + Duration::from_millis(1000));
         r.fail(
             "exit",
@@ -1081,7 +1081,7 @@ impl Session<'_> {
     /// How the process ended, waiting up to `wait` for it; killed after.
     fn exit_status(&mut self, wait: Duration) -> String {
         if !self.wait_exit(Instant::now() + wait) {
-            self.child.signal(libc::SIGKILL);
+            self.child.signal(Signal::KILL);
             if !self.wait_exit(Instant::now() + Duration::from_millis(1000)) {
                 return "closed stdout but kept running".into();
             }

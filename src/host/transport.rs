@@ -15,8 +15,9 @@
 //!   with this extension's earlier messages, a reply takes the inbox too,
 //!   so it can never overtake a frame the extension sent before it.
 //! - The reader also owns the end of the child's life: it observes the exit
-//!   through the pidfd, escalates SIGTERM → SIGKILL when a deadline passes,
-//!   reaps the child and kills whatever is left of its process group.
+//!   through the child guard's pidfd ([`crate::proc::ExitWatch`]), escalates
+//!   SIGTERM → SIGKILL to the group when a deadline passes, reaps the child
+//!   through its guard and kills whatever is left of its process group.
 //! - The peer is usually a process ([`Peer::Process`]). Unit tests run the
 //!   dispatcher against peers on threads of this process talking over OS
 //!   pipes ([`Peer::InMemory`]): the same two threads and the same framing,
@@ -28,13 +29,16 @@
 
 use super::deadlines::{Deadlines, MAX_FRAME_BYTES, QUEUE_BYTES, QUEUE_FRAMES};
 use super::process::{self, Wake};
+use crate::proc::{ChildGuard, ExitWatch};
+use rustix::event::PollFlags;
+use rustix::process::Signal;
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -183,10 +187,7 @@ impl Drop for ThreadGuard {
 enum Peer {
     /// An extension process: its exit is watched, it is signalled past
     /// its deadlines, reaped, and its process group killed.
-    Process {
-        child: Child,
-        pidfd: Option<OwnedFd>,
-    },
+    Process(ChildGuard),
     /// A peer on a thread of this process (tests): it ends by closing its
     /// stdout; nothing to signal or reap.
     #[cfg_attr(not(test), allow(dead_code))]
@@ -236,7 +237,12 @@ pub struct Conn {
     /// The request table: call id → who waits for the reply.
     pending: Mutex<HashMap<u64, (CallKind, Sender<Reply>)>>,
     /// `None` for an in-memory peer: no process to signal or reap.
-    child: Mutex<Option<Child>>,
+    /// Reaped only by the reader (or [`Conn::kill_now`] when the threads
+    /// cannot start); its drop is then a no-op but for stray group members.
+    child: Mutex<Option<ChildGuard>>,
+    /// The guard's exit observer and group signaller, used without the
+    /// lock; `None` for an in-memory peer.
+    watch: Option<ExitWatch>,
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
     inbox: Sender<Inbound>,
     /// Messages this connection put in the inbox, and how many the
@@ -261,14 +267,13 @@ impl Conn {
         threads: ThreadCount,
     ) -> io::Result<Arc<Conn>> {
         let process::Spawned {
-            child,
+            guard,
             stdin,
             stdout,
-            pidfd,
         } = spawned;
         let to_peer = File::from(OwnedFd::from(stdin));
         let from_peer = File::from(OwnedFd::from(stdout));
-        let peer = Peer::Process { child, pidfd };
+        let peer = Peer::Process(guard);
         Conn::start_with(
             ext, name, log, peer, to_peer, from_peer, deadlines, inbox, threads,
         )
@@ -288,8 +293,8 @@ impl Conn {
     ) -> io::Result<(Arc<Conn>, PeerEnds)> {
         let (peer_stdin, to_peer) = process::pipe()?;
         let (from_peer, peer_stdout) = process::pipe()?;
-        process::set_nonblocking(to_peer.as_raw_fd())?;
-        process::set_nonblocking(from_peer.as_raw_fd())?;
+        crate::proc::set_nonblocking(&to_peer)?;
+        crate::proc::set_nonblocking(&from_peer)?;
         let conn = Conn::start_with(
             ext,
             name,
@@ -325,13 +330,14 @@ impl Conn {
         let (queue, queue_rx) = crossbeam_channel::unbounded();
         let (room_tx, room_rx) = crossbeam_channel::bounded(1);
         let (gone_tx, gone_rx) = crossbeam_channel::bounded(0);
-        let (child, pidfd) = match peer {
-            Peer::Process { child, pidfd } => (Some(child), pidfd),
-            Peer::InMemory => (None, None),
+        let child = match peer {
+            Peer::Process(guard) => Some(guard),
+            Peer::InMemory => None,
         };
         let conn = Arc::new(Conn {
             ext,
-            pid: child.as_ref().map_or(0, Child::id),
+            pid: child.as_ref().map_or(0, ChildGuard::pid),
+            watch: child.as_ref().map(ChildGuard::watch),
             name,
             log,
             deadlines,
@@ -382,7 +388,7 @@ impl Conn {
                 .stack_size(READER_STACK)
                 .spawn(move || {
                     let _g = ThreadGuard(threads);
-                    conn.read_loop(stdout, pidfd);
+                    conn.read_loop(stdout);
                 })
         };
         match r {
@@ -638,8 +644,7 @@ impl Conn {
     /// Sends SIGKILL to the whole group right away (spawn failures).
     fn kill_now(&self) {
         if let Some(child) = lock(&self.child).as_mut() {
-            process::kill_group(self.pid, libc::SIGKILL);
-            let _ = child.wait();
+            child.kill_now();
         }
     }
 
@@ -704,7 +709,7 @@ impl Conn {
                     } else {
                         Some(&self.wake)
                     };
-                    match process::wait_ready(stdin.as_raw_fd(), libc::POLLOUT, wake, None, Some(until)) {
+                    match process::wait_ready(stdin.as_fd(), PollFlags::OUT, wake, None, Some(until)) {
                         Ok(r) if r.io || r.woken => {}
                         Ok(_) if Instant::now() < until => {}
                         Ok(_) if closing.is_some() => return Err(None),
@@ -734,7 +739,7 @@ impl Conn {
             return None;
         }
         let deadline = Instant::now() + self.deadlines.exit_drain;
-        match process::exited_by(self.pid, deadline) {
+        match self.watch.as_ref().and_then(|w| w.exited_by(deadline)) {
             Some(true) => None,
             _ => Some("disconnected: its stdin is closed".into()),
         }
@@ -742,9 +747,9 @@ impl Conn {
 
     // ----- reader -----
 
-    fn read_loop(&self, mut stdout: File, pidfd: Option<OwnedFd>) {
-        let fd = stdout.as_raw_fd();
-        let pidfd = pidfd.as_ref().map(|f| f.as_raw_fd());
+    fn read_loop(&self, mut stdout: File) {
+        let watch = self.watch.clone();
+        let pidfd = watch.as_ref().and_then(ExitWatch::fd);
         let mut lines = LineBuffer::default();
         let mut exited_at: Option<Instant> = None;
         loop {
@@ -768,7 +773,7 @@ impl Conn {
                 Some(&self.wake)
             };
             let watch_exit = if exited_at.is_some() { None } else { pidfd };
-            let ready = match process::wait_ready(fd, libc::POLLIN, wake, watch_exit, deadline) {
+            let ready = match process::wait_ready(stdout.as_fd(), PollFlags::IN, wake, watch_exit, deadline) {
                 Ok(r) => r,
                 Err(e) => {
                     self.disconnect(&format!("disconnected: polling its stdout failed: {e}"));
@@ -798,7 +803,7 @@ impl Conn {
                 }
             }
         }
-        self.finish(pidfd);
+        self.finish();
     }
 
     fn on_line(&self, line: &[u8]) {
@@ -864,7 +869,7 @@ impl Conn {
     /// Ends the process's life: waits for it to exit (until the closing
     /// deadline, or briefly after an EOF), escalates SIGTERM then SIGKILL,
     /// reaps it, and kills what is left of its process group.
-    fn finish(&self, pidfd: Option<std::os::fd::RawFd>) {
+    fn finish(&self) {
         let closing = *lock(&self.closing);
         if lock(&self.child).is_none() {
             // In-memory: the peer's end is its stdout closing; there is
@@ -883,7 +888,7 @@ impl Conn {
             (None, true) => Instant::now() + self.deadlines.exit_drain,
             (None, false) => Instant::now(),
         };
-        let mut status = self.wait_exit(pidfd, first_wait);
+        let mut status = self.wait_exit(first_wait);
         if self.connected() && closing.is_some() {
             let how = status.map_or_else(|| "still running".to_string(), process::describe_exit);
             self.disconnect(&format!("stopped at shutdown ({how})"));
@@ -895,15 +900,14 @@ impl Conn {
             self.disconnect(&reason);
         }
         if status.is_none() {
-            process::kill_group(self.pid, libc::SIGTERM);
-            status = self.wait_exit(pidfd, Instant::now() + self.deadlines.kill_grace);
+            self.signal_group(Signal::TERM);
+            status = self.wait_exit(Instant::now() + self.deadlines.kill_grace);
         }
         if status.is_none() {
-            process::kill_group(self.pid, libc::SIGKILL);
-            status = lock(&self.child).as_mut().and_then(|c| c.wait().ok());
+            status = lock(&self.child).as_mut().and_then(ChildGuard::kill_now);
         }
-        if process::group_alive(self.pid) {
-            process::kill_group(self.pid, libc::SIGKILL);
+        if self.watch.as_ref().is_some_and(ExitWatch::group_alive) {
+            self.signal_group(Signal::KILL);
         }
         if let Some(s) = status {
             process::log_line(
@@ -915,26 +919,30 @@ impl Conn {
         let _ = self.post(FromExt::Exited(status));
     }
 
+    fn signal_group(&self, signal: Signal) {
+        if let Some(watch) = &self.watch {
+            watch.signal_group(signal);
+        }
+    }
+
     /// Waits for the child to exit until `deadline`; reaps it if it did.
-    fn wait_exit(
-        &self,
-        pidfd: Option<std::os::fd::RawFd>,
-        deadline: Instant,
-    ) -> Option<ExitStatus> {
+    /// The wait itself happens without the `child` lock (on the pidfd);
+    /// the lock is taken only to reap.
+    fn wait_exit(&self, deadline: Instant) -> Option<ExitStatus> {
         loop {
-            if let Some(s) = lock(&self.child).as_mut().and_then(process::try_reap) {
+            if let Some(Ok(Some(s))) = lock(&self.child).as_mut().map(ChildGuard::try_wait) {
                 return Some(s);
             }
             if Instant::now() >= deadline {
                 return None;
             }
-            match pidfd {
+            match self.watch.as_ref().and_then(ExitWatch::fd) {
                 Some(p) => {
-                    let _ = process::wait_ready(p, libc::POLLIN, None, None, Some(deadline));
+                    let _ = process::wait_ready(p, PollFlags::IN, None, None, Some(deadline));
                 }
                 // Without a pidfd there is nothing to wait on: check often.
                 None => std::thread::sleep(
-                    process::until(deadline).min(std::time::Duration::from_millis(10)),
+                    process::until(deadline).min(crate::proc::FALLBACK_POLL),
                 ),
             }
         }

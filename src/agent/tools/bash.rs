@@ -2,20 +2,24 @@
 //!
 //! The command runs as `bash -c COMMAND` (`sh -c` where there is no bash)
 //! in the project directory, with stdin from `/dev/null` and stdout and
-//! stderr on ONE pipe so the output keeps its order. The shell leads its
-//! own process group, so everything it starts can be signalled together.
+//! stderr on ONE pipe so the output keeps its order. The shell runs under a
+//! [`ChildGuard`]: it leads its own process group, so everything it starts
+//! can be signalled together, and it is killed and reaped whatever happens
+//! to the call (an early return or a panic included).
 //!
-//! Threads: a waiter that reaps the shell and sends its status on a
-//! channel, and a reader that `poll`s the pipe (and a stop pipe) and keeps
-//! a bounded [`Capture`] of the output. The calling thread `select!`s on
-//! the status, the timeout and the cancel token; nothing sleeps in a loop.
+//! Threads: the guard's exit notice (a channel that disconnects when the
+//! shell exits), and a reader that `poll`s the pipe (and a stop pipe) and
+//! keeps a bounded [`Capture`] of the output. The calling thread `select!`s
+//! on the exit, the timeout and the cancel token; nothing sleeps in a loop.
 //!
 //! Invariants:
 //! - the shell is always reaped and both threads are always joined (the
 //!   only exception is a shell that survives SIGKILL, which is logged);
-//! - when the shell exits, whatever is left of its group is SIGKILLed, so
-//!   background jobs do not outlive the call or keep it waiting; output
-//!   from processes that left the group is drained for [`DRAIN_GRACE`] only;
+//! - when the shell exits, whatever is left of its group is SIGKILLed at
+//!   once (no SIGTERM first), so background jobs (`cmd &`, a daemon that
+//!   did not `setsid`) do not outlive the call or keep it waiting; the
+//!   model is told so in the tool description. Output from processes that
+//!   left the group is drained for [`DRAIN_GRACE`] only;
 //! - on timeout or cancel the group gets SIGTERM, then SIGKILL after the
 //!   kill grace (`ZUT_KILL_GRACE_MS`, default 1000 ms);
 //! - memory is bounded: the first [`HEAD_BYTES`] and last [`TAIL_BYTES`] of
@@ -24,16 +28,19 @@
 use super::common::Args;
 use super::{ToolContext, ToolOutput};
 use crate::cancel::CancelToken;
+use crate::proc::{self, ChildGuard, REAP_LIMIT};
 use crate::provider::ToolDef;
 use crossbeam_channel::{self as channel, Receiver};
+use rustix::event::{PollFd, PollFlags};
+use rustix::process::Signal;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -41,15 +48,10 @@ use std::time::{Duration, Instant};
 pub const HEAD_BYTES: usize = 30 * 1024;
 /// Output kept from the end of a long output.
 pub const TAIL_BYTES: usize = 20 * 1024;
-/// SIGTERM → SIGKILL grace when `ZUT_KILL_GRACE_MS` is not set.
-pub const DEFAULT_KILL_GRACE_MS: u64 = 1000;
-/// The environment variable that overrides the kill grace (see zut(1), ENVIRONMENT).
-pub const KILL_GRACE_ENV: &str = "ZUT_KILL_GRACE_MS";
+pub use crate::proc::{DEFAULT_KILL_GRACE_MS, KILL_GRACE_ENV};
 /// After the shell is gone, how long output may still be drained from
 /// processes that escaped its group (`setsid`) but hold the pipe.
 pub const DRAIN_GRACE: Duration = Duration::from_millis(250);
-/// How long a SIGKILLed shell may take to be reported dead.
-const REAP_LIMIT: Duration = Duration::from_secs(5);
 /// Bytes read per `read` call.
 const READ_CHUNK: usize = 64 * 1024;
 /// Most bytes drained once the reader is told to stop, so a process that
@@ -114,19 +116,10 @@ fn bash(args: &Value, ctx: &ToolContext, cancel: &CancelToken) -> Result<ToolOut
         &ctx.cwd,
         Duration::from_secs(timeout),
         cancel,
-        kill_grace(),
+        proc::kill_grace_from_env(),
     )
     .map_err(|e| args.error(format!("cannot start the shell: {e}")))?;
     Ok(report(end, output, timeout))
-}
-
-/// The kill grace: `ZUT_KILL_GRACE_MS` or [`DEFAULT_KILL_GRACE_MS`].
-fn kill_grace() -> Duration {
-    let ms = std::env::var(KILL_GRACE_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(DEFAULT_KILL_GRACE_MS);
-    Duration::from_millis(ms)
 }
 
 /// How a command run ended.
@@ -148,128 +141,86 @@ fn execute(
     cancel: &CancelToken,
     kill_grace: Duration,
 ) -> io::Result<(End, String)> {
-    let job = Job::start(command, cwd)?;
+    let mut job = Job::start(command, cwd, kill_grace)?;
     let timer = Instant::now()
         .checked_add(timeout)
         .map(channel::at)
         .unwrap_or_else(channel::never);
     let end = channel::select! {
-        recv(job.exited) -> status => match status {
-            Ok(Ok(status)) => End::Exited(status),
-            Ok(Err(e)) => End::Lost(e.to_string()),
-            Err(_) => End::Lost("the waiter thread vanished".into()),
+        recv(job.exited) -> _ => match job.guard.wait() {
+            Ok(status) => End::Exited(status),
+            Err(e) => End::Lost(e.to_string()),
         },
         recv(timer) -> _ => End::TimedOut,
         recv(cancel.receiver()) -> _ => End::Aborted,
     };
-    let reaped = match end {
-        End::Exited(_) | End::Lost(_) => true,
-        End::TimedOut | End::Aborted => job.terminate(kill_grace),
-    };
+    if matches!(end, End::TimedOut | End::Aborted) {
+        job.terminate(kill_grace);
+    }
     // Whatever is left of the group: background jobs, TERM-ignorers.
-    signal_group(job.pgid, libc::SIGKILL);
-    Ok((end, job.finish(reaped)))
+    job.guard.signal_group(Signal::KILL);
+    Ok((end, job.finish()))
 }
 
-/// A running shell and the two threads that watch it.
+/// A running shell, its exit notice and its output reader.
 struct Job {
-    pgid: libc::pid_t,
-    exited: Receiver<io::Result<ExitStatus>>,
-    waiter: JoinHandle<()>,
+    guard: ChildGuard,
+    exited: Receiver<()>,
     reader: Reader,
 }
 
 impl Job {
-    fn start(command: &str, cwd: &Path) -> io::Result<Job> {
-        let (out_read, out_write) = pipe()?;
-        let child = spawn_shell(command, cwd, &out_write)?;
+    fn start(command: &str, cwd: &Path, kill_grace: Duration) -> io::Result<Job> {
+        let (out_read, out_write) = proc::cloexec_pipe()?;
+        let mut guard = spawn_shell(command, cwd, &out_write)?.with_grace(kill_grace);
         // Only the shell (and what it starts) may hold the write end now,
         // so end of file means they have all closed it.
         drop(out_write);
-        let pgid = child.id() as libc::pid_t;
-        let (status_tx, exited) = channel::bounded(1);
-        let waiter = thread::Builder::new()
-            .name("bash-wait".into())
-            .spawn(move || {
-                let mut child: Child = child;
-                let _ = status_tx.send(child.wait());
-            });
-        let waiter = match waiter {
-            Ok(waiter) => waiter,
-            Err(e) => {
-                // The closure, and with it the Child, is gone: kill and
-                // reap the shell by pid.
-                signal_group(pgid, libc::SIGKILL);
-                // SAFETY: waitpid on our own child's pid with a null status
-                // pointer, which waitpid allows.
-                unsafe { libc::waitpid(pgid, std::ptr::null_mut(), 0) };
-                return Err(e);
-            }
-        };
-        match Reader::start(out_read) {
-            Ok(reader) => Ok(Job {
-                pgid,
+        let started = guard
+            .exit_notice()
+            .and_then(|exited| Ok((exited, Reader::start(out_read)?)));
+        match started {
+            Ok((exited, reader)) => Ok(Job {
+                guard,
                 exited,
-                waiter,
                 reader,
             }),
             Err(e) => {
-                signal_group(pgid, libc::SIGKILL);
-                let _ = exited.recv_timeout(REAP_LIMIT);
-                let _ = waiter.join();
+                guard.kill_now();
                 Err(e)
             }
         }
     }
 
-    /// SIGTERM, then SIGKILL once the grace is over; returns whether the
-    /// shell was reaped. Within the grace, the rest of the group gets the
-    /// same chance to exit: the pipe reaching end of file means every
-    /// process that held it is gone.
-    fn terminate(&self, grace: Duration) -> bool {
-        signal_group(self.pgid, libc::SIGTERM);
+    /// SIGTERM, then SIGKILL once the grace is over, then reap. Within the
+    /// grace, the rest of the group gets the same chance to exit: the pipe
+    /// reaching end of file means every process that held it is gone.
+    fn terminate(&mut self, grace: Duration) {
+        self.guard.signal_group(Signal::TERM);
         let deadline = Instant::now() + grace;
-        let mut reaped = self.exited.recv_deadline(deadline).is_ok();
+        let reaped = matches!(self.guard.wait_until(Some(deadline)), Ok(Some(_)));
         if reaped {
             let _ = self.reader.done.recv_deadline(deadline);
         }
-        signal_group(self.pgid, libc::SIGKILL);
+        self.guard.signal_group(Signal::KILL);
         if !reaped {
-            reaped = self.exited.recv_timeout(REAP_LIMIT).is_ok();
+            let _ = self.guard.wait_until(Some(Instant::now() + REAP_LIMIT));
         }
-        reaped
     }
 
-    /// Joins the threads and returns the rendered output.
-    fn finish(self, reaped: bool) -> String {
-        if reaped {
-            let _ = self.waiter.join();
-        } else {
-            log::warn!(
-                "bash: shell {} did not die after SIGKILL; its waiter thread is left behind",
-                self.pgid
-            );
-        }
+    /// Collects the output; dropping the guard then reaps the shell (if a
+    /// SIGKILLed shell was not reported dead in time, the guard logs it).
+    fn finish(self) -> String {
         self.reader.finish(DRAIN_GRACE).render()
-    }
-}
-
-/// Sends `signal` to process group `pgid`; errors (the group is already
-/// gone) are expected and ignored.
-fn signal_group(pgid: libc::pid_t, signal: libc::c_int) {
-    // Never 0 or 1: those would signal our own group or everything.
-    if pgid > 1 {
-        // SAFETY: killpg has no memory-safety preconditions.
-        unsafe { libc::killpg(pgid, signal) };
     }
 }
 
 /// Starts the shell with both output streams on `output`, in a new
 /// process group.
-fn spawn_shell(command: &str, cwd: &Path, output: &OwnedFd) -> io::Result<Child> {
-    match shell_command("bash", command, cwd, output)?.spawn() {
+fn spawn_shell(command: &str, cwd: &Path, output: &OwnedFd) -> io::Result<ChildGuard> {
+    match ChildGuard::spawn(&mut shell_command("bash", command, cwd, output)?) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            shell_command("sh", command, cwd, output)?.spawn()
+            ChildGuard::spawn(&mut shell_command("sh", command, cwd, output)?)
         }
         spawned => spawned,
     }
@@ -282,33 +233,8 @@ fn shell_command(shell: &str, command: &str, cwd: &Path, output: &OwnedFd) -> io
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::from(output.try_clone()?))
-        .stderr(Stdio::from(output.try_clone()?))
-        .process_group(0);
+        .stderr(Stdio::from(output.try_clone()?));
     Ok(cmd)
-}
-
-/// A pipe whose ends are close-on-exec, so no other child inherits them.
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
-    #[cfg(target_os = "linux")]
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    // SAFETY: as above; FD_CLOEXEC is set right after (a concurrent fork
-    // could still inherit the ends, which only delays end of file).
-    #[cfg(not(target_os = "linux"))]
-    let rc = unsafe {
-        let rc = libc::pipe(fds.as_mut_ptr());
-        if rc == 0 {
-            libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
-            libc::fcntl(fds[1], libc::F_SETFD, libc::FD_CLOEXEC);
-        }
-        rc
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: pipe(2) succeeded, so both descriptors are open and ours.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// The output reader thread.
@@ -322,7 +248,7 @@ struct Reader {
 
 impl Reader {
     fn start(output: OwnedFd) -> io::Result<Reader> {
-        let (stop_read, stop) = pipe()?;
+        let (stop_read, stop) = proc::cloexec_pipe()?;
         let (done_tx, done) = channel::bounded::<()>(0);
         let handle = thread::Builder::new()
             .name("bash-output".into())
@@ -373,30 +299,19 @@ fn read_output(mut pipe: File, stop: &OwnedFd) -> Capture {
 /// Blocks until the pipe has data (or end of file) or `stop` is closed.
 fn wait_readable(pipe: &File, stop: &OwnedFd) -> Wake {
     let mut fds = [
-        libc::pollfd {
-            fd: pipe.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: stop.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
+        PollFd::new(pipe, PollFlags::IN),
+        PollFd::new(stop, PollFlags::IN),
     ];
     loop {
-        // SAFETY: `fds` is a valid array of two pollfd structs.
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-        if rc >= 0 {
-            break;
-        }
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return Wake::Failed;
+        match rustix::event::poll(&mut fds, None) {
+            Ok(_) => break,
+            Err(e) if e == rustix::io::Errno::INTR => continue,
+            Err(_) => return Wake::Failed,
         }
     }
-    if fds[1].revents != 0 {
+    if !fds[1].revents().is_empty() {
         Wake::Stop
-    } else if fds[0].revents != 0 {
+    } else if !fds[0].revents().is_empty() {
         Wake::Data
     } else {
         Wake::Failed
@@ -418,13 +333,14 @@ fn read_some(pipe: &mut File, buf: &mut [u8]) -> usize {
 fn drain_ready(pipe: &mut File, buf: &mut [u8], capture: &mut Capture) {
     let mut drained = 0;
     while drained < STOP_DRAIN_LIMIT {
-        let mut fd = libc::pollfd {
-            fd: pipe.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
+        let mut fd = [PollFd::new(&*pipe, PollFlags::IN)];
+        let now = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
         };
-        // SAFETY: one valid pollfd; a zero timeout never blocks.
-        if unsafe { libc::poll(&mut fd, 1, 0) } <= 0 || fd.revents == 0 {
+        if !matches!(rustix::event::poll(&mut fd, Some(&now)), Ok(n) if n > 0)
+            || fd[0].revents().is_empty()
+        {
             return;
         }
         match read_some(pipe, buf) {
@@ -512,21 +428,13 @@ mod tests {
         )
     }
 
-    /// Whether `pid` is no longer running. A killed orphan may linger as a
-    /// zombie when the container's init does not reap; that is dead too.
-    fn is_dead(pid: libc::pid_t) -> bool {
-        // SAFETY: signal 0 only checks for existence.
-        let gone = unsafe { libc::kill(pid, 0) } == -1
-            && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        let zombie = fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|stat| Some(stat.rsplit_once(')')?.1.trim_start().starts_with('Z')))
-            .unwrap_or(false);
-        gone || zombie
+    /// Whether `pid` is no longer running (a zombie orphan counts as dead).
+    fn is_dead(pid: i32) -> bool {
+        proc::is_gone(pid as u32)
     }
 
     /// Waits briefly for `pid` to die: signals are delivered asynchronously.
-    fn dies_soon(pid: libc::pid_t) -> bool {
+    fn dies_soon(pid: i32) -> bool {
         let deadline = Instant::now() + Duration::from_millis(500);
         while Instant::now() < deadline {
             if is_dead(pid) {
@@ -537,7 +445,7 @@ mod tests {
         false
     }
 
-    fn read_pid(path: &Path) -> libc::pid_t {
+    fn read_pid(path: &Path) -> i32 {
         let text = fs::read_to_string(path).expect("pid file");
         text.trim().parse().expect("a pid")
     }
@@ -582,9 +490,13 @@ mod tests {
     fn the_shell_is_reaped() {
         let (_dir, ctx) = context();
         let out = bash(&ctx, "echo $$", 5);
-        let pid: libc::pid_t = text(&out).trim().parse().unwrap();
-        // SAFETY: signal 0 only checks for existence; a zombie would pass.
-        assert_eq!(unsafe { libc::kill(pid, 0) }, -1, "shell {pid} not reaped");
+        let pid: i32 = text(&out).trim().parse().unwrap();
+        // A zombie would still pass this check: reaped means gone.
+        let pid = rustix::process::Pid::from_raw(pid).expect("a pid");
+        assert!(
+            rustix::process::test_kill_process(pid).is_err(),
+            "shell {pid:?} not reaped"
+        );
     }
 
     #[test]
@@ -645,8 +557,10 @@ mod tests {
         );
         let took = started.elapsed();
         let pid = read_pid(&ctx.cwd.join("esc.pid"));
-        // SAFETY: we started this process; clean it up.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        // We started this process; clean it up.
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
+        }
         assert!(took < Duration::from_millis(900), "took {took:?}");
         assert_eq!(text(&out), "done\n");
     }
