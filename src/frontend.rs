@@ -15,6 +15,7 @@ use crate::agent::Decision;
 #[allow(unused_imports)] // named in the docs above
 use crate::events::Event;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// What a front end may ask of the core. Outcomes arrive as [`Event`]s.
 pub trait Core: Send + Sync {
@@ -53,9 +54,11 @@ pub trait Core: Send + Sync {
     /// A snapshot of what the front end shows in menus and headers.
     fn state(&self) -> CoreState;
     /// [`CoreState::tools`] alone, without asking every extension for its
-    /// report (RPC `list_tools`).
-    fn tools(&self) -> Vec<ToolSummary> {
-        self.state().tools
+    /// report (RPC `list_tools`). The same `Arc` comes back for as long as
+    /// the tool set is unchanged, so a caller may cache what it derives
+    /// from it (compare with `Arc::ptr_eq`).
+    fn tools(&self) -> Arc<[ToolSummary]> {
+        self.state().tools.into()
     }
     /// [`CoreState::commands`] alone (RPC `list_commands`).
     fn commands(&self) -> Vec<CommandSummary> {

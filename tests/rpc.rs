@@ -734,3 +734,36 @@ fn a_signal_shuts_down_like_end_of_input_with_status_130() {
     assert_eq!(status.code(), Some(130));
     assert!(!pid_exists(pid), "extension {pid} outlived zut");
 }
+
+#[test]
+fn list_tools_follows_a_reload_that_changes_the_tools() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture_as("fx-normal", "tl-one", &[]);
+    let mut rpc = Rpc::start(&sb, &[ext.clone()], &[]);
+    rpc.until_type("ext_loaded");
+    let names = |rpc: &mut Rpc| -> Vec<String> {
+        let r = rpc.request("list_tools", json!({}));
+        ok_data(&r)["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let first = names(&mut rpc);
+    assert!(first.iter().any(|n| n == "tl_one_echo"), "{first:?}");
+    // Asked again with nothing changed: the same answer.
+    assert_eq!(names(&mut rpc), first);
+
+    // The same directory now holds an extension with other tool names.
+    let manifest = ext.join("extension.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, text.replace("tl-one", "tl-two")).unwrap();
+    ok_data(&rpc.request("reload_extensions", json!({})));
+    rpc.until_type("reload");
+    let second = names(&mut rpc);
+    assert!(second.iter().any(|n| n == "tl_two_echo"), "{second:?}");
+    assert!(!second.iter().any(|n| n == "tl_one_echo"), "{second:?}");
+    let (code, _) = rpc.close();
+    assert_eq!(code, Some(0));
+}

@@ -166,6 +166,8 @@ pub struct Engine {
     /// The active session (the worker's), discarded at shutdown when
     /// nothing was recorded in it.
     session: Arc<Mutex<Option<Session>>>,
+    /// The last tool list and the host view it was built from.
+    tools_cache: Mutex<Option<(Arc<crate::host::View>, Arc<[ToolSummary]>)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -209,6 +211,7 @@ impl Engine {
             worker: Mutex::new(None),
             store,
             session: session.clone(),
+            tools_cache: Mutex::new(None),
         });
         let mut worker = Worker {
             host,
@@ -358,7 +361,7 @@ impl Core for Engine {
                 .collect();
         }
         state.commands = self.commands();
-        state.tools = self.tools();
+        state.tools = self.tools().to_vec();
         state.extensions = self
             .host
             .all_extensions()
@@ -392,7 +395,16 @@ impl Core for Engine {
             .collect()
     }
 
-    fn tools(&self) -> Vec<ToolSummary> {
+    fn tools(&self) -> Arc<[ToolSummary]> {
+        // The list changes only when the host publishes a new view (a load,
+        // a reload, an extension gone); until then the same one serves.
+        let view = self.host.view();
+        let mut cache = lock(&self.tools_cache);
+        if let Some((seen, tools)) = cache.as_ref() {
+            if Arc::ptr_eq(seen, &view) {
+                return tools.clone();
+            }
+        }
         // The built-in definitions never change; building their schemas on
         // every call would cost more than the rest of the list.
         static BUILTIN: std::sync::OnceLock<Vec<ToolSummary>> = std::sync::OnceLock::new();
@@ -406,8 +418,7 @@ impl Core for Engine {
                 })
                 .collect()
         });
-        let view = self.host.view();
-        builtin
+        let tools: Arc<[ToolSummary]> = builtin
             .iter()
             .cloned()
             .chain(view.registry.tools().map(|t| ToolSummary {
@@ -415,7 +426,9 @@ impl Core for Engine {
                 description: t.description.clone(),
                 extension: Some(t.extension.clone()),
             }))
-            .collect()
+            .collect();
+        *cache = Some((view, tools.clone()));
+        tools
     }
 
     fn shutdown(&self) {

@@ -27,7 +27,7 @@ use super::{Run, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK};
 use crate::agent::Decision;
 use crate::cancel::CancelToken;
 use crate::events::Event;
-use crate::frontend::{Core, CoreState, Submitted};
+use crate::frontend::{Core, CoreState, Submitted, ToolSummary};
 use crate::host::{self, HostHandle};
 use crossbeam_channel::{Receiver, Sender};
 use serde::Serialize;
@@ -323,6 +323,8 @@ struct Server<'a, W: Write> {
     dropped: usize,
     /// Confirmations asked and not answered in the running job.
     waiting: HashSet<u64>,
+    /// The last `list_tools` answer, encoded, and the tool list it encodes.
+    tools_answer: Option<(Arc<[ToolSummary]>, Vec<u8>)>,
 }
 
 impl<'a, W: Write> Server<'a, W> {
@@ -336,6 +338,7 @@ impl<'a, W: Write> Server<'a, W> {
             held: VecDeque::new(),
             dropped: 0,
             waiting: HashSet::new(),
+            tools_answer: None,
         }
     }
 
@@ -517,7 +520,16 @@ impl<'a, W: Write> Server<'a, W> {
                 }));
                 return Ok(field("commands", &list));
             }
-            Request::ListTools => return Ok(field("tools", &core.tools())),
+            Request::ListTools => {
+                let tools = core.tools();
+                match &self.tools_answer {
+                    Some((seen, data)) if Arc::ptr_eq(seen, &tools) => return Ok(data.clone()),
+                    _ => {}
+                }
+                let data = field("tools", &&tools[..]);
+                self.tools_answer = Some((tools, data.clone()));
+                return Ok(data);
+            }
             Request::Clear => {
                 core.new_session();
                 json!({})
