@@ -601,15 +601,12 @@ fn execute(
             r.details,
         ),
         None => {
-            let why = host.gone_tool(name).unwrap_or_else(|| {
-                match crate::host::discovery::disabled_hint_installed(
-                    &host.config().cwd,
-                    &host.config().zut_home,
-                ) {
+            let why = host
+                .gone_tool(name)
+                .unwrap_or_else(|| match &host.view().disabled_hint {
                     Some(hint) => format!("no tool {name:?}; {hint}"),
                     None => format!("unknown tool {name:?}"),
-                }
-            });
+                });
             (ToolOutput::error(why), None, Vec::new(), None)
         }
     }

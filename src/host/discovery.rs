@@ -215,9 +215,9 @@ fn dir_name(dir: &Path) -> String {
 /// declare what an extension provides, so every disabled extension among
 /// `entries` is a candidate ("the disabled extension(s) a, b may provide
 /// it: zut ext enable a"). `None` when none is disabled.
-pub fn disabled_hint(entries: &[Entry]) -> Option<String> {
+pub fn disabled_hint<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Option<String> {
     let mut names: Vec<String> = entries
-        .iter()
+        .into_iter()
         .filter(|e| matches!(e.status, Status::Disabled(_)))
         .map(Entry::name)
         .collect();
@@ -227,17 +227,6 @@ pub fn disabled_hint(entries: &[Entry]) -> Option<String> {
         "the disabled extension(s) {} may provide it: zut ext enable {first}",
         names.join(", ")
     ))
-}
-
-/// [`disabled_hint`] over the installed extensions (project and global) of
-/// `cwd` and `zut_home`.
-pub fn disabled_hint_installed(cwd: &Path, zut_home: &Path) -> Option<String> {
-    disabled_hint(&discover(&Options {
-        cwd: cwd.to_path_buf(),
-        zut_home: zut_home.to_path_buf(),
-        ext_paths: Vec::new(),
-        no_extensions: false,
-    }))
 }
 
 /// `p` made absolute against `cwd`, without resolving symlinks.

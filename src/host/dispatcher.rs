@@ -857,6 +857,7 @@ impl Dispatcher {
             exts,
             deadlines: self.config.deadlines,
             skills: self.skills.clone(),
+            disabled_hint: discovery::disabled_hint(self.exts.iter().map(|e| &e.entry)),
         };
         *self.view.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(view);
     }

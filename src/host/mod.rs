@@ -186,6 +186,9 @@ pub struct View {
     pub deadlines: Deadlines,
     /// The skills of this load (`None` with `--no-skills`).
     pub skills: Option<Arc<crate::skills::SkillSet>>,
+    /// Said after "no command /x" or "unknown tool x" when extensions of
+    /// this load are disabled ([`discovery::disabled_hint`]).
+    pub disabled_hint: Option<String>,
 }
 
 /// One loaded extension in a [`View`].

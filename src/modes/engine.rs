@@ -32,8 +32,6 @@ pub struct EngineConfig {
     /// A person (TUI) or a client (RPC) answers confirmations; otherwise
     /// bash/write/edit without `--yolo` are refused.
     pub can_confirm: bool,
-    /// Said after "no command /x" when installed extensions are disabled.
-    pub disabled_hint: Option<String>,
     /// The project's session store; `None` with `--no-session`.
     pub store: Option<Store>,
     /// The session to start with (already opened or created).
@@ -795,11 +793,7 @@ impl Worker {
         }
         let known = self.host.command(name).is_some();
         if !known && self.host.view().registry.gone_command(name).is_none() {
-            return self.fail(unknown_command(
-                name,
-                &self.host,
-                self.config.disabled_hint.as_deref(),
-            ));
+            return self.fail(unknown_command(name, &self.host));
         }
         let reply = match self.host.invoke_command(name, args.trim(), cancel) {
             Ok(r) => r,
@@ -864,8 +858,8 @@ pub fn session_event(info: &zut_ext::wire::SessionInfo, reason: &str) -> Event {
 
 /// "unknown command" with what is available and how to send the text as a
 /// prompt instead.
-pub fn unknown_command(name: &str, host: &HostHandle, disabled_hint: Option<&str>) -> String {
-    if let Some(hint) = disabled_hint {
+pub fn unknown_command(name: &str, host: &HostHandle) -> String {
+    if let Some(hint) = &host.view().disabled_hint {
         return format!("no command /{name}; {hint}");
     }
     let mut names: Vec<String> = host

@@ -131,7 +131,6 @@ pub fn run_once(mut run: Run, cancel: &CancelToken) -> i32 {
     };
     run.host.session = session.as_ref().map(Session::info);
     let entries = host::discovery::discover(&run.discovery);
-    let disabled_hint = host::discovery::disabled_hint(&entries);
     let (zut_home, cwd) = (run.host.zut_home.clone(), run.host.cwd.clone());
     let (host, report) = match HostHandle::start(
         run.host.clone(),
@@ -189,7 +188,6 @@ pub fn run_once(mut run: Run, cancel: &CancelToken) -> i32 {
             max_steps: run.max_steps,
             yolo: run.yolo,
             can_confirm: false,
-            disabled_hint,
             store,
             session,
         },
@@ -253,7 +251,6 @@ pub fn run_interactive(mut run: Run) -> i32 {
         };
     run.host.session = session.as_ref().map(Session::info);
     let entries = host::discovery::discover(&run.discovery);
-    let disabled_hint = host::discovery::disabled_hint(&entries);
     let theme_paths: Vec<std::path::PathBuf> = {
         let mut themed: Vec<&host::manifest::Manifest> = entries
             .iter()
@@ -293,7 +290,6 @@ pub fn run_interactive(mut run: Run) -> i32 {
             max_steps: run.max_steps,
             yolo: run.yolo,
             can_confirm: true,
-            disabled_hint,
             store,
             session,
         },

@@ -651,7 +651,6 @@ pub fn serve(
 ) -> i32 {
     let (tx, events) = crossbeam_channel::unbounded::<Event>();
     let entries = host::discovery::discover(&run.discovery);
-    let disabled_hint = host::discovery::disabled_hint(&entries);
     let (zut_home, cwd) = (run.host.zut_home.clone(), run.host.cwd.clone());
     let (store, session, reason) = match super::open_session(&run.session, &zut_home, &cwd, true) {
         Ok(x) => x,
@@ -688,7 +687,6 @@ pub fn serve(
             max_steps: run.max_steps,
             yolo: run.yolo,
             can_confirm: !run.yolo,
-            disabled_hint,
             store,
             session,
         },
