@@ -151,3 +151,129 @@ fn redact_py_hides_keys_and_adds_context() {
         "{request}"
     );
 }
+
+#[test]
+fn rust_echo_command_and_tool() {
+    build_example("zut-example-echo");
+    let sb = Sandbox::new();
+    let out = zut(&sb)
+        .arg("--ext")
+        .arg(example("rust-echo"))
+        .args(["-p", "/echo hello there"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), "hello there\n");
+    let (out, _) = run_scripted(
+        &sb,
+        &[example("rust-echo")],
+        &[
+            json!({"tool_calls": [{"id": "e1", "name": "rust_echo", "args": {"text": "ab", "repeat": 3}}]}),
+            json!({"text": "done"}),
+        ],
+        &["--mode", "json", "go"],
+    );
+    let events = json_lines(stdout(&out).as_bytes());
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["id"] == "e1")
+        .unwrap();
+    assert_eq!(result["content"][0]["text"], "ababab");
+    assert_eq!(result["extension"], "rust-echo");
+}
+
+/// The todo list lives in the session: a second run that continues it
+/// sees what the first added.
+#[test]
+fn todo_keeps_its_list_in_the_session() {
+    build_example("zut-example-todo");
+    let sb = Sandbox::new();
+    let call = |id: &str, args: serde_json::Value| {
+        json!({"tool_calls": [{"id": id, "name": "todo", "args": args}]})
+    };
+    let (out, _) = run_scripted(
+        &sb,
+        &[example("todo")],
+        &[
+            call("t1", json!({"action": "add", "text": "buy milk"})),
+            call("t2", json!({"action": "add", "text": "call Ada"})),
+            call("t3", json!({"action": "toggle", "index": 1})),
+            json!({"text": "noted"}),
+        ],
+        &["--mode", "json", "plan my day"],
+    );
+    let events = json_lines(stdout(&out).as_bytes());
+    let last = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["id"] == "t3")
+        .unwrap();
+    let listing = last["content"][0]["text"].as_str().unwrap();
+    assert!(
+        listing.contains("buy milk") && listing.contains("call Ada"),
+        "{listing}"
+    );
+
+    let (out, _) = run_scripted(
+        &sb,
+        &[example("todo")],
+        &[
+            call("t4", json!({"action": "list"})),
+            json!({"text": "still there"}),
+        ],
+        &["--continue", "--mode", "json", "what is left?"],
+    );
+    let events = json_lines(stdout(&out).as_bytes());
+    let listed = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["id"] == "t4")
+        .unwrap();
+    assert_eq!(
+        listed["content"][0]["text"], last["content"][0]["text"],
+        "the continued session restores the list: {events:?}"
+    );
+}
+
+/// A plan started through the tool shows as a widget, and every later
+/// model request carries the current phase as hidden context; the bundled
+/// skill is offered to the model.
+#[test]
+fn tasked_phases_plan_widget_context_and_skill() {
+    build_example("zut-example-tasked-phases");
+    let sb = Sandbox::new();
+    let (out, requests) = run_scripted(
+        &sb,
+        &[example("tasked-phases")],
+        &[
+            json!({"tool_calls": [{"id": "p1", "name": "phase_advance", "args": {"phases": ["parse", "ship"]}}]}),
+            json!({"tool_calls": [{"id": "p2", "name": "phase_advance", "args": {}}]}),
+            json!({"text": "shipped"}),
+        ],
+        &["--mode", "json", "do it in phases"],
+    );
+    let events = json_lines(stdout(&out).as_bytes());
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "ext_widget" && e["extension"] == "tasked-phases"),
+        "{events:?}"
+    );
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0]["hidden_context"], json!([]));
+    let ctx = |i: usize| requests[i]["hidden_context"][0].as_str().unwrap_or("").to_string();
+    assert!(ctx(1).contains("phase 1/2: parse"), "{}", ctx(1));
+    assert!(ctx(2).contains("phase 2/2: ship"), "{}", ctx(2));
+    assert!(
+        requests[0]["system"]
+            .as_str()
+            .unwrap()
+            .contains("Split a larger task into ordered phases"),
+        "{}",
+        requests[0]["system"]
+    );
+    let shown = zut(&sb)
+        .arg("--ext")
+        .arg(example("tasked-phases"))
+        .args(["-p", "/phases"])
+        .output()
+        .unwrap();
+    assert!(stdout(&shown).contains("no plan"), "{}", stdout(&shown));
+}

@@ -283,3 +283,19 @@ pub fn run_scripted(
         .unwrap_or_default();
     (out, requests)
 }
+
+/// Builds the workspace package `package` (a Rust example extension) in
+/// the debug profile, so its wrapper script finds a current binary. Quick
+/// when it is up to date; `cargo test` at the root builds them already.
+pub fn build_example(package: &str) {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--offline", "-p", package])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "cargo build -p {package}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
