@@ -8,7 +8,7 @@
 //! stdout and stderr. Its stdin and stdout are non-blocking: the transport
 //! bounds every read and write with [`wait_ready`] and a [`Wake`] pipe.
 
-use crate::proc::{self, exec_hooks, ChildGuard};
+use crate::proc::{self, ChildGuard};
 pub use crate::proc::{until, wait_ready, Ready, Wake};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -67,7 +67,6 @@ pub fn spawn(program: &Path, args: &[String], dir: &Path, stderr: File) -> io::R
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(stderr));
-    exec_hooks::only_standard_descriptors(&mut command);
     let mut guard = ChildGuard::spawn(&mut command)?;
     // On any error below, dropping the guard kills and reaps the child.
     let (Some(stdin), Some(stdout)) = (guard.take_stdin(), guard.take_stdout()) else {
