@@ -166,6 +166,11 @@ pub enum Event {
         message: String,
     },
     Done,
+    /// The core finished a job that does not end with `done` (a reload, a
+    /// session change, a model change) and is idle again, its state final.
+    /// For front ends that show that state; never written to the JSON
+    /// stream or to an RPC client.
+    Idle,
 }
 
 /// One load error reported by a reload.

@@ -489,9 +489,11 @@ impl Worker {
             }
             // After the state is idle: a front end that asks for the state
             // when it sees `done` must not find the job still running.
-            if ends_with_done {
-                self.emit(Event::Done);
-            }
+            self.emit(if ends_with_done {
+                Event::Done
+            } else {
+                Event::Idle
+            });
         }
     }
 

@@ -144,7 +144,7 @@ impl super::Front for JsonOut {
             || self.abandoned
             || matches!(
                 event,
-                Event::ExtSubmit { .. } | Event::ExtSubmitSlash { .. }
+                Event::ExtSubmit { .. } | Event::ExtSubmitSlash { .. } | Event::Idle
             )
         {
             return;

@@ -381,7 +381,8 @@ impl<'a, W: Write> Server<'a, W> {
     fn event(&mut self, event: Event) {
         match &event {
             // Both ask the interactive editor to queue text; there is none.
-            Event::ExtSubmit { .. } | Event::ExtSubmitSlash { .. } => return,
+            // `idle` is for screens; a client learns it from the response.
+            Event::ExtSubmit { .. } | Event::ExtSubmitSlash { .. } | Event::Idle => return,
             Event::ConfirmationRequested { request_id, .. } => {
                 self.waiting.insert(*request_id);
             }

@@ -749,6 +749,10 @@ impl App {
             }
             Event::Queued { text, .. } => self.push_queued(&text),
             Event::Error { message } => self.chat.push(Entry::Error(strip_controls(&message))),
+            Event::Idle => {
+                self.busy = false;
+                out.push(Intent::Refresh(Then::Nothing));
+            }
             Event::Done => {
                 self.close_assistant();
                 self.busy = false;

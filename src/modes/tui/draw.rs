@@ -400,7 +400,12 @@ impl App {
         } else {
             format!("session {}", self.session_id)
         };
-        let left = format!("{} · {} · {session}", self.state.provider, self.state.model);
+        // The script provider has no model: nothing is shown for it.
+        let left = [self.state.provider.as_str(), &self.state.model, &session]
+            .into_iter()
+            .filter(|part| !part.is_empty())
+            .collect::<Vec<_>>()
+            .join(" · ");
         let mut right = String::new();
         if self.busy {
             right.push_str("● working (Esc aborts)");

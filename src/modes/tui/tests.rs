@@ -1367,3 +1367,32 @@ fn the_loop_survives_a_flood_and_shows_the_latest_note() {
     let s = screen_of(&a, 80, 24);
     assert!(s.contains("[flood] n19999"), "{s}");
 }
+
+/// A reload's report arrives while the core still runs the reload job, so
+/// the refresh it asks for finds the core busy; the `idle` that follows the
+/// job is what takes the working sign away.
+#[test]
+fn the_working_sign_goes_when_a_job_without_done_ends() {
+    let mut a = app();
+    type_text(&mut a, "/reload-ext");
+    assert_eq!(a.on_key(key(KeyCode::Enter)), vec![Intent::Reload]);
+    let refresh = a.on_event(Event::Reload {
+        stopped: 1,
+        loaded: 1,
+        ready: 1,
+        errors: vec![],
+    });
+    assert!(refresh.contains(&Intent::Refresh(Then::Nothing)), "{refresh:?}");
+    a.set_state(
+        CoreState {
+            busy: true,
+            ..state()
+        },
+        Then::Nothing,
+    );
+    assert!(screen(&a).contains("working"), "{}", screen(&a));
+    let refresh = a.on_event(Event::Idle);
+    assert_eq!(refresh, vec![Intent::Refresh(Then::Nothing)]);
+    a.set_state(state(), Then::Nothing);
+    assert!(!screen(&a).contains("working"), "{}", screen(&a));
+}
