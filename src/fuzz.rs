@@ -9,9 +9,10 @@
 //! and input are printed. A target stops early after [`TIME_BUDGET`] so a
 //! loaded machine slows the suite down by a bounded amount.
 //!
-//! Targets here: the wire frame decoder, the manifest parser and the SSE
-//! parser. The host's line reader has its target next to its private type
-//! in `host::ext`. To add one: write a `#[test]` calling [`run`].
+//! Targets here: the wire frame decoder, the manifest parser, the SSE
+//! parser, the SKILL.md reader and the session loader. The host's line
+//! reader has its target next to its private type in `host::transport`.
+//! To add one: write a `#[test]` calling [`run`].
 
 use std::time::{Duration, Instant};
 
@@ -281,6 +282,55 @@ mod tests {
             assert_eq!(events(small), whole);
             for ev in &whole {
                 assert!(!ev.event.is_empty());
+            }
+        });
+    }
+
+    #[test]
+    fn fuzz_skill_md_reader() {
+        let seeds: &[&[u8]] = &[
+            b"---\nname: deploy\ndescription: Ship it.\nallowed-tools: [bash, read]\n---\nSteps:\n1. build\n",
+            b"\xef\xbb\xbf\n---\nname: \"quoted: name\"\ndescription: >\n  folded\n  text\ndisable-model-invocation: true\n---\n",
+            b"---\ndescription: |\n  literal\n  block\npermissions:\n  - net\n---\nbody",
+            b"no frontmatter at all\n",
+            b"---\nname: [unclosed\n",
+        ];
+        run("skill-md", seeds, 20_000, |bytes| {
+            let Ok(text) = std::str::from_utf8(bytes) else {
+                return; // the reader refuses non-UTF-8 before parsing
+            };
+            if let Ok(doc) = crate::skills::frontmatter::parse(text) {
+                // Whatever was parsed, the body is part of the input (as
+                // written without frontmatter, else with CRLF read as LF).
+                let lf = text.replace("\r\n", "\n");
+                let body = doc.body.as_str();
+                assert!(text.contains(body) || lf.contains(body), "{body:?}");
+            }
+        });
+    }
+
+    #[test]
+    fn fuzz_session_loader() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let seeds: &[&[u8]] = &[
+            br#"{"type":"session","version":1,"id":"20261130-101010-abcd","cwd":"/p","created":"2026-11-30T10:10:10Z"}
+{"type":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}
+{"type":"extension_state","extension":"todo","state":{"items":[1,2]}}
+{"type":"compaction","summary":"earlier","kept":1}
+{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"yo"}]}}
+"#,
+            br#"{"type":"session","version":1,"id":"x","parent_id":"y","fork_point":3,"cwd":"/p","created":"2026-11-30T10:10:10Z"}
+{"type":"future_row","x":1}
+{"type":"extension_state","extension":"a","state":null}
+{"type":"message","message":{"role":"tool","content":[]}"#,
+        ];
+        run("session", seeds, 5_000, |bytes| {
+            std::fs::write(&path, bytes).unwrap();
+            if let Ok(s) = crate::session::Session::load(&path) {
+                // A loaded session answers its questions without panicking.
+                let _ = (s.id(), s.parent_id(), s.fork_point(), s.warning());
+                assert!(s.messages().len() <= bytes.len());
             }
         });
     }

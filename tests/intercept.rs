@@ -463,3 +463,57 @@ fn a_blocked_answer_is_withheld_with_its_reason() {
         "withheld by extension fx-hush: contains a secret"
     );
 }
+
+/// With an `assistant_message` interceptor loaded, the model's text is not
+/// streamed as it arrives: streaming clients get what the user may see, in
+/// one delta, and never the original.
+#[test]
+fn redacted_and_withheld_text_never_streams() {
+    let sb = Sandbox::new();
+    let redact = sb.fixture("fx-redact", &[]);
+    let (out, _) = run_scripted(
+        &sb,
+        &[redact],
+        &[json!({"text": "the key is SECRET"})],
+        &["--mode", "json", "go"],
+    );
+    let events = json_lines(&out.stdout);
+    let deltas: String = find(&events, "text_delta")
+        .iter()
+        .map(|e| e["delta"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(deltas, "the key is [redacted]", "{events:?}");
+    assert_eq!(
+        find(&events, "assistant_message")[0]["text"],
+        "the key is [redacted]"
+    );
+
+    let hush = sb.fixture("fx-hush", &[]);
+    let (out, _) = run_scripted(
+        &sb,
+        &[hush],
+        &[json!({"text": "SECRET plans"})],
+        &["--mode", "json", "go"],
+    );
+    let events = json_lines(&out.stdout);
+    assert!(find(&events, "text_delta").is_empty(), "{events:?}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("SECRET"));
+}
+
+/// Without such an interceptor the text streams as it comes, unchanged.
+#[test]
+fn text_streams_without_an_answer_interceptor() {
+    let sb = Sandbox::new();
+    let (out, _) = run_scripted(
+        &sb,
+        &[],
+        &[json!({"text": "the key is SECRET"})],
+        &["--mode", "json", "go"],
+    );
+    let events = json_lines(&out.stdout);
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let delta = types.iter().position(|t| *t == "text_delta").unwrap();
+    let message = types.iter().position(|t| *t == "assistant_message").unwrap();
+    assert!(delta < message, "{types:?}");
+    assert_eq!(events[delta]["delta"], "the key is SECRET");
+}

@@ -276,7 +276,13 @@ impl Agent {
                 hidden_context: &hidden,
             };
             let sink = self.sink.clone();
+            // While an extension may rewrite or withhold the answer, its
+            // text is not streamed: the interceptor's verdict is shown
+            // whole ([`Agent::show_assistant`]), so a redaction is airtight
+            // for streaming clients too.
+            let held = self.answers_intercepted();
             let mut on_event = |e: StreamEvent<'_>| match e {
+                StreamEvent::TextDelta(_) if held => {}
                 StreamEvent::TextDelta(d) => sink.emit(Event::TextDelta {
                     delta: d.to_string(),
                 }),
@@ -316,7 +322,7 @@ impl Agent {
                 role: Role::Assistant,
                 content,
             });
-            last_text = self.show_assistant(&resp.text, cancel);
+            last_text = self.show_assistant(&resp.text, held, cancel);
             let calls = self.number_calls(&resp.tool_calls);
             for (id, call) in &calls {
                 self.host_event(EventPayload {
@@ -396,8 +402,19 @@ impl Agent {
         Ok(verdict.context.into_iter().collect())
     }
 
-    /// Runs the `assistant_message` chain and reports what the user sees.
-    fn show_assistant(&self, text: &str, cancel: &CancelToken) -> Option<String> {
+    /// Whether an extension intercepts `assistant_message`.
+    fn answers_intercepted(&self) -> bool {
+        self.host
+            .view()
+            .exts
+            .iter()
+            .any(|e| e.intercepts.iter().any(|i| i == "assistant_message"))
+    }
+
+    /// Runs the `assistant_message` chain and reports what the user sees;
+    /// when the text was `held` back from streaming, what may be seen is
+    /// streamed now, as one delta.
+    fn show_assistant(&self, text: &str, held: bool, cancel: &CancelToken) -> Option<String> {
         let verdict = self.host.intercept_assistant_message(text, cancel);
         if let Some((ext, reason)) = verdict.blocked {
             let reason = match reason.trim() {
@@ -410,6 +427,11 @@ impl Agent {
                 reason,
             });
             return None;
+        }
+        if held && !verdict.text.is_empty() {
+            self.emit(Event::TextDelta {
+                delta: verdict.text.clone(),
+            });
         }
         self.emit(Event::AssistantMessage {
             text: verdict.text.clone(),
