@@ -150,6 +150,16 @@ class FrameError(ValueError):
     """A host line that is not a frame: not JSON, not an object, or no ``type``."""
 
 
+# The stdlib's own scanner (the one ``json.loads`` ends up in), called
+# directly: ``json.loads`` on bytes first sniffs the encoding and runs two
+# regular expressions around the scan, which costs more than the scan itself
+# on a short frame.
+_SCAN = json.JSONDecoder().scan_once
+
+# What ``json.loads`` accepts around a value.
+_JSON_SPACE = " \t\n\r"
+
+
 def decode_frame(line: Union[str, bytes]) -> Dict[str, Any]:
     """Parses one wire line into a frame dict.
 
@@ -157,6 +167,28 @@ def decode_frame(line: Union[str, bytes]) -> Dict[str, Any]:
     ignore). Raises :class:`FrameError` for anything that is not a JSON
     object with a string ``type``.
     """
+    # Fast path: a UTF-8 line holding one JSON object with a string type,
+    # which is every line a well-behaved host sends. Anything else (other
+    # encodings, lone surrogates, leading space, errors) takes the full path
+    # below, so both give the same answers.
+    text = line
+    if type(line) is bytes:
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            text = ""
+    if type(text) is str and text[:1] == "{":
+        try:
+            value, end = _SCAN(text, 0)
+        except (StopIteration, ValueError):
+            pass
+        else:
+            if (
+                type(value) is dict
+                and type(value.get("type")) is str
+                and (end == len(text) or not text[end:].strip(_JSON_SPACE))
+            ):
+                return value
     try:
         # json.loads takes bytes and ignores the line ending itself.
         value = json.loads(line)
@@ -186,6 +218,19 @@ def encode_frame(frame: Mapping[str, Any]) -> str:
     corrupt line.
     """
     return _ENCODER.encode(frame)
+
+
+# A JSON string literal exactly as ``_ENCODER`` writes one (quotes included).
+_json_str: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def _text_result_line(call_id: str, text: str) -> str:
+    """``encode_frame`` of a one-text-block ``tool_result``, built directly.
+
+    The answer to most tool calls; the same bytes the encoder would write,
+    without making the frame's dicts and lists first.
+    """
+    return '{"type":"tool_result","id":' + _json_str(call_id) + ',"content":[{"type":"text","text":' + _json_str(text) + "}]}"
 
 
 # --------------------------------------------------------------------------
@@ -608,6 +653,35 @@ _HANDOVER_AFTER = 0.002
 
 #: The watchdog behind the hand-over sleeps after this long without work.
 _WATCH_IDLE = 0.1
+
+
+def _plain_text_line(call_id: Any, result: Any) -> Optional[str]:
+    """The wire line of ``result`` when it is one plain text block, else ``None``.
+
+    Plain means a ``str`` or a bare :class:`ToolResult` (not a subclass)
+    holding one :class:`ToolContent` of type ``text`` and nothing else, for
+    a call whose id is a string: the common answer, encoded without the
+    general encoder. Everything else goes through ``to_frame``.
+    """
+    if type(call_id) is not str:
+        return None
+    if type(result) is str:
+        return _text_result_line(call_id, result)
+    if type(result) is not ToolResult:
+        return None
+    content = result.content
+    if (
+        result.is_error
+        or result.activate_tools
+        or result.details is not NO_DETAILS
+        or type(content) is not list
+        or len(content) != 1
+    ):
+        return None
+    block = content[0]
+    if type(block) is not ToolContent or block.type != "text" or type(block.text) is not str:
+        return None
+    return _text_result_line(call_id, block.text)
 
 
 class _HandshakeError(Exception):
@@ -1171,13 +1245,15 @@ class Extension:
     def _run_tool(self, tool: _Tool, call_id: Any, args: Any, cancel: Cancel) -> None:
         try:
             result = tool.fn(cancel, args) if tool.interactive else tool.fn(args)
-            if result is None:
-                result = ToolResult()
-            elif isinstance(result, str):
-                result = text_result(result)
-            if not isinstance(result, ToolResult):
-                raise TypeError(f"tool handler returned {type(result).__name__}, not ToolResult")
-            line = encode_frame(result.to_frame(call_id))
+            line = _plain_text_line(call_id, result)
+            if line is None:
+                if result is None:
+                    result = ToolResult()
+                elif isinstance(result, str):
+                    result = text_result(result)
+                if not isinstance(result, ToolResult):
+                    raise TypeError(f"tool handler returned {type(result).__name__}, not ToolResult")
+                line = encode_frame(result.to_frame(call_id))
         except Exception as err:
             self.log(f"tool {tool.name} failed: {err!r}\n{traceback.format_exc()}")
             line = encode_frame(error_result(f"panic: {err}").to_frame(call_id))
