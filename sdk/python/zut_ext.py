@@ -778,9 +778,10 @@ class Extension:
         self._pending: Dict[Any, Cancel] = {}
         self._workers = _Workers()
         self._done = threading.Event()
-        # The reading thread's current handler: (token, start time), or None.
+        # The reading thread's running handler: a one-element slot holding its
+        # start time, emptied by whoever settles who reads next (see _lead).
         self._role = threading.Lock()
-        self._inline: Optional[Any] = None
+        self._inline: List[float] = []
         self._watch_parked = True
         self._watch_wake = threading.Event()
 
@@ -1087,35 +1088,47 @@ class Extension:
         run concurrently: when one is still busy after ``_HANDOVER_AFTER``,
         the watchdog (``_watch``) gives reading to another worker, and this
         thread, once its handler returns, goes back to the pool.
+
+        Who reads next is settled by one ``list.pop`` on the handler's slot
+        (``[start time]``), which is atomic: this thread pops it when the
+        handler returns, the watchdog pops it to hand over, and only the
+        one that gets the element acts.
         """
+        assert self._in is not None
+        readline = self._in.readline
         try:
             while True:
-                line = self._read_line()
-                if line is None:
+                try:
+                    line = readline()
+                except (OSError, ValueError):
+                    break  # stdin is unusable: as good as closed
+                if not line:
                     break  # stdin closed: the host is gone
-                if not line.strip():
-                    continue
                 try:
                     frame = decode_frame(line)
                 except FrameError as err:
-                    self.log(f"skipping malformed frame: {err}")
+                    if line.strip():
+                        self.log(f"skipping malformed frame: {err}")
                     continue
-                work = self._dispatch(frame)
-                if work is _STOP:
-                    break
+                if frame["type"] == "tool_call":
+                    work = self._on_tool_call(frame)
+                else:
+                    work = self._dispatch(frame)
+                    if work is _STOP:
+                        break
                 if work is not None:
                     fn, args = work
-                    token = object()
+                    slot = [time.monotonic()]
                     with self._role:
-                        self._inline = (token, time.monotonic())
+                        self._inline = slot
                         if self._watch_parked:
                             self._watch_parked = False
                             self._watch_wake.set()
                     fn(*args)
-                    with self._role:
-                        if self._inline is None or self._inline[0] is not token:
-                            return  # reading was handed over meanwhile
-                        self._inline = None
+                    try:
+                        slot.pop()
+                    except IndexError:
+                        return  # reading was handed over meanwhile
         except BaseException:
             self._cancel_all()
             self._done.set()
@@ -1128,26 +1141,34 @@ class Extension:
 
         Ticks every ``_HANDOVER_AFTER`` while handlers run and parks after
         ``_WATCH_IDLE`` without one, so an idle extension costs nothing.
+        Parking and publishing a handler's slot both happen under
+        ``_role``, so a handler that starts as the watchdog parks is seen
+        by one side or the other.
         """
-        idle_since = time.monotonic()
+        idle_since = time.monotonic() - _WATCH_IDLE  # nothing runs yet: park at once
         while not self._done.is_set():
-            with self._role:
-                parked = self._watch_parked
-            if parked:
-                self._watch_wake.wait()
-                self._watch_wake.clear()
+            if time.monotonic() - idle_since >= _WATCH_IDLE:
+                with self._role:
+                    # Cleared first: run() sets it after _done, so its wake-up
+                    # is either seen below or still pending at the wait.
+                    self._watch_wake.clear()
+                    park = not self._inline and not self._done.is_set()
+                    self._watch_parked = park
+                if park:
+                    self._watch_wake.wait()  # set by the next handler, or by run() at the end
                 idle_since = time.monotonic()
                 continue
             self._done.wait(_HANDOVER_AFTER)
-            now = time.monotonic()
-            with self._role:
-                if self._inline is not None:
-                    idle_since = now
-                    if now - self._inline[1] >= _HANDOVER_AFTER:
-                        self._inline = None
+            slot = self._inline
+            if slot:
+                now = time.monotonic()
+                idle_since = now
+                try:
+                    if now - slot[0] >= _HANDOVER_AFTER:
+                        slot.pop()
                         self._workers.submit(self._lead)
-                elif now - idle_since >= _WATCH_IDLE:
-                    self._watch_parked = True
+                except IndexError:
+                    pass  # the handler returned meanwhile: its thread reads on
 
     def _cancel_all(self) -> None:
         with self._state_lock:
