@@ -54,6 +54,7 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    Tuple,
     TypeVar,
     Union,
 )
@@ -154,7 +155,8 @@ class FrameError(ValueError):
 # directly: ``json.loads`` on bytes first sniffs the encoding and runs two
 # regular expressions around the scan, which costs more than the scan itself
 # on a short frame.
-_SCAN = json.JSONDecoder().scan_once
+# (The attribute is set in JSONDecoder.__init__ but not declared in the stubs.)
+_SCAN: Callable[[str, int], Tuple[Any, int]] = getattr(json.JSONDecoder(), "scan_once")
 
 # What ``json.loads`` accepts around a value.
 _JSON_SPACE = " \t\n\r"
