@@ -54,6 +54,7 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    Tuple,
     TypeVar,
     Union,
 )
@@ -150,6 +151,17 @@ class FrameError(ValueError):
     """A host line that is not a frame: not JSON, not an object, or no ``type``."""
 
 
+# The stdlib's own scanner (the one ``json.loads`` ends up in), called
+# directly: ``json.loads`` on bytes first sniffs the encoding and runs two
+# regular expressions around the scan, which costs more than the scan itself
+# on a short frame.
+# (The attribute is set in JSONDecoder.__init__ but not declared in the stubs.)
+_SCAN: Callable[[str, int], Tuple[Any, int]] = getattr(json.JSONDecoder(), "scan_once")
+
+# What ``json.loads`` accepts around a value.
+_JSON_SPACE = " \t\n\r"
+
+
 def decode_frame(line: Union[str, bytes]) -> Dict[str, Any]:
     """Parses one wire line into a frame dict.
 
@@ -157,6 +169,28 @@ def decode_frame(line: Union[str, bytes]) -> Dict[str, Any]:
     ignore). Raises :class:`FrameError` for anything that is not a JSON
     object with a string ``type``.
     """
+    # Fast path: a UTF-8 line holding one JSON object with a string type,
+    # which is every line a well-behaved host sends. Anything else (other
+    # encodings, lone surrogates, leading space, errors) takes the full path
+    # below, so both give the same answers.
+    text = line
+    if type(line) is bytes:
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            text = ""
+    if type(text) is str and text[:1] == "{":
+        try:
+            value, end = _SCAN(text, 0)
+        except (StopIteration, ValueError):
+            pass
+        else:
+            if (
+                type(value) is dict
+                and type(value.get("type")) is str
+                and (end == len(text) or not text[end:].strip(_JSON_SPACE))
+            ):
+                return value
     try:
         # json.loads takes bytes and ignores the line ending itself.
         value = json.loads(line)
@@ -186,6 +220,19 @@ def encode_frame(frame: Mapping[str, Any]) -> str:
     corrupt line.
     """
     return _ENCODER.encode(frame)
+
+
+# A JSON string literal exactly as ``_ENCODER`` writes one (quotes included).
+_json_str: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def _text_result_line(call_id: str, text: str) -> str:
+    """``encode_frame`` of a one-text-block ``tool_result``, built directly.
+
+    The answer to most tool calls; the same bytes the encoder would write,
+    without making the frame's dicts and lists first.
+    """
+    return '{"type":"tool_result","id":' + _json_str(call_id) + ',"content":[{"type":"text","text":' + _json_str(text) + "}]}"
 
 
 # --------------------------------------------------------------------------
@@ -610,6 +657,35 @@ _HANDOVER_AFTER = 0.002
 _WATCH_IDLE = 0.1
 
 
+def _plain_text_line(call_id: Any, result: Any) -> Optional[str]:
+    """The wire line of ``result`` when it is one plain text block, else ``None``.
+
+    Plain means a ``str`` or a bare :class:`ToolResult` (not a subclass)
+    holding one :class:`ToolContent` of type ``text`` and nothing else, for
+    a call whose id is a string: the common answer, encoded without the
+    general encoder. Everything else goes through ``to_frame``.
+    """
+    if type(call_id) is not str:
+        return None
+    if type(result) is str:
+        return _text_result_line(call_id, result)
+    if type(result) is not ToolResult:
+        return None
+    content = result.content
+    if (
+        result.is_error
+        or result.activate_tools
+        or result.details is not NO_DETAILS
+        or type(content) is not list
+        or len(content) != 1
+    ):
+        return None
+    block = content[0]
+    if type(block) is not ToolContent or block.type != "text" or type(block.text) is not str:
+        return None
+    return _text_result_line(call_id, block.text)
+
+
 class _HandshakeError(Exception):
     pass
 
@@ -704,9 +780,10 @@ class Extension:
         self._pending: Dict[Any, Cancel] = {}
         self._workers = _Workers()
         self._done = threading.Event()
-        # The reading thread's current handler: (token, start time), or None.
+        # The reading thread's running handler: a one-element slot holding its
+        # start time, emptied by whoever settles who reads next (see _lead).
         self._role = threading.Lock()
-        self._inline: Optional[Any] = None
+        self._inline: List[float] = []
         self._watch_parked = True
         self._watch_wake = threading.Event()
 
@@ -1013,35 +1090,47 @@ class Extension:
         run concurrently: when one is still busy after ``_HANDOVER_AFTER``,
         the watchdog (``_watch``) gives reading to another worker, and this
         thread, once its handler returns, goes back to the pool.
+
+        Who reads next is settled by one ``list.pop`` on the handler's slot
+        (``[start time]``), which is atomic: this thread pops it when the
+        handler returns, the watchdog pops it to hand over, and only the
+        one that gets the element acts.
         """
+        assert self._in is not None
+        readline = self._in.readline
         try:
             while True:
-                line = self._read_line()
-                if line is None:
+                try:
+                    line = readline()
+                except (OSError, ValueError):
+                    break  # stdin is unusable: as good as closed
+                if not line:
                     break  # stdin closed: the host is gone
-                if not line.strip():
-                    continue
                 try:
                     frame = decode_frame(line)
                 except FrameError as err:
-                    self.log(f"skipping malformed frame: {err}")
+                    if line.strip():
+                        self.log(f"skipping malformed frame: {err}")
                     continue
-                work = self._dispatch(frame)
-                if work is _STOP:
-                    break
+                if frame["type"] == "tool_call":
+                    work = self._on_tool_call(frame)
+                else:
+                    work = self._dispatch(frame)
+                    if work is _STOP:
+                        break
                 if work is not None:
                     fn, args = work
-                    token = object()
+                    slot = [time.monotonic()]
                     with self._role:
-                        self._inline = (token, time.monotonic())
+                        self._inline = slot
                         if self._watch_parked:
                             self._watch_parked = False
                             self._watch_wake.set()
                     fn(*args)
-                    with self._role:
-                        if self._inline is None or self._inline[0] is not token:
-                            return  # reading was handed over meanwhile
-                        self._inline = None
+                    try:
+                        slot.pop()
+                    except IndexError:
+                        return  # reading was handed over meanwhile
         except BaseException:
             self._cancel_all()
             self._done.set()
@@ -1054,26 +1143,34 @@ class Extension:
 
         Ticks every ``_HANDOVER_AFTER`` while handlers run and parks after
         ``_WATCH_IDLE`` without one, so an idle extension costs nothing.
+        Parking and publishing a handler's slot both happen under
+        ``_role``, so a handler that starts as the watchdog parks is seen
+        by one side or the other.
         """
-        idle_since = time.monotonic()
+        idle_since = time.monotonic() - _WATCH_IDLE  # nothing runs yet: park at once
         while not self._done.is_set():
-            with self._role:
-                parked = self._watch_parked
-            if parked:
-                self._watch_wake.wait()
-                self._watch_wake.clear()
+            if time.monotonic() - idle_since >= _WATCH_IDLE:
+                with self._role:
+                    # Cleared first: run() sets it after _done, so its wake-up
+                    # is either seen below or still pending at the wait.
+                    self._watch_wake.clear()
+                    park = not self._inline and not self._done.is_set()
+                    self._watch_parked = park
+                if park:
+                    self._watch_wake.wait()  # set by the next handler, or by run() at the end
                 idle_since = time.monotonic()
                 continue
             self._done.wait(_HANDOVER_AFTER)
-            now = time.monotonic()
-            with self._role:
-                if self._inline is not None:
-                    idle_since = now
-                    if now - self._inline[1] >= _HANDOVER_AFTER:
-                        self._inline = None
+            slot = self._inline
+            if slot:
+                now = time.monotonic()
+                idle_since = now
+                try:
+                    if now - slot[0] >= _HANDOVER_AFTER:
+                        slot.pop()
                         self._workers.submit(self._lead)
-                elif now - idle_since >= _WATCH_IDLE:
-                    self._watch_parked = True
+                except IndexError:
+                    pass  # the handler returned meanwhile: its thread reads on
 
     def _cancel_all(self) -> None:
         with self._state_lock:
@@ -1171,13 +1268,15 @@ class Extension:
     def _run_tool(self, tool: _Tool, call_id: Any, args: Any, cancel: Cancel) -> None:
         try:
             result = tool.fn(cancel, args) if tool.interactive else tool.fn(args)
-            if result is None:
-                result = ToolResult()
-            elif isinstance(result, str):
-                result = text_result(result)
-            if not isinstance(result, ToolResult):
-                raise TypeError(f"tool handler returned {type(result).__name__}, not ToolResult")
-            line = encode_frame(result.to_frame(call_id))
+            line = _plain_text_line(call_id, result)
+            if line is None:
+                if result is None:
+                    result = ToolResult()
+                elif isinstance(result, str):
+                    result = text_result(result)
+                if not isinstance(result, ToolResult):
+                    raise TypeError(f"tool handler returned {type(result).__name__}, not ToolResult")
+                line = encode_frame(result.to_frame(call_id))
         except Exception as err:
             self.log(f"tool {tool.name} failed: {err!r}\n{traceback.format_exc()}")
             line = encode_frame(error_result(f"panic: {err}").to_frame(call_id))

@@ -45,11 +45,11 @@ class Handshake(FullExt):
         self.assertEqual((hello["name"], hello["version"]), ("full", "1.2.3"))
         self.assertIn("tool_cancel", hello["capabilities"])
         kinds = [f["type"] for f in rest]
-        self.assertEqual(kinds, ["register_command"] * 6 + ["register_tool"] * 6 + ["subscribe", "ready"])
+        self.assertEqual(kinds, ["register_command"] * 6 + ["register_tool"] * 7 + ["subscribe", "ready"])
         # Registration order, with the one made in on_hello last.
         self.assertEqual([f["name"] for f in rest[:6]], ["say", "rt", "gate", "flood", "grow", "host"])
         tools = {f["name"]: f for f in rest if f["type"] == "register_tool"}
-        self.assertEqual(list(tools), ["echo", "result", "later", "slow", "wait", "ask"])
+        self.assertEqual(list(tools), ["echo", "result", "later", "nap", "slow", "wait", "ask"])
         self.assertEqual(tools["echo"]["schema"], {"type": "object"})
         self.assertNotIn("schema", tools["slow"], "no schema, no field")
         self.assertTrue(tools["later"]["deferred"])
@@ -238,6 +238,21 @@ class Tools(FullExt):
         self.assertFalse(any(f.get("id") == "slow1" for f in self.ext.seen))
         self.command("gate")
         self.assertEqual(self.ext.expect("tool_result", id="slow1")["content"][0]["text"], "slow done")
+
+    def test_a_burst_mixing_slow_and_quick_calls_gets_each_answer_once(self) -> None:
+        # Calls that outlast the hand-over delay make the watchdog pass reading
+        # to other threads mid-burst; every call must still be answered once.
+        naps = [0, 0, 5, 0, 1, 0, 0, 3, 0, 8]
+        calls = {f"n{i}": naps[i % len(naps)] for i in range(200)}
+        self.ext.send_raw("\n".join(json.dumps({"type": "tool_call", "id": cid, "name": "nap",
+                                                "args": {"ms": ms, "n": cid}}) for cid, ms in calls.items()))
+        answers = [self.ext.expect("tool_result") for _ in calls]
+        self.assertEqual(sorted(r["id"] for r in answers), sorted(calls))
+        self.assertTrue(all(r["content"] == [{"type": "text", "text": r["id"]}] for r in answers))
+        self.assertEqual(self.tool("echo", {}, cid="after")["content"][0]["text"], "{}")
+        self.ext.close_stdin()
+        self.assertFalse([f for f in self.ext.rest() if f["type"] == "tool_result"], "no second answer")
+        self.assertEqual(self.ext.wait(), 0)
 
 
 class Interactive(FullExt):

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 import zut_ext as zx
 
@@ -148,6 +149,12 @@ def result(args):
 @ext.deferred_tool("later", "a deferred tool", {"type": "object", "properties": {}})
 def later(args):
     return "later ran"
+
+
+@ext.tool("nap", "sleeps args.ms milliseconds, answers args.n", {"type": "object"})
+def nap(args):
+    time.sleep(args.get("ms", 0) / 1000)
+    return str(args.get("n"))
 
 
 @ext.tool("slow", "waits for /gate", None)
