@@ -502,13 +502,20 @@ pub mod pin {
     /// already, and checks the affinity. Call first thing in `main`.
     pub fn apply() -> bool {
         if std::env::var(ENV).as_deref() == Ok("self") {
-            // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it;
-            // pid 0 is this (still single-threaded) process.
-            unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(0, &mut set);
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-            }
+            to_cpu0();
+        }
+        cpus() == 1
+    }
+
+    /// Pins this process, and the children it starts from now on, to CPU 0;
+    /// true when it then runs on one CPU. Call while single-threaded.
+    pub fn to_cpu0() -> bool {
+        // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it;
+        // pid 0 is this process.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
         }
         cpus() == 1
     }
