@@ -79,10 +79,11 @@ impl Deadlines {
     }
 }
 
-/// Largest stdout line accepted from an extension. A longer line
-/// disconnects the extension; the reader never buffers more than this.
-/// 32 MiB leaves room for a 16 MiB payload plus JSON escaping.
-pub const MAX_FRAME_BYTES: usize = 32 * 1024 * 1024;
+/// Largest stdout line accepted from an extension: the protocol's limit,
+/// owned by the wire crate (32 MiB, room for a 16 MiB payload plus JSON
+/// escaping). A longer line disconnects the extension; the reader never
+/// buffers more than this.
+pub const MAX_FRAME_BYTES: usize = zut_ext::lines::MAX_LINE_BYTES;
 
 /// Host → extension queue bounds (spec): frames and bytes.
 pub const QUEUE_FRAMES: usize = 256;
