@@ -400,3 +400,51 @@ fn unknown_session_ids_exit_2_and_no_session_keeps_nothing() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("starting a new one"));
 }
+
+/// A reload starts new processes after the session was opened: each new
+/// instance hears the latest session event once, with its own state, and
+/// counts on from it.
+#[test]
+fn a_reloaded_extension_hears_the_latest_session_event_with_its_state() {
+    let sb = Sandbox::new();
+    let (dir, log) = counter(&sb, "counter");
+    let (_, ev, _) = run(
+        &sb,
+        &[dir.clone()],
+        &[
+            call("c1", "counter_count", json!({})),
+            call("c2", "counter_count", json!({})),
+            json!({"text": "ok"}),
+        ],
+        &["go"],
+    );
+    assert_eq!(result_text(&ev, "c2"), "n=2");
+    std::fs::remove_file(&log).unwrap();
+
+    let (out, ev, _) = run(
+        &sb,
+        &[dir],
+        &[
+            call("c3", "counter_count", json!({})),
+            json!({"text": "ok"}),
+        ],
+        &["--continue", "/reload-ext"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(ev.iter().any(|e| e["type"] == "reload"), "{ev:?}");
+    let h = heard(&log);
+    let opened: Vec<&Value> = h
+        .iter()
+        .filter(|e| e["event"] == "session_opened")
+        .collect();
+    // Once for the first instance at start, once for its replacement.
+    assert_eq!(opened.len(), 2, "{h:?}");
+    for o in &opened {
+        assert_eq!(o["state"], json!({"n": 2}), "{h:?}");
+    }
+}
