@@ -181,10 +181,7 @@ impl ChildGuard {
             return Some(s);
         }
         self.signal_group(Signal::TERM);
-        let status = self
-            .wait_until(Some(Instant::now() + grace))
-            .ok()
-            .flatten();
+        let status = self.wait_until(Some(Instant::now() + grace)).ok().flatten();
         self.signal_group(Signal::KILL);
         status.or_else(|| self.reap_after_kill())
     }
@@ -654,8 +651,7 @@ mod tests {
 
     #[test]
     fn terminate_escalates_to_sigkill() {
-        let mut guard =
-            ChildGuard::spawn(&mut sleeper("trap '' TERM; echo $$; sleep 30")).unwrap();
+        let mut guard = ChildGuard::spawn(&mut sleeper("trap '' TERM; echo $$; sleep 30")).unwrap();
         // Once it has printed, the trap is set: SIGTERM alone cannot stop it.
         first_line_pid(&mut guard);
         let started = Instant::now();

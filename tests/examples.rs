@@ -187,9 +187,7 @@ fn rust_echo_command_and_tool() {
 fn todo_keeps_its_list_in_the_session() {
     build_example("zut-example-todo");
     let sb = Sandbox::new();
-    let call = |id: &str, args: serde_json::Value| {
-        json!({"tool_calls": [{"id": id, "name": "todo", "args": args}]})
-    };
+    let call = |id: &str, args: serde_json::Value| json!({"tool_calls": [{"id": id, "name": "todo", "args": args}]});
     let (out, _) = run_scripted(
         &sb,
         &[example("todo")],
@@ -258,7 +256,12 @@ fn tasked_phases_plan_widget_context_and_skill() {
     );
     assert_eq!(requests.len(), 3);
     assert_eq!(requests[0]["hidden_context"], json!([]));
-    let ctx = |i: usize| requests[i]["hidden_context"][0].as_str().unwrap_or("").to_string();
+    let ctx = |i: usize| {
+        requests[i]["hidden_context"][0]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
     assert!(ctx(1).contains("phase 1/2: parse"), "{}", ctx(1));
     assert!(ctx(2).contains("phase 2/2: ship"), "{}", ctx(2));
     assert!(

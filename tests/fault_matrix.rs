@@ -172,6 +172,26 @@ fn scenario(phase: &str) -> (String, Vec<Value>) {
 }
 
 /// Deadlines short enough that a cell waiting one out stays quick.
+/// `zut --mode json` with extension `dir`, the scripted provider answering
+/// `step`, deadlines shortened, and the prompt "hi".
+fn json_prompt(sb: &Sandbox, dir: &std::path::Path, step: serde_json::Value) -> Command {
+    let script = support::script(sb, &[step]);
+    let mut c = support::zut(sb);
+    short_deadlines(&mut c);
+    c.args([
+        "--mode",
+        "json",
+        "--provider",
+        "script",
+        "--script",
+        &script,
+        "--ext",
+    ])
+    .arg(dir)
+    .arg("hi");
+    c
+}
+
 fn short_deadlines(c: &mut Command) {
     for (k, v) in [
         // Generous: on a loaded machine a Python start alone can take
@@ -447,21 +467,7 @@ fn an_escaped_setsid_grandchild_does_not_outlive_zut() {
             format!("pidfile={}", pidfile.display()),
         ],
     );
-    let script = support::script(&sb, &[serde_json::json!({"text": "ok"})]);
-    let mut c = support::zut(&sb);
-    short_deadlines(&mut c);
-    let out = c
-        .args([
-            "--mode",
-            "json",
-            "--provider",
-            "script",
-            "--script",
-            &script,
-            "--ext",
-        ])
-        .arg(&dir)
-        .arg("hi")
+    let out = json_prompt(&sb, &dir, serde_json::json!({"text": "ok"}))
         .output()
         .unwrap();
     assert_eq!(
@@ -513,28 +519,15 @@ fn sigint_exits_130_while_stdout_is_blocked() {
             format!("pidfile={}", pidfile.display()),
         ],
     );
-    let script = support::script(
+    let mut child = json_prompt(
         &sb,
-        &[serde_json::json!({"delay_ms": 60000, "text": "late"})],
-    );
-    let mut c = support::zut(&sb);
-    short_deadlines(&mut c);
-    let mut child = c
-        .args([
-            "--mode",
-            "json",
-            "--provider",
-            "script",
-            "--script",
-            &script,
-            "--ext",
-        ])
-        .arg(&dir)
-        .arg("hi")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        &dir,
+        serde_json::json!({"delay_ms": 60000, "text": "late"}),
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
     let stdout = child.stdout.take().unwrap();
     // Never read: wait until the pipe is full, so zut's next write blocks.
     let full = support::eventually(Duration::from_secs(30), || {

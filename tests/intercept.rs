@@ -513,7 +513,10 @@ fn text_streams_without_an_answer_interceptor() {
     let events = json_lines(&out.stdout);
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     let delta = types.iter().position(|t| *t == "text_delta").unwrap();
-    let message = types.iter().position(|t| *t == "assistant_message").unwrap();
+    let message = types
+        .iter()
+        .position(|t| *t == "assistant_message")
+        .unwrap();
     assert!(delta < message, "{types:?}");
     assert_eq!(events[delta]["delta"], "the key is SECRET");
 }

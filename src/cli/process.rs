@@ -101,7 +101,10 @@ mod tests {
             {
                 return pid;
             }
-            assert!(Instant::now() < deadline, "the fake git never started its helper");
+            assert!(
+                Instant::now() < deadline,
+                "the fake git never started its helper"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
     }

@@ -30,9 +30,9 @@
 use super::deadlines::{Deadlines, MAX_FRAME_BYTES, QUEUE_BYTES, QUEUE_FRAMES};
 use super::process::{self, Wake};
 use crate::proc::{ChildGuard, ExitWatch};
+use crossbeam_channel::{Receiver, Sender};
 use rustix::event::PollFlags;
 use rustix::process::Signal;
-use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -773,7 +773,13 @@ impl Conn {
                 Some(&self.wake)
             };
             let watch_exit = if exited_at.is_some() { None } else { pidfd };
-            let ready = match process::wait_ready(stdout.as_fd(), PollFlags::IN, wake, watch_exit, deadline) {
+            let ready = match process::wait_ready(
+                stdout.as_fd(),
+                PollFlags::IN,
+                wake,
+                watch_exit,
+                deadline,
+            ) {
                 Ok(r) => r,
                 Err(e) => {
                     self.disconnect(&format!("disconnected: polling its stdout failed: {e}"));
@@ -941,9 +947,9 @@ impl Conn {
                     let _ = process::wait_ready(p, PollFlags::IN, None, None, Some(deadline));
                 }
                 // Without a pidfd there is nothing to wait on: check often.
-                None => std::thread::sleep(
-                    process::until(deadline).min(crate::proc::FALLBACK_POLL),
-                ),
+                None => {
+                    std::thread::sleep(process::until(deadline).min(crate::proc::FALLBACK_POLL))
+                }
             }
         }
     }

@@ -237,7 +237,11 @@ fn main() {
     );
     report.line(
         "pinned to CPU 0",
-        if pinned { "yes" } else { "no (affinity refused)" },
+        if pinned {
+            "yes"
+        } else {
+            "no (affinity refused)"
+        },
     );
     if selected("rust") {
         report.section("Rust (zut_ext::Extension vs wire types by hand)");

@@ -805,8 +805,10 @@ fn ext_fields(frame_type: &str) -> Option<&'static [&'static str]> {
     })
 }
 
-/// The fields of [`EventPayload`], shared by `event` and `event_intercept`.
-const EVENT_FIELDS: &[&str] = &[
+/// The fields of `event_intercept`: an `id`, then those of
+/// [`EventPayload`], which `event` has alone ([`EVENT_FIELDS`]).
+const INTERCEPT_FIELDS: &[&str] = &[
+    "id",
     "event",
     "step",
     "stop",
@@ -819,6 +821,9 @@ const EVENT_FIELDS: &[&str] = &[
     "session",
     "state",
 ];
+
+/// The fields of [`EventPayload`].
+const EVENT_FIELDS: &[&str] = INTERCEPT_FIELDS.split_at(1).1;
 
 /// The fields each host frame type defines (its `type` aside).
 fn host_fields(frame_type: &str) -> Option<&'static [&'static str]> {
@@ -836,20 +841,7 @@ fn host_fields(frame_type: &str) -> Option<&'static [&'static str]> {
         "command_invoked" | "tool_call" => &["id", "name", "args"],
         "tool_cancel" => &["id"],
         "event" => EVENT_FIELDS,
-        "event_intercept" => &[
-            "id",
-            "event",
-            "step",
-            "stop",
-            "error",
-            "tool_id",
-            "tool_name",
-            "tool_args",
-            "tool_preview",
-            "text",
-            "session",
-            "state",
-        ],
+        "event_intercept" => INTERCEPT_FIELDS,
         "panel_key" => &["panel_id", "key", "text"],
         "panel_close" => &["panel_id"],
         "panel_resize" => &["panel_id", "width", "height"],

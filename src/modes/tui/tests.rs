@@ -1382,7 +1382,10 @@ fn the_working_sign_goes_when_a_job_without_done_ends() {
         ready: 1,
         errors: vec![],
     });
-    assert!(refresh.contains(&Intent::Refresh(Then::Nothing)), "{refresh:?}");
+    assert!(
+        refresh.contains(&Intent::Refresh(Then::Nothing)),
+        "{refresh:?}"
+    );
     a.set_state(
         CoreState {
             busy: true,
