@@ -474,17 +474,7 @@ impl HostHandle {
                 .unwrap_or_else(|p| p.into_inner())
                 .clone();
         }
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        if self
-            .inner
-            .channels
-            .commands
-            .send(Command::Report { reply: tx })
-            .is_err()
-        {
-            return Vec::new();
-        }
-        rx.recv().unwrap_or_default()
+        ask(&self.inner.channels.commands, |reply| Command::Report { reply })
     }
 
     fn next_id(&self) -> u64 {
@@ -770,17 +760,7 @@ impl HostHandle {
     /// again with the same inputs, starts them, rebuilds the registry and
     /// emits a `reload` event. Blocks until the new set has settled.
     pub fn reload(&self) -> LoadReport {
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        if self
-            .inner
-            .channels
-            .urgent
-            .send(Urgent::Reload { reply: tx })
-            .is_err()
-        {
-            return LoadReport::default();
-        }
-        rx.recv().unwrap_or_default()
+        ask(&self.inner.channels.urgent, |reply| Urgent::Reload { reply })
     }
 
     /// Stops every extension: `shutdown` to all at once, one shared grace
@@ -1174,4 +1154,14 @@ mod tests {
             vec![ContentBlock::text("(extension returned no content)")]
         );
     }
+}
+
+/// Sends the dispatcher a request made with a reply channel and waits for
+/// the answer; the default when the dispatcher is gone.
+fn ask<T: Default, M>(to: &Sender<M>, request: impl FnOnce(Sender<T>) -> M) -> T {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    if to.send(request(tx)).is_err() {
+        return T::default();
+    }
+    rx.recv().unwrap_or_default()
 }
