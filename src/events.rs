@@ -49,6 +49,8 @@ pub enum Event {
         id: String,
         name: String,
         reason: String,
+        /// The extension that refused the call.
+        extension: String,
     },
     ToolResult {
         id: String,

@@ -48,6 +48,7 @@ fn a_guard_blocks_dangerous_bash_and_the_model_sees_the_reason() {
         blocked[0]["reason"],
         "refused: matches danger pattern \"rm -rf\""
     );
+    assert_eq!(blocked[0]["extension"], "fx-guard");
     let results = find(&ev, "tool_result");
     assert_eq!(results[0]["is_error"], true);
     assert_eq!(results[1]["content"][0]["text"], "fine\n");
@@ -519,4 +520,24 @@ fn text_streams_without_an_answer_interceptor() {
         .unwrap();
     assert!(delta < message, "{types:?}");
     assert_eq!(events[delta]["delta"], "the key is SECRET");
+}
+
+/// Print mode says on stderr which extension blocked a call, and why.
+#[test]
+fn print_mode_names_the_extension_that_blocked_a_call() {
+    let sb = Sandbox::new();
+    let (out, _) = run_scripted(
+        &sb,
+        &[sb.fixture("fx-guard", &[])],
+        &[bash("c1", "rm -rf /nonexistent"), json!({"text": "ok"})],
+        &["--yolo", "-p", "clean up"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "zut: extension fx-guard blocked the bash call: refused: matches danger pattern \"rm -rf\""
+        ),
+        "{err}"
+    );
 }

@@ -542,6 +542,7 @@ impl Agent {
                 id: id.into(),
                 name: name.into(),
                 reason: reason.clone(),
+                extension: ext.clone(),
             });
             log::info!("tool call {name} ({id}) blocked by {ext}: {reason}");
             return Err(reason);

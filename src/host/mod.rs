@@ -474,7 +474,9 @@ impl HostHandle {
                 .unwrap_or_else(|p| p.into_inner())
                 .clone();
         }
-        ask(&self.inner.channels.commands, |reply| Command::Report { reply })
+        ask(&self.inner.channels.commands, |reply| Command::Report {
+            reply,
+        })
     }
 
     fn next_id(&self) -> u64 {
@@ -760,7 +762,9 @@ impl HostHandle {
     /// again with the same inputs, starts them, rebuilds the registry and
     /// emits a `reload` event. Blocks until the new set has settled.
     pub fn reload(&self) -> LoadReport {
-        ask(&self.inner.channels.urgent, |reply| Urgent::Reload { reply })
+        ask(&self.inner.channels.urgent, |reply| Urgent::Reload {
+            reply,
+        })
     }
 
     /// Stops every extension: `shutdown` to all at once, one shared grace

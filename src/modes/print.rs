@@ -66,8 +66,13 @@ impl super::Front for Printer {
                 self.busy_tool = Some(name.clone());
                 return;
             }
-            Event::ToolBlocked { name, reason, .. } => {
-                format!("zut: the {name} call was blocked: {reason}")
+            Event::ToolBlocked {
+                name,
+                reason,
+                extension,
+                ..
+            } => {
+                format!("zut: extension {extension} blocked the {name} call: {reason}")
             }
             Event::ToolResult {
                 name,

@@ -103,7 +103,11 @@ pub enum Entry {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolState {
     Running,
-    Done { is_error: bool, output: String },
+    Done {
+        is_error: bool,
+        output: String,
+    },
+    /// Refused by an interceptor: "by EXTENSION: reason".
     Blocked(String),
 }
 
@@ -482,9 +486,28 @@ impl App {
                     state: ToolState::Running,
                 });
             }
-            Event::ToolBlocked { id, reason, .. } => {
-                if let Some(state) = self.tool_state(&id) {
-                    *state = ToolState::Blocked(strip_controls(&reason));
+            Event::ToolBlocked {
+                id,
+                name,
+                reason,
+                extension,
+            } => {
+                let blocked =
+                    ToolState::Blocked(strip_controls(&format!("by {extension}: {reason}")));
+                match self.tool_state(&id) {
+                    Some(state) => *state = blocked,
+                    // A call refused by an interceptor never gets its
+                    // tool_call event: it is shown from the block alone.
+                    None => {
+                        self.close_assistant();
+                        self.chat.push(Entry::Tool {
+                            id,
+                            name: strip_controls(&name),
+                            extension: None,
+                            args: String::new(),
+                            state: blocked,
+                        });
+                    }
                 }
             }
             Event::ToolResult {

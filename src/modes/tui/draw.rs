@@ -247,7 +247,7 @@ impl App {
                 match state {
                     ToolState::Running => out.push(Line::styled("  ⎿ running…", self.fg(t.muted))),
                     ToolState::Blocked(reason) => out.extend(prefixed(
-                        &format!("blocked: {reason}"),
+                        &format!("blocked {reason}"),
                         "  ⊘ ",
                         "    ",
                         w,

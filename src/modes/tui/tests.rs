@@ -869,12 +869,13 @@ fn turn_end_errors_and_aborts_are_shown() {
         id: "b".into(),
         name: "bash".into(),
         reason: "policy".into(),
+        extension: "guard".into(),
     });
     let s = screen(&a);
     assert!(
         s.contains("turn aborted")
             && s.contains("✖ provider said no")
-            && s.contains("⊘ blocked: policy"),
+            && s.contains("⊘ blocked by guard: policy"),
         "{s}"
     );
 }
@@ -1398,4 +1399,26 @@ fn the_working_sign_goes_when_a_job_without_done_ends() {
     assert_eq!(refresh, vec![Intent::Refresh(Then::Nothing)]);
     a.set_state(state(), Then::Nothing);
     assert!(!screen(&a).contains("working"), "{}", screen(&a));
+}
+
+/// An interceptor's refusal comes without a tool_call event (the call never
+/// started); the transcript still shows the call and why it was refused.
+#[test]
+fn a_call_blocked_before_it_started_is_shown() {
+    let mut a = app();
+    a.on_event(Event::UserMessage {
+        text: "clean up".into(),
+    });
+    a.on_event(Event::ToolBlocked {
+        id: "b1".into(),
+        name: "bash".into(),
+        reason: "dangerous command: sudo".into(),
+        extension: "guard-sh".into(),
+    });
+    let s = screen(&a);
+    assert!(s.contains("bash"), "{s}");
+    assert!(
+        s.contains("blocked by guard-sh: dangerous command: sudo"),
+        "{s}"
+    );
 }
