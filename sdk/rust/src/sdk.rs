@@ -15,10 +15,18 @@
 //! - every request gets exactly one answer, even when its handler panics
 //!   (commands and tools answer an error, interceptors block, "fail
 //!   closed"); unknown commands and tools get an error answer;
-//! - commands, tools and interceptors run concurrently on worker threads;
-//!   events run in order on the reading thread; panel callbacks run in order
+//! - exactly one thread reads the host's input at any time, and reading
+//!   never stops for long: a command, tool or interceptor runs on the
+//!   thread that read its request (no thread wake-up between a request and
+//!   its answer), and when it is still running after [`HANDOVER_AFTER`] a
+//!   watchdog hands reading to another worker; the old thread, once its
+//!   handler returns, goes back to the pool instead of reading. So handlers
+//!   still run concurrently, and a handler that blocks for minutes never
+//!   keeps `tool_cancel` or `panel_key` from being read;
+//! - events run in order on the reading thread; panel callbacks run in order
 //!   on one panel thread, so keystrokes are never reordered;
-//! - frames are written whole (one lock per line) and flushed one by one;
+//! - frames are written whole (one lock per line) and flushed one by one,
+//!   by the thread that produced them;
 //!   nothing is written after `shutdown_ack` or after `run` returns;
 //! - a tool's [`CancelToken`] exists before its handler starts, so a
 //!   `tool_cancel` that overtakes the handler still cancels it; tokens are
@@ -33,12 +41,12 @@ use crate::results::{ToolResult, TurnStartDecision};
 use crate::wire::{self, EventPayload, ExtFrame, HostFrame, Panel, SessionInfo};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The capabilities every SDK advertises in `hello`, `tool_cancel` included.
 ///
@@ -73,6 +81,14 @@ pub const ALERT_BELL: &str = "bell";
 
 /// How long an idle worker thread waits for more work before it exits.
 const WORKER_IDLE: Duration = Duration::from_secs(30);
+
+/// A handler still running after this long on the reading thread hands
+/// reading over to another thread.
+const HANDOVER_AFTER: Duration = Duration::from_millis(2);
+
+/// The watchdog behind the hand-over stops ticking after this long without
+/// a handler on the reading thread, so an idle extension costs nothing.
+const WATCH_IDLE: Duration = Duration::from_millis(100);
 
 /// A lifecycle event as the host sent it (`event` names which one).
 ///
@@ -883,11 +899,13 @@ impl Extension {
     /// }
     /// ```
     pub fn run(&mut self) -> Result<(), Error> {
-        self.run_with(io::stdin().lock(), io::stdout())
+        // `Stdin` itself, not its lock: reading moves between threads.
+        self.run_with(io::stdin(), io::stdout())
     }
 
     /// [`Extension::run`] over any reader and writer (tests use in-memory
-    /// pipes). The writer is dropped when this returns.
+    /// pipes). Reading moves between threads, so the reader must be `Send`
+    /// and own its data. The writer is dropped when this returns.
     ///
     /// ```
     /// let host = b"{\"type\":\"hello_ack\",\"protocol_version\":2}\n{\"type\":\"shutdown\"}\n";
@@ -903,16 +921,17 @@ impl Extension {
     /// ```
     pub fn run_with<R, W>(&mut self, reader: R, writer: W) -> Result<(), Error>
     where
-        R: Read,
+        R: Read + Send + 'static,
         W: Write + Send + 'static,
     {
         *lock(&self.handle.shared.out) = Some(Box::new(writer));
-        let result = self.serve(LineReader::new(BufReader::with_capacity(64 * 1024, reader)));
+        let input: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(64 * 1024, reader));
+        let result = self.serve(LineReader::new(input));
         self.handle.close();
         result
     }
 
-    fn serve<R: io::BufRead>(&mut self, mut lines: LineReader<R>) -> Result<(), Error> {
+    fn serve(&mut self, mut lines: Input) -> Result<(), Error> {
         let hello = ExtFrame::Hello {
             protocol_version: wire::PROTOCOL_VERSION,
             name: self.name().to_string(),
@@ -935,10 +954,7 @@ impl Extension {
         for frame in self.registrations() {
             self.handle.send(&frame);
         }
-        let dispatch = Arc::new(self.dispatcher());
-        let end = dispatch.read_loop(&mut lines);
-        dispatch.cancel_all();
-        end
+        Arc::new(self.dispatcher(lines)).serve()
     }
 
     /// Reads `hello_ack`; `None` when the input ended first.
@@ -1022,7 +1038,7 @@ impl Extension {
         frames
     }
 
-    fn dispatcher(&self) -> Dispatch {
+    fn dispatcher(&self, input: Input) -> Dispatch {
         Dispatch {
             handle: self.handle.clone(),
             commands: (self.commands.iter())
@@ -1038,8 +1054,37 @@ impl Extension {
             pending: Mutex::new(HashMap::new()),
             pool: Pool::new(),
             panel_thread: Mutex::new(None),
+            input: Mutex::new(input),
+            role: Mutex::new(Role::default()),
+            watch: Condvar::new(),
+            ended: Condvar::new(),
         }
     }
+}
+
+/// The host's input as the reading thread sees it.
+type Input = LineReader<Box<dyn BufRead + Send>>;
+
+/// Who reads, under [`Dispatch::role`].
+///
+/// The reading thread publishes the handler it runs in `inline`; whoever
+/// empties `inline` under the lock settles who reads next: the reading
+/// thread when its handler returns (it reads on), or the watchdog once the
+/// handler has run for [`HANDOVER_AFTER`] (another worker reads, and the
+/// old thread leaves when its handler returns). So there is never a second
+/// reader, and never none while serving goes on.
+#[derive(Default)]
+struct Role {
+    /// The handler on the reading thread: its serial number and start.
+    inline: Option<(u64, Instant)>,
+    /// The serial number of the last handler published in `inline`.
+    serial: u64,
+    /// The watchdog waits without a deadline; publishing a handler wakes it.
+    parked: bool,
+    /// Serving ended (`shutdown`, end of input or a read error).
+    over: bool,
+    /// How serving ended, until [`Dispatch::serve`] takes it.
+    end: Option<Result<(), Error>>,
 }
 
 /// The frozen registrations of a running extension and its in-flight calls.
@@ -1056,36 +1101,152 @@ struct Dispatch {
     pool: Pool,
     /// Runs panel callbacks one after another; started on first use.
     panel_thread: Mutex<Option<mpsc::Sender<Job>>>,
+    /// The host's input; locked only while a line is read, by the one
+    /// thread that reads (see [`Role`]).
+    input: Mutex<Input>,
+    role: Mutex<Role>,
+    /// Wakes the watchdog: a handler started while it was parked, or
+    /// serving ended.
+    watch: Condvar,
+    /// Tells [`Dispatch::serve`] that serving ended.
+    ended: Condvar,
 }
 
 impl Dispatch {
-    fn read_loop<R: io::BufRead>(self: &Arc<Self>, lines: &mut LineReader<R>) -> Result<(), Error> {
+    /// Serves until `shutdown` or the end of input. Reading starts on a
+    /// pool worker, never on this thread: a handler blocked here would keep
+    /// `run` from returning after the end.
+    fn serve(self: &Arc<Self>) -> Result<(), Error> {
+        let me = self.clone();
+        std::thread::Builder::new()
+            .name("zut-ext-watch".into())
+            .spawn(move || me.watch())?;
+        self.read_on_pool();
+        let mut role = lock(&self.role);
         loop {
-            let line = match lines.next_line()? {
-                Line::Eof => return Ok(()),
-                Line::TooLong(n) => {
+            if let Some(end) = role.end.take() {
+                return end;
+            }
+            role = self.ended.wait(role).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Reads and handles frames while this thread is the reader; returns
+    /// when reading was handed to another thread or serving ended.
+    fn lead(&self) {
+        loop {
+            let next = lock(&self.input).next_line();
+            let line = match next {
+                Err(e) => return self.finish(Err(e.into())),
+                Ok(Line::Eof) => return self.finish(Ok(())),
+                Ok(Line::TooLong(n)) => {
                     self.handle
                         .log(&format!("skipped a {n}-byte line: over the limit"));
                     continue;
                 }
-                Line::Data(line) => line,
+                Ok(Line::Data(line)) => line,
             };
             match wire::decode_host_frame(&line) {
                 Ok(HostFrame::Shutdown) => {
                     self.handle.send(&ExtFrame::ShutdownAck);
                     self.handle.close();
-                    return Ok(());
+                    return self.finish(Ok(()));
                 }
-                Ok(frame) => self.dispatch(frame, &line),
+                Ok(frame) => {
+                    if !self.dispatch(frame, &line) {
+                        return;
+                    }
+                }
                 Err(e) => self.handle.log(&format!("skipped a malformed line: {e}")),
             }
         }
     }
 
-    fn dispatch(self: &Arc<Self>, frame: HostFrame, line: &[u8]) {
+    /// Makes a pool worker the reader.
+    fn read_on_pool(self: &Arc<Self>) {
+        let me = self.clone();
+        self.pool.spawn(Box::new(move || {
+            if let Err(msg) = guarded(|| me.lead()) {
+                let e = io::Error::other(format!("the reading thread panicked: {msg}"));
+                me.finish(Err(Error::Io(e)));
+            }
+        }));
+    }
+
+    /// Cancels every waiting tool call, records how serving ended and wakes
+    /// whoever waits for it.
+    fn finish(&self, end: Result<(), Error>) {
+        self.cancel_all();
+        let mut role = lock(&self.role);
+        role.over = true;
+        role.end = Some(end);
+        self.watch.notify_all();
+        self.ended.notify_all();
+    }
+
+    /// Runs `work` on the reading thread; true when this thread is still
+    /// the reader afterwards, false when reading was handed over meanwhile.
+    fn inline(&self, work: impl FnOnce()) -> bool {
+        let serial = {
+            let mut role = lock(&self.role);
+            role.serial += 1;
+            role.inline = Some((role.serial, Instant::now()));
+            if role.parked {
+                role.parked = false;
+                self.watch.notify_one();
+            }
+            role.serial
+        };
+        work();
+        let mut role = lock(&self.role);
+        match role.inline {
+            Some((s, _)) if s == serial => {
+                role.inline = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The watchdog: hands reading to a pool worker when the handler on the
+    /// reading thread has run for [`HANDOVER_AFTER`]. It ticks while
+    /// handlers run and parks after [`WATCH_IDLE`] without one; parking and
+    /// publishing a handler both happen under the role lock, so a handler
+    /// that starts as the watchdog parks is seen by one side or the other.
+    fn watch(self: Arc<Self>) {
+        let mut role = lock(&self.role);
+        let mut idle_since: Option<Instant> = None; // nothing ran yet: park
+        while !role.over {
+            let now = Instant::now();
+            if let Some((_, started)) = role.inline {
+                idle_since = Some(now);
+                let due = started + HANDOVER_AFTER;
+                if now < due {
+                    role = wait_timeout(&self.watch, role, due - now);
+                    continue;
+                }
+                role.inline = None;
+                drop(role);
+                self.read_on_pool();
+                role = lock(&self.role);
+            } else if idle_since.is_some_and(|t| now.duration_since(t) < WATCH_IDLE) {
+                role = wait_timeout(&self.watch, role, HANDOVER_AFTER);
+            } else {
+                role.parked = true;
+                while role.parked && !role.over {
+                    role = self.watch.wait(role).unwrap_or_else(|p| p.into_inner());
+                }
+                idle_since = Some(Instant::now());
+            }
+        }
+    }
+
+    /// Handles one frame on the reading thread; false when reading was
+    /// handed to another thread while a handler ran here.
+    fn dispatch(&self, frame: HostFrame, line: &[u8]) -> bool {
         match frame {
-            HostFrame::CommandInvoked { id, name, args } => self.command(id, name, args),
-            HostFrame::ToolCall { id, name, args } => self.tool(id, name, args),
+            HostFrame::CommandInvoked { id, name, args } => return self.command(id, name, args),
+            HostFrame::ToolCall { id, name, args } => return self.tool(id, name, args),
             HostFrame::ToolCancel { id } => {
                 if let Some(token) = lock(&self.pending).get(&id) {
                     token.cancel();
@@ -1101,8 +1262,7 @@ impl Dispatch {
                 }
             }
             HostFrame::EventIntercept { id, payload } => {
-                let me = self.clone();
-                self.pool.spawn(Box::new(move || me.intercept(id, payload)));
+                return self.inline(|| self.intercept(id, payload))
             }
             HostFrame::PanelKey {
                 panel_id,
@@ -1129,19 +1289,19 @@ impl Dispatch {
                     .log(&format!("skipped a frame of unknown type {t:?}"));
             }
         }
+        true
     }
 
-    fn command(self: &Arc<Self>, id: String, name: String, args: String) {
-        let Some(f) = self.commands.get(&name).cloned() else {
+    fn command(&self, id: String, name: String, args: String) -> bool {
+        let Some(f) = self.commands.get(&name) else {
             self.answer_command(id, error(format!("no handler for /{name}")));
-            return;
+            return true;
         };
-        let me = self.clone();
-        self.pool.spawn(Box::new(move || {
+        self.inline(|| {
             let response =
                 guarded(|| f(&args)).unwrap_or_else(|msg| error(format!("panic: {msg}")));
-            me.answer_command(id, response);
-        }));
+            self.answer_command(id, response);
+        })
     }
 
     fn answer_command(&self, id: String, r: Response) {
@@ -1168,32 +1328,31 @@ impl Dispatch {
         });
     }
 
-    fn tool(self: &Arc<Self>, id: String, name: String, args: Value) {
-        let Some(f) = self.tools.get(&name).cloned() else {
+    fn tool(&self, id: String, name: String, args: Value) -> bool {
+        let Some(f) = self.tools.get(&name) else {
             self.answer_tool(id, error_result(format!("no handler for tool {name:?}")));
-            return;
+            return true;
         };
         // The token exists before the handler starts: a tool_cancel read
         // right after this frame finds it.
         let token = CancelToken::new();
         lock(&self.pending).insert(id.clone(), token.clone());
-        let me = self.clone();
-        self.pool.spawn(Box::new(move || {
+        self.inline(|| {
             let result = guarded(|| f(&token, args))
                 .unwrap_or_else(|msg| error_result(format!("panic: {msg}")));
             {
-                let mut pending = lock(&me.pending);
+                let mut pending = lock(&self.pending);
                 if pending.get(&id).is_some_and(|t| t.same(&token)) {
                     pending.remove(&id);
                 }
             }
             if token.is_cancelled() {
-                me.handle
+                self.handle
                     .log(&format!("dropped the result of cancelled tool call {id}"));
             } else {
-                me.answer_tool(id, result);
+                self.answer_tool(id, result);
             }
-        }));
+        })
     }
 
     fn answer_tool(&self, id: String, r: ToolResult) {
@@ -1291,9 +1450,10 @@ struct InterceptAnswer {
     context: String,
 }
 
-/// Worker threads for handlers: a call reuses an idle worker when there is
-/// one and starts a new thread otherwise, so calls never wait for each other
-/// and a busy extension does not pay a thread start per call.
+/// Worker threads that take over reading when a handler is slow: a
+/// hand-over reuses an idle worker when there is one and starts a new thread
+/// otherwise, so handlers never wait for each other and an extension with
+/// many slow calls does not pay a thread start for each.
 ///
 /// `idle` counts workers waiting for a job that nobody has claimed; a caller
 /// claims one by decrementing it before sending, so every sent job has a
@@ -1362,6 +1522,18 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
             "non-string panic payload".to_string()
         }
     })
+}
+
+/// Waits on `cv` for at most `timeout`, ignoring poisoning like [`lock`].
+fn wait_timeout<'a, T>(
+    cv: &Condvar,
+    guard: MutexGuard<'a, T>,
+    timeout: Duration,
+) -> MutexGuard<'a, T> {
+    match cv.wait_timeout(guard, timeout) {
+        Ok((g, _)) => g,
+        Err(p) => p.into_inner().0,
+    }
 }
 
 /// Locks a mutex, ignoring poisoning: handlers run under `catch_unwind` and
