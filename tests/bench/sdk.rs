@@ -9,7 +9,7 @@
 //! SDK / by hand; the goal is ≤ 1.2×.
 //!
 //! - Rust: `tests/bench/sdk/rust` (`zut-bench-sdk-echo`, `zut-bench-raw-echo`,
-//!   built in release on first use);
+//!   built in release through cargo at each run, so never stale);
 //! - Python: `tests/bench/sdk/py/{sdk_echo,raw_echo}.py` on the resolved
 //!   interpreter;
 //! - TypeScript: `tests/bench/sdk/ts/{sdk_echo,raw_echo}.js` on `node`.
@@ -181,19 +181,19 @@ fn rust_bins() -> (PathBuf, PathBuf) {
         dir.join("zut-bench-sdk-echo"),
         dir.join("zut-bench-raw-echo"),
     );
-    if !sdk.is_file() || !raw.is_file() {
-        eprintln!("building zut-bench-sdk-echo (cargo build --release -p zut-bench-sdk-echo)…");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let ok = Command::new(cargo)
-            .args(["build", "--release", "-p", "zut-bench-sdk-echo"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(
-            ok && sdk.is_file() && raw.is_file(),
-            "building the Rust bench extensions failed"
-        );
-    }
+    // Always through cargo: a quick no-op when current, and never a
+    // measurement of an SDK older than the source.
+    eprintln!("building zut-bench-sdk-echo (cargo build --release -p zut-bench-sdk-echo)…");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let ok = Command::new(cargo)
+        .args(["build", "--release", "-p", "zut-bench-sdk-echo"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok && sdk.is_file() && raw.is_file(),
+        "building the Rust bench extensions failed"
+    );
     (sdk, raw)
 }
 
