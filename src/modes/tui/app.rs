@@ -527,6 +527,11 @@ impl App {
                     } = e
                     {
                         if *tid == id {
+                            // A refused call's error result repeats the
+                            // reason the block already shows, with who.
+                            if matches!(state, ToolState::Blocked(_)) {
+                                break;
+                            }
                             if let Some(x) = &extension {
                                 *ext = Some(strip_controls(x));
                             }

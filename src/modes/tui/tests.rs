@@ -1415,6 +1415,14 @@ fn a_call_blocked_before_it_started_is_shown() {
         reason: "dangerous command: sudo".into(),
         extension: "guard-sh".into(),
     });
+    // The model is told the reason as the call's error result.
+    a.on_event(Event::ToolResult {
+        id: "b1".into(),
+        name: "bash".into(),
+        is_error: true,
+        content: vec![zut_ext::wire::ContentBlock::text("dangerous command: sudo")],
+        extension: None,
+    });
     let s = screen(&a);
     assert!(s.contains("bash"), "{s}");
     assert!(
