@@ -999,7 +999,10 @@ impl LineBuffer {
         let chunk = (self.filled / 8).clamp(READ_CHUNK, READ_MAX);
         let want = chunk.min(MAX_FRAME_BYTES + 1 - self.filled.min(MAX_FRAME_BYTES));
         if self.buf.len() < self.filled + want {
-            let grow = (self.filled / 8).max(want);
+            // Half again as much: a big frame costs about three copies of
+            // its bytes in reallocation and at most 1.5x its size in
+            // buffer (growing by an eighth cost nine copies).
+            let grow = (self.filled / 2).max(want);
             self.buf.reserve_exact(self.filled + grow - self.buf.len());
             self.buf.resize(self.filled + grow, 0);
         }
@@ -1023,7 +1026,7 @@ impl LineBuffer {
         let mut start = 0;
         let mut from = self.scanned;
         let filled = self.filled;
-        while let Some(pos) = self.buf[from..filled].iter().position(|&b| b == b'\n') {
+        while let Some(pos) = memchr::memchr(b'\n', &self.buf[from..filled]) {
             let end = from + pos;
             let line = &self.buf[start..end];
             if line.len() > MAX_FRAME_BYTES {

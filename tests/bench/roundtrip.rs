@@ -520,18 +520,34 @@ fn big_result(r: &mut Report) {
     };
     let (mut host_t, mut skel_t) = (Samples::new(), Samples::new());
     let (mut host_copies, mut skel_copies) = (Vec::new(), Vec::new());
-    for run in 0..=6 {
-        let ((reply, elapsed), extra) = peak_extra(|| {
-            let t = Instant::now();
-            (host.call_tool("rust_echo", &args, &never), t.elapsed())
-        });
-        check(&reply.expect("tool").content);
-        let ((content, skel_elapsed), skel_extra) = peak_extra(|| {
-            let t = Instant::now();
-            (skeleton.call(run, "rust_echo", &args), t.elapsed())
-        });
-        check(&content);
-        drop(content);
+    // Sixteen timed pairs after one warm-up, the order flipping each run:
+    // whichever goes second inherits the first one's freed pages and
+    // cache state, which skewed six host-first pairs by up to ±30%.
+    for run in 0..=16 {
+        let host_call = || {
+            let ((reply, elapsed), extra) = peak_extra(|| {
+                let t = Instant::now();
+                (host.call_tool("rust_echo", &args, &never), t.elapsed())
+            });
+            check(&reply.expect("tool").content);
+            (elapsed, extra)
+        };
+        let skeleton_call = || {
+            let ((content, elapsed), extra) = peak_extra(|| {
+                let t = Instant::now();
+                (skeleton.call(run, "rust_echo", &args), t.elapsed())
+            });
+            check(&content);
+            drop(content);
+            (elapsed, extra)
+        };
+        let ((elapsed, extra), (skel_elapsed, skel_extra)) = if run % 2 == 0 {
+            let h = host_call();
+            (h, skeleton_call())
+        } else {
+            let s = skeleton_call();
+            (host_call(), s)
+        };
         if run > 0 {
             host_t.push(elapsed);
             skel_t.push(skel_elapsed);
