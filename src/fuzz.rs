@@ -9,10 +9,9 @@
 //! and input are printed. A target stops early after [`TIME_BUDGET`] so a
 //! loaded machine slows the suite down by a bounded amount.
 //!
-//! Targets here: the wire frame decoder, the manifest parser, the SSE
-//! parser, the SKILL.md reader and the session loader. The host's line
-//! reader has its target next to its private type in `host::transport`.
-//! To add one: write a `#[test]` calling [`run`].
+//! Targets here: the wire frame decoder, the line splitter host and SDK
+//! share, the manifest parser, the SSE parser, the SKILL.md reader and the
+//! session loader. To add one: write a `#[test]` calling [`run`].
 
 use std::time::{Duration, Instant};
 
@@ -202,6 +201,55 @@ mod tests {
                     }
                 }
             }
+        });
+    }
+
+    /// Whatever the bytes and however they are cut into reads, the lines
+    /// are exactly the `\n`-separated pieces with one trailing `\r`
+    /// removed, the unfinished rest is what `finish` returns, and with the
+    /// protocol's limit nothing here is over it.
+    #[test]
+    fn fuzz_line_splitter() {
+        use zut_ext::lines::{LineBuffer, Piece};
+        let seeds: &[&[u8]] = &[
+            b"{\"type\":\"hello\"}\n{\"type\":\"ready\"}\n",
+            b"a\r\nb\r\r\n\n\nc",
+            b"\n\n\r\n",
+        ];
+        let mut rng = Rng::new(11);
+        run("line-splitter", seeds, 20_000, |bytes| {
+            let mut b = LineBuffer::new();
+            let mut got = Vec::new();
+            for piece in chunks(&mut rng, bytes) {
+                let mut src = piece;
+                while b.fill(&mut src).unwrap() {
+                    b.for_each(|p| match p {
+                        Piece::Line(l) => got.push(l.to_vec()),
+                        Piece::TooLong(n) => panic!("{n} bytes over the limit"),
+                    });
+                }
+            }
+            assert!(!b.over_limit());
+            let rest = match b.finish() {
+                Some(Piece::Line(l)) => Some(l.to_vec()),
+                None => None,
+                Some(Piece::TooLong(n)) => panic!("{n} bytes over the limit"),
+            };
+            let mut want: Vec<Vec<u8>> = bytes.split(|&c| c == b'\n').map(<[u8]>::to_vec).collect();
+            let last = want.pop().filter(|l| !l.is_empty());
+            for l in &mut want {
+                if l.last() == Some(&b'\r') {
+                    l.pop();
+                }
+            }
+            assert_eq!(got, want);
+            let last = last.map(|mut l| {
+                if l.last() == Some(&b'\r') {
+                    l.pop();
+                }
+                l
+            });
+            assert_eq!(rest, last);
         });
     }
 

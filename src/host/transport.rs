@@ -35,13 +35,14 @@ use rustix::event::PollFlags;
 use rustix::process::Signal;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use zut_ext::lines::{LineBuffer, Piece};
 use zut_ext::wire::{DecodeError, ExtFrame, HostFrame};
 
 /// One extension instance: unique for the life of the host process. The
@@ -205,7 +206,6 @@ pub(crate) struct PeerEnds {
 
 const READER_STACK: usize = 256 * 1024;
 const WRITER_STACK: usize = 64 * 1024;
-const READ_CHUNK: usize = 8 * 1024;
 
 /// The live connection to one extension process, shared by its two
 /// threads, the dispatcher and every caller holding the host handle.
@@ -750,7 +750,7 @@ impl Conn {
     fn read_loop(&self, mut stdout: File) {
         let watch = self.watch.clone();
         let pidfd = watch.as_ref().and_then(ExitWatch::fd);
-        let mut lines = LineBuffer::default();
+        let mut lines = LineBuffer::with_limit(MAX_FRAME_BYTES);
         let mut exited_at: Option<Instant> = None;
         loop {
             if !self.connected() {
@@ -798,8 +798,14 @@ impl Conn {
                         break;
                     }
                 }
-                let over = lines.for_each_line(|line| self.on_line(line));
-                if over {
+                // Lines after an over-long one are not read: the
+                // extension is disconnected for it.
+                let mut over = false;
+                lines.for_each(|piece| match piece {
+                    Piece::Line(line) if !over => self.on_line(line),
+                    _ => over = true,
+                });
+                if over || lines.over_limit() {
                     let msg = format!(
                         "disconnected: it wrote a stdout line longer than the {} MiB frame limit",
                         MAX_FRAME_BYTES >> 20
@@ -972,180 +978,6 @@ pub fn host_frame_type(frame: &HostFrame) -> &'static str {
     }
 }
 
-/// Accumulates stdout bytes and yields complete lines, never holding more
-/// than [`MAX_FRAME_BYTES`] of one line.
-///
-/// `buf[..filled]` is data; the rest is zeroed spare kept between reads, so
-/// memory is zeroed once, not on every read. A long line grows the buffer
-/// by an eighth at a time (not by doubling), so a 16 MiB frame costs about
-/// 18 MiB here rather than 32.
-#[derive(Default)]
-struct LineBuffer {
-    buf: Vec<u8>,
-    filled: usize,
-    /// Bytes at the front already known to contain no newline.
-    scanned: usize,
-}
-
-/// The most one read asks for: a pipe holds 64 KiB.
-const READ_MAX: usize = 64 * 1024;
-
-impl LineBuffer {
-    /// Reads what is available; `Ok(false)` on EOF.
-    fn fill(&mut self, r: &mut impl Read) -> io::Result<bool> {
-        // Reads grow with the pending line (few reads for a big frame, a
-        // small buffer for an idle extension), and never go past one byte
-        // over the limit: that byte is the proof.
-        let chunk = (self.filled / 8).clamp(READ_CHUNK, READ_MAX);
-        let want = chunk.min(MAX_FRAME_BYTES + 1 - self.filled.min(MAX_FRAME_BYTES));
-        if self.buf.len() < self.filled + want {
-            // Half again as much: a big frame costs about three copies of
-            // its bytes in reallocation and at most 1.5x its size in
-            // buffer (growing by an eighth cost nine copies).
-            let grow = (self.filled / 2).max(want);
-            self.buf.reserve_exact(self.filled + grow - self.buf.len());
-            self.buf.resize(self.filled + grow, 0);
-        }
-        let end = self.buf.len().min(self.filled + want);
-        loop {
-            match r.read(&mut self.buf[self.filled..end]) {
-                Ok(n) => {
-                    self.filled += n;
-                    return Ok(n > 0);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// Calls `f` for each complete line (without `\n` and one trailing
-    /// `\r`); returns true if the unfinished line is over the limit.
-    fn for_each_line(&mut self, mut f: impl FnMut(&[u8])) -> bool {
-        let mut start = 0;
-        let mut from = self.scanned;
-        let filled = self.filled;
-        while let Some(pos) = memchr::memchr(b'\n', &self.buf[from..filled]) {
-            let end = from + pos;
-            let line = &self.buf[start..end];
-            if line.len() > MAX_FRAME_BYTES {
-                return true;
-            }
-            f(line.strip_suffix(b"\r").unwrap_or(line));
-            start = end + 1;
-            from = start;
-        }
-        if start > 0 {
-            self.buf.copy_within(start..filled, 0);
-            self.filled = filled - start;
-        }
-        self.scanned = self.filled;
-        if self.filled > MAX_FRAME_BYTES {
-            return true;
-        }
-        // After a big frame, give the memory back.
-        if self.buf.capacity() > 4 * READ_MAX && self.filled < READ_CHUNK {
-            self.buf.truncate(READ_CHUNK);
-            self.buf.shrink_to(READ_CHUNK);
-        }
-        false
-    }
-}
-
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn lines_of(chunks: &[&[u8]]) -> (Vec<Vec<u8>>, bool) {
-        let mut lb = LineBuffer::default();
-        let mut out = Vec::new();
-        let mut over = false;
-        for c in chunks {
-            lb.fill(&mut &c[..]).unwrap();
-            over |= lb.for_each_line(|l| out.push(l.to_vec()));
-        }
-        (out, over)
-    }
-
-    #[test]
-    fn splits_lines_across_reads() {
-        let (lines, over) = lines_of(&[b"ab", b"c\r\nde", b"f\n\ng", b"h\n"]);
-        assert_eq!(
-            lines,
-            [
-                b"abc".to_vec(),
-                b"def".to_vec(),
-                b"".to_vec(),
-                b"gh".to_vec()
-            ]
-        );
-        assert!(!over);
-    }
-
-    #[test]
-    fn a_big_line_is_assembled_and_memory_returned() {
-        let big = vec![b'x'; 3 * READ_MAX + 17];
-        let mut lb = LineBuffer::default();
-        let mut src: &[u8] = &big;
-        let mut got = Vec::new();
-        while lb.fill(&mut src).unwrap() {
-            lb.for_each_line(|l| got.push(l.len()));
-        }
-        lb.fill(&mut &b"\n"[..]).unwrap();
-        lb.for_each_line(|l| got.push(l.len()));
-        assert_eq!(got, [3 * READ_MAX + 17]);
-        assert!(lb.buf.capacity() <= 4 * READ_MAX);
-    }
-
-    #[test]
-    fn the_limit_is_enforced_without_buffering_past_it() {
-        let mut lb = LineBuffer::default();
-        let chunk = vec![b'y'; READ_MAX];
-        let mut over = false;
-        while !over {
-            lb.fill(&mut &chunk[..]).unwrap();
-            over = lb.for_each_line(|_| panic!("no line"));
-            assert!(lb.filled <= MAX_FRAME_BYTES + 1);
-        }
-        assert!(lb.filled > MAX_FRAME_BYTES);
-    }
-
-    /// Fuzz target (see `crate::fuzz`): whatever the bytes and however
-    /// they are cut into reads, the lines are exactly the `\n`-separated
-    /// pieces with one trailing `\r` removed, and nothing is over the limit.
-    #[test]
-    fn fuzz_line_reader() {
-        let seeds: &[&[u8]] = &[
-            b"{\"type\":\"hello\"}\n{\"type\":\"ready\"}\n",
-            b"a\r\nb\r\r\n\n\nc",
-            b"\n\n\r\n",
-        ];
-        let mut rng = crate::fuzz::Rng::new(11);
-        crate::fuzz::run("line-reader", seeds, 20_000, |bytes| {
-            let pieces = crate::fuzz::chunks(&mut rng, bytes);
-            let mut lb = LineBuffer::default();
-            let mut got = Vec::new();
-            let mut over = false;
-            for piece in pieces {
-                let mut src = piece;
-                while lb.fill(&mut src).unwrap() {
-                    over |= lb.for_each_line(|l| got.push(l.to_vec()));
-                }
-            }
-            let mut want: Vec<Vec<u8>> = bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
-            want.pop(); // the unfinished last piece
-            for l in &mut want {
-                if l.last() == Some(&b'\r') {
-                    l.pop();
-                }
-            }
-            assert!(!over);
-            assert_eq!(got, want);
-        });
-    }
 }

@@ -41,7 +41,7 @@ use crate::results::{ToolResult, TurnStartDecision};
 use crate::wire::{self, EventPayload, ExtFrame, HostFrame, Panel, SessionInfo};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -925,7 +925,8 @@ impl Extension {
         W: Write + Send + 'static,
     {
         *lock(&self.handle.shared.out) = Some(Box::new(writer));
-        let input: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(64 * 1024, reader));
+        // The line splitter buffers itself: no BufReader in between.
+        let input: Box<dyn Read + Send> = Box::new(reader);
         let result = self.serve(LineReader::new(input));
         self.handle.close();
         result
@@ -958,10 +959,7 @@ impl Extension {
     }
 
     /// Reads `hello_ack`; `None` when the input ended first.
-    fn handshake<R: io::BufRead>(
-        &self,
-        lines: &mut LineReader<R>,
-    ) -> Result<Option<HostInfo>, Error> {
+    fn handshake<R: Read>(&self, lines: &mut LineReader<R>) -> Result<Option<HostInfo>, Error> {
         let line = match lines.next_line()? {
             Line::Eof => return Ok(None),
             Line::TooLong(n) => {
@@ -1063,7 +1061,7 @@ impl Extension {
 }
 
 /// The host's input as the reading thread sees it.
-type Input = LineReader<Box<dyn BufRead + Send>>;
+type Input = LineReader<Box<dyn Read + Send>>;
 
 /// Who reads, under [`Dispatch::role`].
 ///
