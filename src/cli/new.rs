@@ -58,6 +58,7 @@ const RUST_SDK: &[(&str, &str)] = &[
     ("lines.rs", include_str!("../../sdk/rust/src/lines.rs")),
     ("results.rs", include_str!("../../sdk/rust/src/results.rs")),
     ("sdk.rs", include_str!("../../sdk/rust/src/sdk.rs")),
+    ("testing.rs", include_str!("../../sdk/rust/src/testing.rs")),
     ("wire.rs", include_str!("../../sdk/rust/src/wire.rs")),
 ];
 const RUST_SDK_MANIFEST: &str = include_str!("../../sdk/rust/Cargo.toml");

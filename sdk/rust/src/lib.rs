@@ -3,6 +3,8 @@
 //! - [`wire`]: every frame in both directions as serde types; the one
 //!   definition the zut host and this SDK share;
 //! - [`lines`]: splitting a byte stream into bounded protocol lines;
+//! - [`testing`]: driving a built extension over its pipes, as zut does,
+//!   from the extension's own tests;
 //! - the SDK (re-exported here): an [`Extension`] collects handlers for
 //!   commands, tools, events, interceptors and panels, and
 //!   [`Extension::run`] speaks the protocol on stdin/stdout; a [`Handle`]
@@ -25,6 +27,7 @@
 pub mod lines;
 mod results;
 mod sdk;
+pub mod testing;
 pub mod wire;
 
 pub use results::{

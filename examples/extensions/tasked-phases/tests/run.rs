@@ -1,53 +1,12 @@
 //! The built `tasked-phases` extension as zut runs it: a child process spoken to
 //! over its stdin/stdout pipes.
 
-use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
-
-struct Ext {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    frames: mpsc::Receiver<Value>,
-}
-
-impl Ext {
-    fn start() -> Ext {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_zut-example-tasked-phases"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the tasked-phases extension");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, frames) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(serde_json::from_str::<Value>(&line).expect("JSON line"));
-            }
-        });
-        let stdin = child.stdin.take();
-        Ext {
-            child,
-            stdin,
-            frames,
-        }
-    }
-    fn send(&mut self, v: Value) {
-        let w = self.stdin.as_mut().unwrap();
-        writeln!(w, "{v}").unwrap();
-    }
-    fn next(&self) -> Value {
-        self.frames
-            .recv_timeout(Duration::from_secs(10))
-            .expect("a frame in time")
-    }
-}
+use serde_json::json;
+use zut_ext::testing::Peer;
 
 #[test]
 fn phases_over_real_pipes() {
-    let mut ext = Ext::start();
+    let mut ext = Peer::start(env!("CARGO_BIN_EXE_zut-example-tasked-phases"));
     assert_eq!(ext.next()["name"], "tasked-phases");
     ext.send(json!({"type":"hello_ack","protocol_version":2}));
     assert_eq!(ext.next()["name"], "phases");
@@ -99,8 +58,5 @@ fn phases_over_real_pipes() {
         "{r}"
     );
 
-    ext.send(json!({"type":"shutdown"}));
-    assert_eq!(ext.next()["type"], "shutdown_ack");
-    ext.stdin = None;
-    assert!(ext.child.wait().unwrap().success());
+    assert!(ext.shutdown().success());
 }
