@@ -20,21 +20,24 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// The message `ext.next()` panics with.
+fn failed_wait(ext: &Peer) -> String {
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ext.next()))
+        .expect_err("the wait should fail");
+    err.downcast_ref::<String>().cloned().unwrap_or_default()
+}
+
 #[test]
 fn a_silent_extension_fails_the_wait_with_a_message() {
     let ext = Peer::spawn(sh("sleep 30")).waiting(Duration::from_millis(100));
-    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ext.next()))
-        .expect_err("no frame came");
-    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    let msg = failed_wait(&ext);
     assert!(msg.contains("no frame from the extension within"), "{msg}");
 }
 
 #[test]
 fn a_line_that_is_not_a_frame_fails_naming_it() {
     let ext = Peer::spawn(sh("echo 'Starting up...'; sleep 30"));
-    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ext.next()))
-        .expect_err("not a frame");
-    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    let msg = failed_wait(&ext);
     assert!(msg.contains("Starting up..."), "{msg}");
 }
 
