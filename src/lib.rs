@@ -24,3 +24,4 @@ pub mod sanitize;
 pub mod session;
 pub mod skills;
 pub mod trust;
+pub mod walk;

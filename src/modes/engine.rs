@@ -160,6 +160,8 @@ pub struct Engine {
     events: Sender<Event>,
     confirms: Arc<Confirms>,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Disconnected when the worker thread has ended.
+    worker_ended: Receiver<()>,
     store: Option<Store>,
     /// The active session (the worker's), discarded at shutdown when
     /// nothing was recorded in it.
@@ -200,6 +202,7 @@ impl Engine {
             sh.messages = s.messages().to_vec();
         }
         let store = config.store.clone();
+        let (ended_tx, worker_ended) = crossbeam_channel::bounded::<()>(0);
         let engine = Arc::new(Engine {
             jobs: Mutex::new(Some(tx)),
             shared: shared.clone(),
@@ -207,6 +210,7 @@ impl Engine {
             events: events.clone(),
             confirms: confirms.clone(),
             worker: Mutex::new(None),
+            worker_ended,
             store,
             session: session.clone(),
             tools_cache: Mutex::new(None),
@@ -222,7 +226,10 @@ impl Engine {
         };
         let handle = std::thread::Builder::new()
             .name("zut-agent".into())
-            .spawn(move || worker.run(rx));
+            .spawn(move || {
+                let _ended = ended_tx;
+                worker.run(rx)
+            });
         match handle {
             Ok(h) => *lock(&engine.worker) = Some(h),
             Err(e) => log::error!("cannot start the agent thread: {e}"),
@@ -433,9 +440,22 @@ impl Core for Engine {
         self.abort(true);
         lock(&self.jobs).take();
         let w = lock(&self.worker).take();
-        if let Some(w) = w {
-            if w.join().is_err() {
-                log::error!("the agent thread panicked");
+        // An aborted job ends at once unless a tool is stuck in a system
+        // call nobody can interrupt (a hung NFS read, a device): then zut
+        // exits without it rather than never.
+        let wait = self.host.deadlines().shutdown_grace;
+        match self.worker_ended.recv_timeout(wait) {
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                log::warn!(
+                    "the agent thread did not end within {wait:?} of the abort; exiting without it"
+                )
+            }
+            _ => {
+                if let Some(w) = w {
+                    if w.join().is_err() {
+                        log::error!("the agent thread panicked");
+                    }
+                }
             }
         }
         // A run that recorded nothing (a command, an aborted start) leaves

@@ -156,7 +156,8 @@ fn read_text(args: &Args, path: &Path) -> Result<String, ToolOutput> {
     if path.is_dir() {
         return Err(args.error(format!("{} is a directory", path.display())));
     }
-    let bytes = std::fs::read(path).map_err(|e| args.error(io_problem(path, &e)))?;
+    // Never a FIFO (blocks forever) or a device (`/dev/zero` never ends).
+    let bytes = crate::safe_fs::read_regular(path).map_err(|e| args.error(io_problem(path, &e)))?;
     String::from_utf8(bytes).map_err(|_| {
         args.error(format!(
             "{} is not UTF-8 text and cannot be edited",
@@ -404,5 +405,27 @@ mod tests {
             fs::read_to_string(ctx.cwd.join("w.txt")).unwrap(),
             "1\r\n2\r\nthree\r\n"
         );
+    }
+
+    #[test]
+    fn fifos_and_devices_are_refused_without_blocking() {
+        use super::super::common::testing::{mkfifo, within_deadline};
+        let (dir, ctx) = setup();
+        mkfifo(&ctx.cwd.join("pipe"));
+        for path in [
+            ctx.cwd.join("pipe").display().to_string(),
+            "/dev/zero".into(),
+        ] {
+            let ctx = ctx.clone();
+            let out = within_deadline(move || {
+                run(
+                    &json!({"path": path, "edits": [{"oldText": "a", "newText": "b"}]}),
+                    &ctx,
+                )
+            });
+            assert!(out.is_error);
+            assert!(text(&out).contains("not a regular file"), "{}", text(&out));
+        }
+        drop(dir);
     }
 }

@@ -112,4 +112,26 @@ mod tests {
         assert!(out.is_error);
         assert!(text(&out).starts_with("write: cannot write "));
     }
+
+    #[test]
+    fn fifos_and_devices_are_never_replaced() {
+        use super::super::common::testing::{mkfifo, within_deadline};
+        use std::os::unix::fs::FileTypeExt;
+        let (_dir, ctx) = context();
+        let pipe = ctx.cwd.join("pipe");
+        mkfifo(&pipe);
+        let path = pipe.display().to_string();
+        let c = ctx.clone();
+        let out = within_deadline(move || run(&json!({"path": path, "content": "x"}), &c));
+        assert!(out.is_error, "{}", text(&out));
+        assert!(text(&out).contains("FIFO"), "{}", text(&out));
+        assert!(fs::symlink_metadata(&pipe).unwrap().file_type().is_fifo());
+        let out = run(&json!({"path": "/dev/null", "content": "x"}), &ctx);
+        assert!(out.is_error);
+        assert!(text(&out).contains("a device"), "{}", text(&out));
+        assert!(fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
+    }
 }
