@@ -394,14 +394,14 @@ fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
 /// is best effort: a read-only home must not stop zut.
 fn init_logging(zut_home: &std::path::Path) {
     let dir = crate::paths::logs_dir(zut_home);
-    let Ok(()) = std::fs::create_dir_all(&dir) else {
+    let Ok(()) = crate::paths::create_private_dir(&dir) else {
         return;
     };
-    let Ok(file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("zut.log"))
-    else {
+    let Ok(file) = std::os::unix::fs::OpenOptionsExt::mode(
+        std::fs::OpenOptions::new().create(true).append(true),
+        0o600,
+    )
+    .open(dir.join("zut.log")) else {
         return;
     };
     let level = match std::env::var("ZUT_LOG")

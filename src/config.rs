@@ -181,7 +181,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), C
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    std::fs::create_dir_all(dir).map_err(|e| fail("create the directory for", &e))?;
+    crate::paths::create_private_dir(dir).map_err(|e| fail("create the directory for", &e))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail("write", &e))?;
     set_mode(tmp.as_file(), mode).map_err(|e| fail("set permissions of", &e))?;
     tmp.write_all(bytes).map_err(|e| fail("write", &e))?;

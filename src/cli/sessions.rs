@@ -164,7 +164,7 @@ fn show(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), SessionError> {
-    let s = store.open(id)?;
+    let s = store.read(id)?;
     if let Some(w) = s.warning() {
         let _ = writeln!(err, "warning: {w}");
     }

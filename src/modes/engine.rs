@@ -660,7 +660,14 @@ impl Worker {
 
     fn switch(&mut self, id: &str) {
         let Ok(store) = self.store() else { return };
-        match store.open(id) {
+        // The active session is already open (and locked) here: switching
+        // to it re-activates it rather than opening it a second time.
+        let current = lock(&self.session).take_if(|s| s.id() == id);
+        let opened = match current {
+            Some(s) => Ok(s),
+            None => store.open(id),
+        };
+        match opened {
             Ok(s) => {
                 if let Some(w) = s.warning() {
                     self.emit(Event::ExtWarning {

@@ -78,8 +78,23 @@ pub fn open_session(
     }
     let store = Store::new(zut_home, cwd);
     let fail = |e: crate::session::SessionError| (EXIT_FAILURE, format!("session: {e}"));
+    // A session another zut process is writing is continued in a branch
+    // of its own, so the two never interleave rows.
+    let open = |id: &str| match store.open(id) {
+        Err(crate::session::SessionError::Busy { .. }) => {
+            let fork = store.read(id).and_then(|s| s.fork(None))?;
+            if !quiet {
+                eprintln!(
+                    "zut: session {id} is open in another zut process; continuing in a new branch {} forked from it",
+                    fork.id()
+                );
+            }
+            Ok(fork)
+        }
+        other => other,
+    };
     let (session, reason) = match choice {
-        SessionChoice::Resume(id) => match store.open(id) {
+        SessionChoice::Resume(id) => match open(id) {
             Ok(s) => (s, "resume"),
             Err(crate::session::SessionError::Unknown { .. }) => {
                 return Err((
@@ -93,7 +108,7 @@ pub fn open_session(
             Err(e) => return Err(fail(e)),
         },
         SessionChoice::Continue => match store.latest() {
-            Some(id) => (store.open(&id).map_err(fail)?, "resume"),
+            Some(id) => (open(&id).map_err(fail)?, "resume"),
             None => {
                 if !quiet {
                     eprintln!("zut: no earlier session for this directory; starting a new one");
