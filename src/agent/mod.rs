@@ -17,6 +17,7 @@
 //! `assistant_message`, one `tool_call` per call with the model's original
 //! arguments, `turn_end`, then per call its interception and execution.
 
+mod cap;
 pub mod tools;
 
 use crate::cancel::CancelToken;
@@ -129,6 +130,8 @@ pub struct Agent {
     activated: HashSet<String>,
     approved: HashSet<String>,
     next_call: u64,
+    /// The most bytes of text of one tool result the model sees.
+    result_cap: usize,
 }
 
 impl Agent {
@@ -153,6 +156,7 @@ impl Agent {
             activated: HashSet::new(),
             approved: HashSet::new(),
             next_call: 0,
+            result_cap: cap::limit(zut_home),
         };
         agent.system = agent.build_system();
         agent
@@ -493,6 +497,10 @@ impl Agent {
                     self.commit_state(ext, &state);
                 }
                 (out, extension)
+            };
+            let out = ToolOutput {
+                content: cap::cap(out.content, self.result_cap),
+                ..out
             };
             self.emit(Event::ToolResult {
                 id: id.clone(),

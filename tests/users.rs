@@ -1,0 +1,64 @@
+//! What users hit, pinned end to end through the real binary: each test
+//! is named after what a person saw go wrong.
+
+mod support;
+
+use serde_json::{json, Value};
+use support::*;
+
+fn tool_results(requests: &[Value]) -> Vec<Value> {
+    requests
+        .iter()
+        .flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default())
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .collect()
+}
+
+#[test]
+fn an_extension_tool_result_over_the_limit_is_cut_before_the_model_sees_it() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-normal", &[]);
+    let big = "x".repeat(20_000);
+    let (out, requests) = {
+        let lines = [
+            json!({"tool_calls": [{"id": "c1", "name": "fx_normal_echo", "args": {"text": big}}]}),
+            json!({"text": "done"}),
+        ];
+        let s = script(&sb, &lines);
+        let log = sb.path("requests.jsonl");
+        let out = zut(&sb)
+            .env("ZUT_TOOL_RESULT_MAX_BYTES", "1000")
+            .arg("-e")
+            .arg(&ext)
+            .args(["--provider", "script", "--script", &s, "--script-log"])
+            .arg(&log)
+            .args(["--mode", "json", "go"])
+            .output()
+            .unwrap();
+        (out, json_lines(&std::fs::read(&log).unwrap()))
+    };
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = tool_results(&requests);
+    let text = results[0]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.len() < 1500,
+        "cut to about the limit: {} bytes",
+        text.len()
+    );
+    assert!(text.contains("bytes cut"), "{text}");
+    assert!(text.contains("tool_result_max_bytes"), "{text}");
+    // The image after the text is kept: only text counts against the limit.
+    assert_eq!(results[0]["content"][1]["type"], "image");
+    // The event stream shows what the model saw.
+    let event = json_lines(&out.stdout)
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(event["content"][0]["text"].as_str().unwrap(), text);
+}
