@@ -122,7 +122,7 @@ fn main_inner() -> i32 {
                     modes::EXIT_OK
                 }
                 Err(()) => {
-                    eprintln!("{}", early.output.trim_end());
+                    eprintln!("{}{}", early.output.trim_end(), flag_hint(&early.output));
                     eprintln!("Run zut --help for usage.");
                     EXIT_USAGE
                 }
@@ -140,6 +140,28 @@ fn main_inner() -> i32 {
             EXIT_USAGE
         }
     }
+}
+
+/// `; did you mean "--provider"?` for argh's "Unrecognized argument:
+/// --provder", from the flags `zut --help` lists (so it never disagrees).
+fn flag_hint(error: &str) -> String {
+    let Some(typed) = error
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Unrecognized argument:"))
+        .map(str::trim)
+        .filter(|t| t.starts_with("--"))
+    else {
+        return String::new();
+    };
+    let help = match Cli::from_args(&["zut"], &["--help"]) {
+        Err(e) => e.output,
+        Ok(_) => return String::new(),
+    };
+    let flags: Vec<&str> = help
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .collect();
+    crate::cli::suggest::did_you_mean(&crate::cli::suggest::suggestions(typed, flags))
 }
 
 fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
@@ -226,6 +248,18 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         skills: !cli.no_skills,
         session: None,
     };
+    for p in &cli.ext {
+        let dir = here.join(p);
+        if !dir.is_dir() {
+            return Err(format!("--ext {p}: no such directory"));
+        }
+        if !dir.join("extension.json").exists() {
+            return Err(format!(
+                "--ext {p}: {} has no extension.json (zut ext new NAME writes a working one)",
+                dir.display()
+            ));
+        }
+    }
     let discovery = discovery::Options {
         cwd: cwd.clone(),
         zut_home: zut_home.clone(),
@@ -286,8 +320,18 @@ fn resolve_provider(
             known.join(", ")
         ));
     }
+    // `--script` is the scripted provider's: alone it picks it.
+    let flag_provider = match (cli.provider.as_deref(), &cli.script) {
+        (None, Some(_)) => Some("script".to_string()),
+        (Some(p), Some(_)) if p != "script" => {
+            return Err(format!(
+                "--script is for the scripted provider, not --provider {p}: drop --provider or pass --provider script"
+            ))
+        }
+        (p, _) => p.map(str::to_string),
+    };
     let saved = crate::config::load(zut_home).map_err(|e| e.to_string())?;
-    if cli.provider.is_none() {
+    if flag_provider.is_none() {
         if let Some(p) = saved.provider.as_deref().filter(|p| !known.contains(p)) {
             return Err(format!(
                 "{} names an unknown provider {p:?}: use one of {}; fix the file, or pass --provider",
@@ -305,8 +349,7 @@ fn resolve_provider(
         .find(|(_, var)| std::env::var_os(var).is_some_and(|v| !v.is_empty()))
         .map(|(p, _)| p.to_string())
     };
-    let provider = cli
-        .provider
+    let provider = flag_provider
         .clone()
         .or_else(|| saved.provider.clone())
         .or_else(from_env)

@@ -62,3 +62,70 @@ fn an_extension_tool_result_over_the_limit_is_cut_before_the_model_sees_it() {
         .unwrap();
     assert_eq!(event["content"][0]["text"].as_str().unwrap(), text);
 }
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_mistyped_flag_gets_a_did_you_mean() {
+    let sb = Sandbox::new();
+    let out = zut(&sb)
+        .args(["--provder", "x", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("did you mean \"--provider\"?"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_mistyped_ext_path_is_a_usage_error_naming_it() {
+    let sb = Sandbox::new();
+    let out = zut(&sb)
+        .args(["--ext", "./nope", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--ext ./nope: no such directory"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::create_dir(sb.cwd().join("empty")).unwrap();
+    let out = zut(&sb)
+        .args(["--ext", "empty", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("has no extension.json"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn script_alone_picks_the_scripted_provider_and_clashes_are_named() {
+    let sb = Sandbox::new();
+    let s = script(&sb, &[json!({"text": "from the script"})]);
+    let out = zut(&sb)
+        .args(["--script", &s, "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from the script\n");
+    let out = zut(&sb)
+        .args(["--provider", "openai", "--script", &s, "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--script is for the scripted provider"),
+        "{}",
+        stderr(&out)
+    );
+}
