@@ -129,3 +129,48 @@ fn script_alone_picks_the_scripted_provider_and_clashes_are_named() {
         stderr(&out)
     );
 }
+
+/// A project extension whose program exits before `hello`.
+fn broken_project_extension(sb: &Sandbox) {
+    let dir = sb.cwd().join(".zut/extensions/bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name":"bad","exec":"./run.sh"}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("run.sh"), "#!/bin/sh\necho oops >&2\nexit 3\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn ext_doctor_names_a_failed_extension_s_directory_and_log_once() {
+    let sb = Sandbox::new();
+    broken_project_extension(&sb);
+    let out = zut(&sb)
+        .env("ZUT_TRUST_ALL", "1")
+        .args(["ext", "doctor"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("directory:").count(), 1, "{text}");
+    assert_eq!(text.matches("log:").count(), 1, "{text}");
+    assert!(
+        text.contains("exit status 3") && text.contains("oops"),
+        "{text}"
+    );
+}
+
+#[test]
+fn global_flags_before_ext_do_not_change_what_ext_list_shows() {
+    let sb = Sandbox::new();
+    broken_project_extension(&sb);
+    let plain = zut(&sb).args(["ext", "list"]).output().unwrap();
+    let flagged = zut(&sb)
+        .args(["--no-extensions", "ext", "list"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&plain.stdout).contains("bad"));
+    assert_eq!(plain.stdout, flagged.stdout);
+}
