@@ -138,6 +138,17 @@ pub(crate) fn install(req: &Request, ctx: &CliContext, io: &mut Io<'_>) -> Outco
     Ok(())
 }
 
+/// The last path segment of a git URL without `.git`: `https://host/a/todo.git`
+/// → `todo`. `None` when it is not a plausible directory name.
+fn name_from_url(url: &str) -> Option<&str> {
+    let last = url
+        .trim_end_matches('/')
+        .rsplit(['/', ':'])
+        .next()?
+        .trim_end_matches(".git");
+    (!last.is_empty() && !last.starts_with('.') && !last.contains('\\')).then_some(last)
+}
+
 /// Fills `staging` from the origin and validates the result.
 fn stage(
     origin: &Origin,
@@ -150,6 +161,18 @@ fn stage(
     match origin {
         Origin::Local(src) => stage_local(src, req, root, staging, io, warnings)?,
         Origin::Git(url) => {
+            // Most repositories are named after their extension: refuse a
+            // clash before a clone that may take minutes, not after it.
+            if let Some(name) = name_from_url(url).filter(|_| !req.force) {
+                let dest = root.join(name);
+                if dest.symlink_metadata().is_ok() {
+                    return Err(format!(
+                        "{} (the name {url} ends in); nothing was cloned",
+                        exists(&dest, name)
+                    )
+                    .into());
+                }
+            }
             stage_git(url, staging, io)?;
             // The name is known only from the cloned manifest: refuse an
             // existing one now, before any checks on the clone.
