@@ -488,6 +488,46 @@ fn confirmations_round_trip_allow_and_deny() {
 }
 
 #[test]
+fn a_call_that_can_only_fail_is_refused_before_anyone_is_asked() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.cwd().join("f.txt"), "one\n").unwrap();
+    let mut rpc = Rpc::start(
+        &sb,
+        &[],
+        &[
+            json!({"tool_calls": [
+                {"id": "c1", "name": "bash", "args": {"command": "echo hi"}},
+                {"id": "c2", "name": "edit", "args": {"path": "f.txt",
+                    "edits": [{"oldText": "absent", "newText": "x"}]}}
+            ]}),
+            json!({"text": "fixed"}),
+        ],
+    );
+    ok_data(&rpc.request("prompt", json!({"message": "go"})));
+    let lines = rpc.until_type("done");
+    assert!(
+        !types(&lines).iter().any(|t| t == "confirmation_requested"),
+        "{lines:?}"
+    );
+    let results: Vec<&Value> = lines
+        .iter()
+        .filter(|v| v["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(results.iter().all(|r| r["is_error"] == true));
+    assert!(
+        results[0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("timeout"),
+        "{}",
+        results[0]
+    );
+    let (code, _) = rpc.close();
+    assert_eq!(code, Some(0));
+}
+
+#[test]
 fn yolo_runs_tools_without_asking() {
     let sb = Sandbox::new();
     let mut c = rpc_command(

@@ -562,6 +562,12 @@ impl Agent {
             args: args.clone(),
         });
         if CONFIRMED_TOOLS.contains(&name) && !self.opts.yolo && !self.approved.contains(name) {
+            let ctx = ToolContext {
+                cwd: self.opts.cwd.clone(),
+            };
+            if let Err(bad) = tools::check(name, &args, &ctx) {
+                return Err(content_text(&bad.content));
+            }
             let Some(confirmer) = self.opts.confirmer.clone() else {
                 return Err(format!(
                     "{name} needs confirmation, and nobody can confirm in this mode: run zut with --yolo to allow {} without asking",

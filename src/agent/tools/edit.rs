@@ -13,7 +13,7 @@ use super::common::{atomic_write, io_problem, resolve, Args};
 use super::{ToolContext, ToolOutput};
 use crate::provider::ToolDef;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The definition advertised to the model.
 pub fn definition() -> ToolDef {
@@ -76,12 +76,18 @@ struct Span {
     end: usize,
 }
 
-fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
-    let args = Args::new("edit", args)?;
+/// Checks the arguments and that every edit applies, without writing
+/// (before a person is asked to approve an edit that would fail anyway).
+pub fn check(args: &Value, ctx: &ToolContext) -> Result<(), ToolOutput> {
+    prepare(&Args::new("edit", args)?, ctx).map(drop)
+}
+
+/// The file's path, its edited text and the number of edits.
+fn prepare(args: &Args, ctx: &ToolContext) -> Result<(PathBuf, String, usize), ToolOutput> {
     let path = args.string("path", "the file to edit")?;
-    let edits = parse_edits(&args)?;
+    let edits = parse_edits(args)?;
     let path = resolve(ctx, path);
-    let original = read_text(&args, &path)?;
+    let original = read_text(args, &path)?;
 
     let crlf = is_crlf(&original);
     let content = if crlf {
@@ -101,14 +107,19 @@ fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
         edits
     };
 
-    let spans = locate(&args, &path, &content, &edits)?;
+    let spans = locate(args, &path, &content, &edits)?;
     let mut updated = apply(&content, &edits, &spans);
     if crlf {
         updated = updated.replace('\n', "\r\n");
     }
+    Ok((path, updated, edits.len()))
+}
+
+fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let args = Args::new("edit", args)?;
+    let (path, updated, count) = prepare(&args, ctx)?;
     atomic_write(&path, updated.as_bytes())
         .map_err(|e| args.error(format!("cannot write {}: {e}", path.display())))?;
-    let count = edits.len();
     Ok(ToolOutput::text(format!(
         "applied {count} edit{} to {}",
         if count == 1 { "" } else { "s" },
