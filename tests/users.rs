@@ -174,3 +174,18 @@ fn global_flags_before_ext_do_not_change_what_ext_list_shows() {
     assert!(String::from_utf8_lossy(&plain.stdout).contains("bad"));
     assert_eq!(plain.stdout, flagged.stdout);
 }
+
+#[test]
+fn claude_md_is_read_after_agents_md() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.cwd().join("AGENTS.md"), "agents rule").unwrap();
+    std::fs::write(sb.cwd().join("CLAUDE.md"), "claude rule").unwrap();
+    let (out, requests) = run_scripted(&sb, &[], &[json!({"text": "ok"})], &["-p", "hi"]);
+    assert_eq!(out.status.code(), Some(0));
+    let system = requests[0]["system"].as_str().unwrap();
+    let (a, c) = (
+        system.find("agents rule").unwrap(),
+        system.find("claude rule").unwrap(),
+    );
+    assert!(a < c, "{system}");
+}

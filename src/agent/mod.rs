@@ -668,8 +668,20 @@ pub fn preview(args: &Value) -> String {
     format!("{cut}...")
 }
 
+/// The instruction files read into the system prompt, in order: the
+/// user's `$ZUT_HOME/AGENTS.md`, then the project's `AGENTS.md` and
+/// `CLAUDE.md` (so a project set up for Claude Code works unchanged; both
+/// are read when both exist, AGENTS.md first). Only regular files count.
+pub fn instruction_files(cwd: &Path, zut_home: &Path) -> [PathBuf; 3] {
+    [
+        zut_home.join("AGENTS.md"),
+        cwd.join("AGENTS.md"),
+        cwd.join("CLAUDE.md"),
+    ]
+}
+
 /// Identity, project directory, tools, skills the model may load, and
-/// AGENTS.md files.
+/// the instruction files ([`instruction_files`]).
 pub fn system_prompt(
     cwd: &Path,
     zut_home: &Path,
@@ -690,8 +702,8 @@ pub fn system_prompt(
         s.push('\n');
         s.push_str(&section);
     }
-    for path in [zut_home.join("AGENTS.md"), cwd.join("AGENTS.md")] {
-        if let Ok(text) = std::fs::read_to_string(&path) {
+    for path in instruction_files(cwd, zut_home) {
+        if let Ok(text) = crate::safe_fs::read_regular_string(&path) {
             if !text.trim().is_empty() {
                 s.push_str(&format!(
                     "\nInstructions from {}:\n{}\n",
