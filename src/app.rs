@@ -96,6 +96,7 @@ const DEFAULT_MAX_STEPS: u32 = 50;
 /// its process group with `setsid()` does not outlive zut.
 pub fn main() -> i32 {
     crate::proc::become_subreaper();
+    raise_open_file_limit();
     let code = main_inner();
     let grace = crate::host::deadlines::Deadlines::from_env().kill_grace;
     let ended = crate::proc::end_adopted(grace);
@@ -103,6 +104,23 @@ pub fn main() -> i32 {
         log::info!("ended {ended} escaped extension process(es) on exit");
     }
     code
+}
+
+/// Each extension costs a handful of descriptors (pipes, a pidfd, its
+/// log): the default soft limit of 1024 runs out near 250 extensions.
+/// Raise it to the hard limit, as Go programs do at start.
+fn raise_open_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let raised = rustix::process::Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            log::debug!("cannot raise the open-file limit: {e}");
+        }
+    }
 }
 
 fn main_inner() -> i32 {

@@ -189,3 +189,49 @@ fn claude_md_is_read_after_agents_md() {
     );
     assert!(a < c, "{system}");
 }
+
+#[test]
+fn the_open_file_soft_limit_is_raised_to_the_hard_limit() {
+    let sb = Sandbox::new();
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [{"id": "c1", "name": "bash",
+                "args": {"command": "echo soft=$(ulimit -Sn) hard=$(ulimit -Hn)", "timeout": 10}}]}),
+            json!({"text": "ok"}),
+        ],
+    );
+    let zut_bin = env!("CARGO_BIN_EXE_zut");
+    // Lower the soft limit in a shell, then start zut from it.
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -Sn 256 && exec \"$ZUT_BIN\" --provider script --script \"$SCRIPT\" --yolo --mode json go")
+        .current_dir(sb.cwd())
+        .env("ZUT_HOME", sb.home())
+        .env("ZUT_BIN", zut_bin)
+        .env("SCRIPT", &s)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let result = json_lines(&out.stdout)
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .expect("the bash call ran");
+    let text = result["content"][0]["text"].as_str().unwrap().to_string();
+    let soft = text
+        .split("soft=")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let hard = text
+        .split("hard=")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    assert_eq!(soft, hard, "{text}");
+    assert_ne!(soft, "256", "{text}");
+}
