@@ -148,11 +148,13 @@ fn bad_auth_entry(path: &Path, provider: &str) -> ConfigError {
     ))
 }
 
-/// The file's text, or `None` when it does not exist.
+/// The file's text, or `None` when it does not exist (also when a
+/// component of its directory is not a directory: nothing is there).
 fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
     match crate::safe_fs::read_regular_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => Ok(None),
         Err(e) => Err(ConfigError(format!("cannot read {}: {e}", path.display()))),
     }
 }

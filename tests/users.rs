@@ -235,3 +235,40 @@ fn the_open_file_soft_limit_is_raised_to_the_hard_limit() {
     assert_eq!(soft, hard, "{text}");
     assert_ne!(soft, "256", "{text}");
 }
+
+#[test]
+fn an_unwritable_zut_home_warns_once_and_zut_goes_on() {
+    let sb = Sandbox::new();
+    // A home below a regular file cannot be created, not even by root.
+    let blocker = sb.path("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let home = blocker.join("zut");
+    let ext = sb.fixture("fx-normal", &[]);
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [{"id": "c1", "name": "fx_normal_echo", "args": {"text": "hi"}}]}),
+            json!({"text": "all fine"}),
+        ],
+    );
+    let out = zut(&sb)
+        .env("ZUT_HOME", &home)
+        .arg("-e")
+        .arg(&ext)
+        .args(["--provider", "script", "--script", &s, "-p", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "all fine\n");
+    assert_eq!(
+        stderr(&out).matches("warning").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("going on without one"),
+        "{}",
+        stderr(&out)
+    );
+}

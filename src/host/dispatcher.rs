@@ -612,8 +612,21 @@ impl Dispatcher {
             }
             None => return Err(fail("no exec".into())),
         };
-        let stderr = process::open_log(&log, &m.name, &m.version)
-            .map_err(|e| fail(format!("cannot open log: {e}")))?;
+        // A read-only $ZUT_HOME (a container, a locked-down home) must not
+        // stop extensions: their stderr then goes nowhere.
+        let stderr = match process::open_log(&log, &m.name, &m.version) {
+            Ok(file) => file,
+            Err(e) => {
+                log::warn!(
+                    "cannot open {}: {e}; the extension's stderr is discarded",
+                    log.display()
+                );
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/null")
+                    .map_err(|e| fail(format!("cannot open log: {e}")))?
+            }
+        };
         let spawned = process::spawn(&program, &m.args, &m.dir, stderr)
             .map_err(|e| fail(format!("spawn: {e}")))?;
         let ext = ExtId {

@@ -116,7 +116,18 @@ pub fn open_session(
                 (store.create().map_err(fail)?, "new")
             }
         },
-        _ => (store.create().map_err(fail)?, "new"),
+        _ => match store.create() {
+            Ok(s) => (s, "new"),
+            // Like tools in read-only containers: say it once and go on
+            // without a session rather than refuse to run.
+            Err(e @ crate::session::SessionError::Io { .. }) => {
+                if !quiet {
+                    eprintln!("zut: warning: cannot keep a session ({e}); going on without one");
+                }
+                return Ok((None, None, "new"));
+            }
+            Err(e) => return Err(fail(e)),
+        },
     };
     if let (Some(w), false) = (session.warning(), quiet) {
         eprintln!("zut: warning: {w}");
