@@ -22,12 +22,12 @@ pub trait Core: Send + Sync {
     /// Send a prompt to the model: starts a turn now, or queues it behind the
     /// running one (the returned value says which). Ends with `done`.
     fn prompt(&self, text: String) -> Submitted;
-    /// Run a slash command line (`"/weather berlin"`): an extension command
-    /// or a core built-in (`/reload-ext`, `/new`, `/fork`, `/compact`,
-    /// `/resume ID`, `/model NAME`, `/skill:NAME …`). Its result arrives as
-    /// `command_result` (and, for a `prompt` action, a turn). Front-end-only
-    /// built-ins (`/help`, `/clear`, `/quit`, `/settings`, …) are the front
-    /// end's own business and never reach here.
+    /// Run a slash command line (`"/weather berlin"`): an extension command,
+    /// `/skill:NAME …`, or a built-in of [`crate::commands`] that works in
+    /// this front end's mode (one that does not is refused with where it
+    /// works). Its result arrives as `command_result` (and, for a `prompt`
+    /// action, a turn), then `done`. The terminal runs its own built-ins
+    /// (`/clear`, `/tree`, …) and sends the rest here.
     fn command(&self, line: String) -> Submitted;
     /// End the running turn (`turn_end` with `stop:"aborted"`, then `done`);
     /// queued prompts are dropped only when `drop_queued`.

@@ -9,6 +9,7 @@ pub mod agent;
 pub mod app;
 pub mod cancel;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod events;
 pub mod frontend;

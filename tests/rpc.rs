@@ -767,3 +767,48 @@ fn list_tools_follows_a_reload_that_changes_the_tools() {
     let (code, _) = rpc.close();
     assert_eq!(code, Some(0));
 }
+
+#[test]
+fn list_commands_lists_every_built_in_rpc_runs_and_help_works() {
+    let sb = Sandbox::new();
+    let mut rpc = Rpc::start(&sb, &[], &[]);
+    let r = rpc.request("list_commands", json!({}));
+    let listed: Vec<String> = ok_data(&r)["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["extension"].is_null())
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    let expected: Vec<String> = zut::commands::available(zut::commands::Mode::Rpc)
+        .map(|b| b.name.to_string())
+        .collect();
+    assert_eq!(listed, expected);
+    for name in [
+        "help",
+        "model",
+        "new",
+        "fork",
+        "resume",
+        "switch",
+        "compact",
+        "reload-ext",
+    ] {
+        assert!(
+            listed.iter().any(|n| n == name),
+            "{name} missing: {listed:?}"
+        );
+    }
+    let r = rpc.request("command", json!({"text": "/help"}));
+    ok_data(&r);
+    let seen = rpc.until_type("done");
+    let help = seen
+        .iter()
+        .find(|v| v["type"] == "command_result")
+        .unwrap_or_else(|| panic!("no command_result in {seen:#?}"));
+    assert_eq!(help["action"], "display");
+    assert!(help["text"].as_str().unwrap().contains("/switch"), "{help}");
+    assert!(!help["text"].as_str().unwrap().contains("/tree"), "{help}");
+    let (code, _) = rpc.close();
+    assert_eq!(code, Some(0));
+}

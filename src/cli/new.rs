@@ -18,7 +18,6 @@
 
 use super::{Failure, Io, Outcome};
 use crate::host::manifest;
-use crate::host::registry::BUILTIN_COMMANDS;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -109,7 +108,7 @@ pub(crate) fn check_name(name: &str, lang: Lang) -> Result<(), String> {
             "invalid name {name:?}: at most 59 characters (the tool {name}_echo must fit in 64)"
         ));
     }
-    if BUILTIN_COMMANDS.contains(&name.to_lowercase().as_str()) {
+    if crate::commands::is_reserved(name) {
         return Err(format!(
             "invalid name {name:?}: /{name} is a built-in zut command"
         ));

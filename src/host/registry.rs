@@ -22,24 +22,6 @@ pub const MAX_TOOL_DESCRIPTION_BYTES: usize = 16 * 1024;
 /// The most tools one extension may register.
 pub const MAX_TOOLS_PER_EXTENSION: usize = 128;
 
-/// Slash commands the host implements itself; extensions cannot take them.
-pub const BUILTIN_COMMANDS: &[&str] = &[
-    "help",
-    "clear",
-    "quit",
-    "exit",
-    "reload-ext",
-    "model",
-    "settings",
-    "skills",
-    "fork",
-    "tree",
-    "resume",
-    "new",
-    "compact",
-    "cd",
-];
-
 /// An active command.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommandEntry {
@@ -85,7 +67,7 @@ impl Registry {
                 entry.name
             ));
         }
-        if BUILTIN_COMMANDS.contains(&key.as_str()) {
+        if crate::commands::is_reserved(&key) {
             return Err(format!(
                 "command /{} refused: it is a built-in zut command",
                 entry.name

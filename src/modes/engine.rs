@@ -12,9 +12,10 @@
 
 use crate::agent::{self, Agent, ConfirmRequest, Confirmer, Decision, Outcome};
 use crate::cancel::{self, CancelToken, Canceller};
+use crate::commands;
 use crate::events::{Event, EventSink};
 use crate::frontend::{CommandSummary, Core, CoreState, ExtensionSummary, Submitted, ToolSummary};
-use crate::host::{registry::BUILTIN_COMMANDS, HostHandle, Phase};
+use crate::host::{HostHandle, Phase};
 use crate::provider::Message;
 use crate::session::{Session, Store};
 use crossbeam_channel::{Receiver, Sender};
@@ -36,6 +37,8 @@ pub struct EngineConfig {
     pub store: Option<Store>,
     /// The session to start with (already opened or created).
     pub session: Option<Session>,
+    /// The front end, for which built-in commands run ([`commands`]).
+    pub front: commands::Mode,
 }
 
 /// One unit of work for the worker.
@@ -736,6 +739,88 @@ impl Worker {
         }
     }
 
+    /// A built-in command of the table in [`commands`]: run here when it
+    /// works in this front end's mode, refused with where it works when not.
+    fn builtin(&mut self, builtin: &'static commands::Builtin, arg: &str, cancel: &CancelToken) {
+        let name = builtin.name;
+        if !builtin.works_in(self.config.front) {
+            return self.fail(format!(
+                "/{name} works only in {}",
+                builtin.where_it_works()
+            ));
+        }
+        let job = match name {
+            "help" => return self.display(name, self.help_text()),
+            "model" if arg.is_empty() => {
+                let s = lock(&self.shared);
+                let text = format!(
+                    "model: {} ({}); /model NAME to change it",
+                    s.model, s.provider
+                );
+                drop(s);
+                return self.display(name, text);
+            }
+            "model" => {
+                let _ = self.run_job(Job::SetModel(arg.to_string()), cancel);
+                return;
+            }
+            "reload-ext" => Job::Reload,
+            "new" => Job::NewSession,
+            "fork" if arg.is_empty() => Job::Fork(None),
+            "fork" => match arg.parse::<usize>() {
+                Ok(n) => Job::Fork(Some(n)),
+                Err(_) => return self.fail(format!("/fork takes a message index, not {arg:?}")),
+            },
+            "compact" => Job::Compact((!arg.is_empty()).then(|| arg.to_string())),
+            "resume" | "switch" if arg.is_empty() => {
+                return self.fail(format!(
+                    "/{name} needs a session id (zut sessions lists them)"
+                ))
+            }
+            "resume" | "switch" => Job::Switch(arg.to_string()),
+            // `/skills` is answered by the skills module before the table;
+            // a built-in of the table the engine does not run is a bug of
+            // the table, reported rather than ignored.
+            _ => return self.fail(format!("/{name} cannot run here")),
+        };
+        let _ = self.run_job(job, cancel);
+        self.emit(Event::CommandResult {
+            name: name.into(),
+            action: "noop".into(),
+            text: String::new(),
+        });
+    }
+
+    /// A built-in's `display` answer.
+    fn display(&self, name: &str, text: String) {
+        self.emit(Event::CommandResult {
+            name: name.into(),
+            action: "display".into(),
+            text,
+        });
+    }
+
+    /// `/help` outside the terminal: the commands that work in this mode,
+    /// then the skills prefix and the extensions' commands.
+    fn help_text(&self) -> String {
+        let mut lines: Vec<String> = commands::available(self.config.front)
+            .map(|b| format!("/{:<12} {}", b.name, b.description))
+            .collect();
+        let view = self.host.view();
+        if view.skills.is_some() {
+            lines.push(format!("/{:<12} run a skill", "skill:NAME"));
+        }
+        for c in view.registry.commands() {
+            lines.push(format!(
+                "/{:<12} {} [{}]",
+                c.name,
+                crate::sanitize::sanitize(&c.description),
+                c.extension
+            ));
+        }
+        lines.join("\n")
+    }
+
     /// `/name args`: a core built-in or an extension command.
     fn command(&mut self, line: &str, cancel: &CancelToken) {
         let line = line.trim().trim_start_matches('/');
@@ -744,58 +829,12 @@ impl Worker {
             return self.skill_command(s, cancel);
         }
         let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        let lower = name.to_lowercase();
-        match lower.as_str() {
-            "reload-ext" => {
-                self.reload();
-                self.emit(Event::CommandResult {
-                    name: "reload-ext".into(),
-                    action: "noop".into(),
-                    text: String::new(),
-                });
-                return;
-            }
-            "model" if !args.trim().is_empty() => {
-                let _ = self.run_job(Job::SetModel(args.trim().to_string()), cancel);
-                return;
-            }
-            "new" | "fork" | "compact" | "resume" | "switch" => {
-                let arg = args.trim();
-                let job = match lower.as_str() {
-                    "new" => Job::NewSession,
-                    "fork" if arg.is_empty() => Job::Fork(None),
-                    "fork" => match arg.parse::<usize>() {
-                        Ok(n) => Job::Fork(Some(n)),
-                        Err(_) => {
-                            return self.fail(format!("/fork takes a message index, not {arg:?}"))
-                        }
-                    },
-                    "compact" => Job::Compact((!arg.is_empty()).then(|| arg.to_string())),
-                    _ if arg.is_empty() => {
-                        return self.fail(format!(
-                            "/{lower} needs a session id (zut sessions lists them)"
-                        ))
-                    }
-                    _ => Job::Switch(arg.to_string()),
-                };
-                let _ = self.run_job(job, cancel);
-                self.emit(Event::CommandResult {
-                    name: lower.clone(),
-                    action: "noop".into(),
-                    text: String::new(),
-                });
-                return;
-            }
-            _ => {}
-        }
-        if BUILTIN_COMMANDS.contains(&lower.as_str()) {
-            return self.fail(format!(
-                "/{name} is a command of the interactive terminal; it cannot run here"
-            ));
+        if let Some(builtin) = commands::find(name) {
+            return self.builtin(builtin, args.trim(), cancel);
         }
         let known = self.host.command(name).is_some();
         if !known && self.host.view().registry.gone_command(name).is_none() {
-            return self.fail(unknown_command(name, &self.host));
+            return self.fail(unknown_command(name, &self.host, self.config.front));
         }
         let reply = match self.host.invoke_command(name, args.trim(), cancel) {
             Ok(r) => r,
@@ -858,9 +897,9 @@ pub fn session_event(info: &zut_ext::wire::SessionInfo, reason: &str) -> Event {
     }
 }
 
-/// "unknown command" with what is available and how to send the text as a
-/// prompt instead.
-pub fn unknown_command(name: &str, host: &HostHandle) -> String {
+/// "unknown command" with what is available in `mode` and how to send the
+/// text as a prompt instead.
+pub fn unknown_command(name: &str, host: &HostHandle, mode: commands::Mode) -> String {
     if let Some(hint) = &host.view().disabled_hint {
         return format!("no command /{name}; {hint}");
     }
@@ -870,18 +909,7 @@ pub fn unknown_command(name: &str, host: &HostHandle) -> String {
         .commands()
         .map(|c| format!("/{}", c.name))
         .collect();
-    names.extend(
-        [
-            "/reload-ext",
-            "/model",
-            "/new",
-            "/fork",
-            "/compact",
-            "/resume",
-            "/skills",
-        ]
-        .map(String::from),
-    );
+    names.extend(commands::available(mode).map(|b| format!("/{}", b.name)));
     format!(
         "unknown command /{name}; available: {}. To send text that starts with / as a prompt, begin it with a space or with //",
         names.join(", ")

@@ -190,6 +190,7 @@ pub fn run_once(mut run: Run, cancel: &CancelToken) -> i32 {
             can_confirm: false,
             store,
             session,
+            front: crate::commands::Mode::Print,
         },
     );
     // `/name` runs a command; `//text` and ` /text` send text that starts
@@ -292,6 +293,7 @@ pub fn run_interactive(mut run: Run) -> i32 {
             can_confirm: true,
             store,
             session,
+            front: crate::commands::Mode::Terminal,
         },
     );
     if let Some(p) = run.prompt.clone().filter(|p| !p.trim().is_empty()) {

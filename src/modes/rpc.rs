@@ -47,16 +47,6 @@ pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
 /// the count logged) so an unauthenticated client cannot grow memory.
 pub const HELD_EVENTS: usize = 1000;
 
-/// The slash commands the engine itself runs, listed by `list_commands`
-/// next to the extensions' commands.
-const CORE_COMMANDS: &[(&str, &str)] = &[
-    ("reload-ext", "restart every extension"),
-    (
-        "model",
-        "use another model from the next request on: /model NAME",
-    ),
-];
-
 /// One line from the client, framed and parsed on the reader thread.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
@@ -510,11 +500,8 @@ impl<'a, W: Write> Server<'a, W> {
             Request::GetState => state_data(&core.state()),
             Request::GetMessages => return Ok(field("messages", &core.state().messages)),
             Request::ListCommands => {
-                let mut list: Vec<Value> = CORE_COMMANDS
-                    .iter()
-                    .map(|(name, description)| {
-                        json!({"name": name, "description": description, "extension": null})
-                    })
+                let mut list: Vec<Value> = crate::commands::available(crate::commands::Mode::Rpc)
+                    .map(|b| json!({"name": b.name, "description": b.description, "extension": null}))
                     .collect();
                 list.extend(core.commands().iter().map(|c| {
                     json!({"name": c.name, "description": c.description, "extension": c.extension})
@@ -690,6 +677,7 @@ pub fn serve(
             can_confirm: !run.yolo,
             store,
             session,
+            front: crate::commands::Mode::Rpc,
         },
     );
     let mut server = Server::new(out, engine.as_ref(), token);

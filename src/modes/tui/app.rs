@@ -14,6 +14,7 @@ use super::editor::Editor;
 use super::text::strip_controls;
 use super::theme::{ColorDepth, Theme, ThemeFile};
 use crate::agent::Decision;
+use crate::commands;
 use crate::events::Event;
 use crate::frontend::{CoreState, Submitted};
 use crate::provider::{Block, Message, Role};
@@ -192,23 +193,6 @@ pub struct MenuItem {
     pub name: String,
     pub description: String,
 }
-
-/// The commands the terminal itself knows, with descriptions.
-pub const BUILTINS: &[(&str, &str)] = &[
-    ("help", "keys and commands"),
-    ("clear", "clear the screen, notes and load errors"),
-    ("reload-ext", "restart every extension"),
-    ("ext", "extensions, their commands, tools and status"),
-    ("new", "start a fresh session"),
-    ("fork", "branch the session here (or at message N)"),
-    ("tree", "branches of this session; pick one to switch"),
-    ("resume", "resume an earlier session (or /resume ID)"),
-    ("compact", "summarise older history"),
-    ("model", "show or set the model (/model NAME)"),
-    ("settings", "alerts on/off, colour theme"),
-    ("skills", "list the skills the model can use"),
-    ("quit", "leave zut"),
-];
 
 /// The keys, for `/help`.
 const HELP: &[&str] = &[
@@ -1031,9 +1015,9 @@ impl App {
             return Vec::new();
         }
         let prefix = prefix.to_lowercase();
-        let builtins = BUILTINS.iter().map(|(n, d)| MenuItem {
-            name: n.to_string(),
-            description: d.to_string(),
+        let builtins = commands::available(commands::Mode::Terminal).map(|b| MenuItem {
+            name: b.name.to_string(),
+            description: b.description.to_string(),
         });
         let commands = self.state.commands.iter().map(|c| MenuItem {
             name: strip_controls(&c.name),
@@ -1260,7 +1244,9 @@ impl App {
         let (name, args) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
         let args = args.trim();
         let arg = (!args.is_empty()).then(|| args.to_string());
-        match name.to_lowercase().as_str() {
+        // The table names the built-ins; the ones the terminal does not
+        // run itself (and extension commands) go to the core.
+        match commands::find(name).map_or("", |b| b.name) {
             "help" => self.sheet = Some(self.help_sheet()),
             "clear" => {
                 self.chat.clear();
@@ -1270,7 +1256,7 @@ impl App {
                 self.flash = None;
                 self.scroll = 0;
             }
-            "quit" | "exit" => return vec![Intent::Quit(0)],
+            "quit" => return vec![Intent::Quit(0)],
             "reload-ext" => {
                 self.set_flash("reloading extensions…", "info", None);
                 return vec![Intent::Reload];
@@ -1320,8 +1306,8 @@ impl App {
     fn help_sheet(&self) -> Sheet {
         let mut lines: Vec<String> = HELP.iter().map(|s| s.to_string()).collect();
         lines.push(String::new());
-        for (n, d) in BUILTINS {
-            lines.push(format!("/{n:<12} {d}"));
+        for b in commands::available(commands::Mode::Terminal) {
+            lines.push(format!("/{:<12} {}", b.name, b.description));
         }
         lines.push(format!("/{:<12} {}", "skill:NAME", "run a skill"));
         for c in &self.state.commands {
