@@ -812,3 +812,38 @@ fn list_commands_lists_every_built_in_rpc_runs_and_help_works() {
     let (code, _) = rpc.close();
     assert_eq!(code, Some(0));
 }
+
+#[test]
+fn clear_answers_after_it_took_effect_so_a_read_right_after_sees_it() {
+    let sb = Sandbox::new();
+    let replies: Vec<Value> = (0..5)
+        .map(|i| json!({"text": format!("answer {i}")}))
+        .collect();
+    let mut rpc = Rpc::start(&sb, &[], &replies);
+    for run in 0..5 {
+        ok_data(&rpc.request("prompt", json!({"message": format!("hi {run}")})));
+        rpc.until_type("done");
+        let before = rpc.request("get_messages", json!({}));
+        assert_eq!(ok_data(&before)["messages"].as_array().unwrap().len(), 2);
+        // Pipelined: the read is sent before the clear is answered.
+        rpc.send_raw(&json!({"id": format!("c{run}"), "type": "clear"}).to_string());
+        rpc.send_raw(&json!({"id": format!("m{run}"), "type": "get_messages"}).to_string());
+        let cleared = rpc.response(&json!(format!("c{run}")));
+        ok_data(&cleared);
+        // The new session's event came before the answer.
+        assert!(
+            rpc.backlog
+                .iter()
+                .any(|v| v["type"] == "session" && v["reason"] == "new"),
+            "run {run}: {:?}",
+            rpc.backlog
+        );
+        rpc.backlog.clear();
+        let messages = rpc.response(&json!(format!("m{run}")));
+        assert_eq!(ok_data(&messages)["messages"], json!([]), "run {run}");
+        let state = rpc.request("get_state", json!({}));
+        assert_eq!(ok_data(&state)["message_count"], 0, "run {run}");
+    }
+    let (code, _) = rpc.close();
+    assert_eq!(code, Some(0));
+}

@@ -479,6 +479,38 @@ impl HostHandle {
         })
     }
 
+    /// [`HostHandle::all_extensions`], waiting at most `wait` for the
+    /// dispatcher; past it (the dispatcher busy) the last report given.
+    pub fn all_extensions_within(&self, wait: std::time::Duration) -> Vec<ExtReport> {
+        let last = || {
+            self.inner
+                .last
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+        };
+        if self.inner.stopped.load(Ordering::SeqCst) {
+            return last();
+        }
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        if self
+            .inner
+            .channels
+            .commands
+            .send(Command::Report { reply: tx })
+            .is_err()
+        {
+            return last();
+        }
+        match rx.recv_timeout(wait) {
+            Ok(report) => {
+                *self.inner.last.lock().unwrap_or_else(|p| p.into_inner()) = report.clone();
+                report
+            }
+            Err(_) => last(),
+        }
+    }
+
     fn next_id(&self) -> u64 {
         self.inner.next_id.fetch_add(1, Ordering::Relaxed)
     }

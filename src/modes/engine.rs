@@ -72,6 +72,10 @@ struct Shared {
     /// The transcript of the active branch, kept current by the agent's
     /// observer, for `state()`.
     messages: Vec<Message>,
+    /// Sequence of the last job finished (or skipped).
+    finished: u64,
+    /// [`Core::settled`] receivers, each with the job it waits for.
+    settling: Vec<(u64, Sender<()>)>,
 }
 
 /// Where the agent's messages and extension states go: the active session
@@ -171,17 +175,12 @@ pub struct Engine {
     tools_cache: Mutex<Option<(Arc<crate::host::View>, Arc<[ToolSummary]>)>>,
 }
 
+/// The longest [`Core::state`] waits for the dispatcher's extension
+/// report before it answers with the last one.
+const STATE_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Sends agent events into the front end's channel.
-struct ChannelSink(Sender<Event>);
-
-impl EventSink for ChannelSink {
-    fn emit(&self, event: Event) {
-        let _ = self.0.send(event);
-    }
 }
 
 impl Engine {
@@ -336,20 +335,6 @@ impl Core for Engine {
             ..CoreState::default()
         };
         drop(s);
-        if let Some(store) = &self.store {
-            state.sessions = store
-                .list()
-                .into_iter()
-                .map(|s| crate::frontend::SessionSummary {
-                    id: s.id,
-                    parent_id: s.parent_id,
-                    path: s.path.display().to_string(),
-                    fork_point: s.fork_point,
-                    title: s.title,
-                    updated: s.updated,
-                })
-                .collect();
-        }
         if let Some(skills) = self.host.view().skills.clone() {
             state.skills = skills
                 .skills
@@ -363,9 +348,11 @@ impl Core for Engine {
         }
         state.commands = self.commands();
         state.tools = self.tools().to_vec();
+        // Bounded: a dispatcher busy past the deadline leaves the last
+        // report it gave, never a front end waiting.
         state.extensions = self
             .host
-            .all_extensions()
+            .all_extensions_within(STATE_WAIT)
             .into_iter()
             .map(|e| ExtensionSummary {
                 running: matches!(e.phase, Phase::Ready { .. } | Phase::Registering),
@@ -381,6 +368,50 @@ impl Core for Engine {
             })
             .collect();
         state
+    }
+
+    fn settled(&self) -> Receiver<()> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let mut s = lock(&self.shared);
+        if s.finished >= s.seq {
+            let _ = tx.send(());
+        } else {
+            let seq = s.seq;
+            s.settling.push((seq, tx));
+        }
+        rx
+    }
+
+    fn list_sessions(&self) {
+        // On a thread of its own: reading every session file must neither
+        // hold up the front end nor wait behind a running turn.
+        let Some(store) = self.store.clone() else {
+            let _ = self.events.send(Event::Sessions {
+                sessions: Vec::new(),
+            });
+            return;
+        };
+        let events = self.events.clone();
+        let spawned = std::thread::Builder::new()
+            .name("zut-sessions".into())
+            .spawn(move || {
+                let sessions = store
+                    .list()
+                    .into_iter()
+                    .map(|s| crate::frontend::SessionSummary {
+                        id: s.id,
+                        parent_id: s.parent_id,
+                        path: s.path.display().to_string(),
+                        fork_point: s.fork_point,
+                        title: s.title,
+                        updated: s.updated,
+                    })
+                    .collect();
+                let _ = events.send(Event::Sessions { sessions });
+            });
+        if let Err(e) = spawned {
+            log::error!("cannot start the session lister: {e}");
+        }
     }
 
     fn commands(&self) -> Vec<CommandSummary> {
@@ -456,6 +487,20 @@ impl Drop for Engine {
     }
 }
 
+/// Marks job `seq` finished and wakes whoever waits for it.
+fn finish(s: &mut Shared, seq: u64) {
+    s.finished = s.finished.max(seq);
+    let done = s.finished;
+    s.settling.retain(|(wanted, tx)| {
+        if *wanted <= done {
+            let _ = tx.send(());
+            false
+        } else {
+            true
+        }
+    });
+}
+
 /// The worker: owns the agent, runs one job at a time.
 struct Worker {
     host: HostHandle,
@@ -476,6 +521,7 @@ impl Worker {
                 let mut s = lock(&self.shared);
                 s.pending = s.pending.saturating_sub(1);
                 if seq <= s.dropped {
+                    finish(&mut s, seq);
                     continue;
                 }
                 s.busy = true;
@@ -497,7 +543,11 @@ impl Worker {
             } else {
                 Event::Idle
             });
+            // After its events: whoever waits for the job finds them sent.
+            finish(&mut lock(&self.shared), seq);
         }
+        // No more jobs: nobody may wait for one (the receivers disconnect).
+        lock(&self.shared).settling.clear();
     }
 
     fn emit(&self, e: Event) {
@@ -552,7 +602,7 @@ impl Worker {
                     .can_confirm
                     .then(|| self.confirms.clone() as Arc<dyn Confirmer>),
             };
-            let sink: Arc<dyn EventSink> = Arc::new(ChannelSink(self.events.clone()));
+            let sink: Arc<dyn EventSink> = Arc::new(self.events.clone());
             let mut agent = Agent::new(
                 provider,
                 self.host.clone(),

@@ -8,10 +8,14 @@
 //! signal token, and is the only writer of stdout.
 //!
 //! Invariants:
-//! - every request line gets exactly one `response` line, written before
-//!   any event the request causes (the engine only enqueues on this thread,
-//!   so its events reach the channel after the call returns and are
-//!   written after the response);
+//! - every request line gets exactly one `response` line, which describes
+//!   the state after the request: a query or a prompt is answered before
+//!   any event it causes (the engine only enqueues on this thread, so its
+//!   events reach the channel after the call returns); a change (`clear`,
+//!   `fork`, `switch`, `compact`, `set_model`, `reload_extensions`) is
+//!   answered once it took effect, after the events it caused
+//!   ([`Core::settled`]), and the requests after it wait for that answer,
+//!   except `abort`, `confirm` and `ping`, which act at once;
 //! - a line that is not a JSON object gets a response with `id: null` and
 //!   the process keeps serving;
 //! - with `ZUT_RPC_TOKEN` set, nothing but the failed response is written
@@ -315,6 +319,11 @@ struct Server<'a, W: Write> {
     waiting: HashSet<u64>,
     /// The last `list_tools` answer, encoded, and the tool list it encodes.
     tools_answer: Option<(Arc<[ToolSummary]>, Vec<u8>)>,
+    /// A change request whose response waits until it took effect: the
+    /// core's signal, the request's id and type, the response data.
+    changing: Option<(Receiver<()>, Value, String, Vec<u8>)>,
+    /// Requests that came while a change was taking effect, in order.
+    later: VecDeque<Input>,
 }
 
 impl<'a, W: Write> Server<'a, W> {
@@ -329,6 +338,8 @@ impl<'a, W: Write> Server<'a, W> {
             dropped: 0,
             waiting: HashSet::new(),
             tools_answer: None,
+            changing: None,
+            later: VecDeque::new(),
         }
     }
 
@@ -389,8 +400,40 @@ impl<'a, W: Write> Server<'a, W> {
         }
     }
 
+    /// The signal of the change waiting to take effect, if any.
+    fn change_signal(&self) -> Option<Receiver<()>> {
+        self.changing.as_ref().map(|(rx, ..)| rx.clone())
+    }
+
+    /// The change took effect (its events are written): its response, then
+    /// the requests that waited for it, until one is a change again.
+    fn settle(&mut self) -> Flow {
+        if let Some((_, id, kind, data)) = self.changing.take() {
+            self.write_ok(&id, &kind, &data);
+        }
+        while self.changing.is_none() {
+            let Some(input) = self.later.pop_front() else {
+                break;
+            };
+            if self.input(input) == Flow::Refused {
+                return Flow::Refused;
+            }
+        }
+        Flow::Serve
+    }
+
     /// One input line: answered, and maybe the end of the connection.
+    /// While a change is taking effect, requests wait behind it, except
+    /// those that must act at once (`abort`, `confirm`, `ping`).
     fn input(&mut self, input: Input) -> Flow {
+        if self.changing.is_some() {
+            let urgent = matches!(&input, Input::Request(m)
+                if matches!(m.get("type").and_then(Value::as_str), Some("abort" | "confirm" | "ping")));
+            if !urgent {
+                self.later.push_back(input);
+                return Flow::Serve;
+            }
+        }
         let (id, kind, body) = match input {
             Input::Bad(why) => {
                 self.write(&Response::fail(Value::Null, Value::Null, why));
@@ -424,7 +467,21 @@ impl<'a, W: Write> Server<'a, W> {
             self.write(&r);
             return Flow::Refused;
         }
+        let changes = matches!(
+            request,
+            Request::Clear
+                | Request::Fork { .. }
+                | Request::Switch { .. }
+                | Request::Compact { .. }
+                | Request::SetModel { .. }
+                | Request::ReloadExtensions
+        );
         let success = match self.answer(request) {
+            Ok(data) if changes => {
+                // Answered once it took effect (a read that follows sees it).
+                self.changing = Some((self.core.settled(), id, kind.clone(), data));
+                true
+            }
             Ok(data) => {
                 self.write_ok(&id, &kind, &data);
                 true
@@ -682,8 +739,20 @@ pub fn serve(
     );
     let mut server = Server::new(out, engine.as_ref(), token);
     let mut code = EXIT_OK;
+    let nothing = crossbeam_channel::never();
     loop {
+        let change = server.change_signal();
         crossbeam_channel::select! {
+            recv(change.as_ref().unwrap_or(&nothing)) -> _ => {
+                // The core sent the change's events before the signal.
+                for e in events.try_iter() {
+                    server.event(e);
+                }
+                if server.settle() == Flow::Refused {
+                    code = EXIT_FAILURE;
+                    break;
+                }
+            }
             recv(requests) -> r => match r {
                 Ok(input) => {
                     if server.input(input) == Flow::Refused {

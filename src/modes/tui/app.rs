@@ -236,6 +236,8 @@ impl Default for AppConfig {
 pub struct App {
     pub(super) now: Instant,
     pub(super) state: CoreState,
+    /// The session picker waiting for the core's `sessions` answer.
+    pub(super) awaiting_sessions: Option<Then>,
     pub(super) session_id: String,
     pub(super) busy: bool,
     pub(super) chat: Vec<Entry>,
@@ -272,6 +274,7 @@ impl App {
         let mut app = App {
             now,
             state: CoreState::default(),
+            awaiting_sessions: None,
             session_id: String::new(),
             busy: false,
             chat: Vec::new(),
@@ -764,6 +767,12 @@ impl App {
             Event::Idle => {
                 self.busy = false;
                 out.push(Intent::Refresh(Then::Nothing));
+            }
+            Event::Sessions { sessions } => {
+                self.state.sessions = sessions;
+                if let Some(then) = self.awaiting_sessions.take() {
+                    out.extend(self.set_state(self.state.clone(), then));
+                }
             }
             Event::Done => {
                 self.close_assistant();

@@ -278,6 +278,13 @@ fn execute(
             Intent::SetModel(m) => core.set_model(m),
             // One plain refresh per batch is enough.
             Intent::Refresh(Then::Nothing) if refreshed => {}
+            // The pickers need the session list: asked for, and opened
+            // when the core's `sessions` event answers.
+            Intent::Refresh(then @ (Then::PickTree | Then::PickResume)) => {
+                queue.extend(app.set_state(core.state(), Then::Nothing));
+                app.awaiting_sessions = Some(then);
+                core.list_sessions();
+            }
             Intent::Refresh(then) => {
                 refreshed = true;
                 queue.extend(app.set_state(core.state(), then));
