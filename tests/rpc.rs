@@ -847,3 +847,59 @@ fn clear_answers_after_it_took_effect_so_a_read_right_after_sees_it() {
     let (code, _) = rpc.close();
     assert_eq!(code, Some(0));
 }
+
+/// Bytes waiting in a pipe, and its capacity.
+fn pipe_fill(fd: std::os::fd::RawFd) -> (usize, usize) {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through a valid pointer; F_GETPIPE_SZ
+    // takes no pointer.
+    let capacity = unsafe {
+        libc::ioctl(fd, libc::FIONREAD, &mut queued);
+        libc::fcntl(fd, libc::F_GETPIPE_SZ)
+    };
+    (queued.max(0) as usize, capacity.max(0) as usize)
+}
+
+#[test]
+fn sigterm_ends_rpc_within_a_second_while_its_client_does_not_read() {
+    use std::os::fd::AsRawFd;
+    let sb = Sandbox::new();
+    let mut child = rpc_command(&sb, &[], &[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Far more answers than the pipe and the writer's queue hold, and
+    // nobody reading them: zut's loop ends up waiting to write.
+    let pings: String = (0..20_000)
+        .map(|i| format!("{{\"id\":{i},\"type\":\"ping\"}}\n"))
+        .collect();
+    stdin.write_all(pings.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let full = eventually(Duration::from_secs(30), || {
+        let (queued, capacity) = pipe_fill(stdout.as_raw_fd());
+        capacity > 0 && queued + 4096 > capacity
+    });
+    assert!(full, "stdout never filled up");
+    let t = std::time::Instant::now();
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let pid = child.id() as i32;
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = rx.recv_timeout(Duration::from_secs(10));
+    let elapsed = t.elapsed();
+    if status.is_err() {
+        // SAFETY: killing our own child that outlived the test.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let code = status.ok().and_then(|s| s.ok()).and_then(|s| s.code());
+    assert_eq!(code, Some(130));
+    assert!(elapsed <= Duration::from_secs(1), "took {elapsed:?}");
+    drop((stdin, stdout));
+}

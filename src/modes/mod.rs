@@ -10,6 +10,7 @@
 
 pub mod engine;
 pub mod json;
+pub mod out;
 pub mod print;
 pub mod rpc;
 pub mod tui;

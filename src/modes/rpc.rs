@@ -1,11 +1,14 @@
 //! `--mode rpc`: a long-running process that a program drives with JSON
 //! lines on stdin and reads JSON lines from on stdout (man zut-rpc(7)).
 //!
-//! Shape: stdin is read on its own thread, which frames lines (split on
-//! `\n`, one `\r` stripped, bounded length), parses them and sends them
-//! over a channel; closing the channel is end of input. The mode's one loop
-//! `select!`s over those requests, the engine's [`Event`] channel and the
-//! signal token, and is the only writer of stdout.
+//! Shape: stdin is read on its own thread, split into lines by the wire
+//! crate's [`LineReader`] (the one splitter of host and SDK), parsed and
+//! sent over a channel; closing the channel is end of input. The mode's one
+//! loop `select!`s over those requests, the engine's [`Event`] channel and
+//! the signal token, and writes stdout through the JSON-lines modes' one
+//! [`LineWriter`]: a response waits for the client to have room (a signal
+//! still ends the wait), an event that does not fit is dropped and counted,
+//! so a client that stops reading holds neither the loop nor memory.
 //!
 //! Invariants:
 //! - every request line gets exactly one `response` line, which describes
@@ -27,6 +30,7 @@
 //!   exits 130.
 
 use super::engine::{Engine, EngineConfig};
+use super::out::LineWriter;
 use super::{Run, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK};
 use crate::agent::Decision;
 use crate::cancel::CancelToken;
@@ -37,8 +41,9 @@ use crossbeam_channel::{Receiver, Sender};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::{HashSet, VecDeque};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::sync::Arc;
+use zut_ext::lines::{Line, LineReader};
 
 /// The major version of the request/response schema (`hello` says it).
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -46,7 +51,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 pub const TOKEN_ENV: &str = "ZUT_RPC_TOKEN";
 /// The longest request line accepted; a longer one is answered with a
 /// failure and skipped (prompts with pasted files fit comfortably).
-pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
+pub const MAX_LINE_BYTES: usize = zut_ext::lines::MAX_LINE_BYTES;
 /// Events kept while waiting for the token; later ones are dropped (and
 /// the count logged) so an unauthenticated client cannot grow memory.
 pub const HELD_EVENTS: usize = 1000;
@@ -66,64 +71,40 @@ pub fn spawn_reader(input: impl std::io::Read + Send + 'static) -> Receiver<Inpu
     let (tx, rx) = crossbeam_channel::unbounded();
     let spawned = std::thread::Builder::new()
         .name("zut-rpc-stdin".into())
-        .spawn(move || read_lines(std::io::BufReader::with_capacity(64 * 1024, input), &tx));
+        .spawn(move || read_lines(input, &tx));
     if let Err(e) = spawned {
         log::error!("cannot start the stdin reader: {e}");
     }
     rx
 }
 
-/// Frames `input` into lines of at most [`MAX_LINE_BYTES`] and sends each
-/// non-blank one, parsed. Returns at end of input or when nobody listens.
-pub fn read_lines(mut input: impl BufRead, tx: &Sender<Input>) {
-    let mut line = Vec::new();
-    let mut too_long = false;
+/// Splits `input` into lines with the wire crate's [`LineReader`] (at most
+/// [`MAX_LINE_BYTES`]) and sends each non-blank one, parsed. Returns at end
+/// of input or when nobody listens.
+pub fn read_lines(input: impl std::io::Read, tx: &Sender<Input>) {
+    let mut reader = LineReader::with_limit(input, MAX_LINE_BYTES);
     loop {
-        let buf = match input.fill_buf() {
-            Ok(b) => b,
+        let input = match reader.next_line() {
+            Ok(Line::Eof) => return,
+            Ok(Line::Data(line)) if line.iter().all(u8::is_ascii_whitespace) => continue,
+            Ok(Line::Data(line)) => parse_line(&line),
+            Ok(Line::TooLong(_)) => Input::Bad(format!(
+                "request line longer than {MAX_LINE_BYTES} bytes; it was skipped"
+            )),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 log::warn!("rpc: cannot read standard input: {e}");
-                break;
-            }
-        };
-        if buf.is_empty() {
-            if too_long || !line.is_empty() {
-                let _ = tx.send(frame(&line, too_long));
-            }
-            return;
-        }
-        let newline = buf.iter().position(|&b| b == b'\n');
-        let chunk = &buf[..newline.unwrap_or(buf.len())];
-        if !too_long {
-            if line.len() + chunk.len() > MAX_LINE_BYTES {
-                too_long = true;
-                line = Vec::new();
-            } else {
-                line.extend_from_slice(chunk);
-            }
-        }
-        let used = newline.map_or(buf.len(), |i| i + 1);
-        input.consume(used);
-        if newline.is_some() {
-            let blank = !too_long && line.iter().all(u8::is_ascii_whitespace);
-            if !blank && tx.send(frame(&line, too_long)).is_err() {
                 return;
             }
-            line.clear();
-            too_long = false;
+        };
+        if tx.send(input).is_err() {
+            return;
         }
     }
 }
 
-/// One framed line as an [`Input`].
-fn frame(line: &[u8], too_long: bool) -> Input {
-    if too_long {
-        return Input::Bad(format!(
-            "request line longer than {MAX_LINE_BYTES} bytes; it was skipped"
-        ));
-    }
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+/// One line as an [`Input`].
+fn parse_line(line: &[u8]) -> Input {
     match serde_json::from_slice::<Value>(line) {
         Ok(Value::Object(m)) => Input::Request(m),
         Ok(_) => Input::Bad("a request must be a JSON object".into()),
@@ -306,10 +287,11 @@ enum Flow {
 
 /// The server side of one connection: answers requests through the core
 /// and writes events, holding them back until the client authenticated.
-struct Server<'a, W: Write> {
-    out: W,
-    /// The client stopped reading: nothing more is written.
-    broken: bool,
+struct Server<'a> {
+    /// Responses wait for room; events that do not fit are dropped.
+    out: LineWriter,
+    /// Events dropped since the client last had room for one.
+    out_dropped: usize,
     core: &'a dyn Core,
     token: Option<String>,
     authed: bool,
@@ -326,11 +308,11 @@ struct Server<'a, W: Write> {
     later: VecDeque<Input>,
 }
 
-impl<'a, W: Write> Server<'a, W> {
-    fn new(out: W, core: &'a dyn Core, token: Option<String>) -> Self {
+impl<'a> Server<'a> {
+    fn new(out: LineWriter, core: &'a dyn Core, token: Option<String>) -> Self {
         Server {
             out,
-            broken: false,
+            out_dropped: 0,
             core,
             authed: token.is_none(),
             token,
@@ -363,17 +345,46 @@ impl<'a, W: Write> Server<'a, W> {
     }
 
     fn write_line(&mut self, line: &[u8]) {
-        if self.broken {
-            return;
+        self.out.send(line.to_vec());
+    }
+
+    /// An event line: written if the client has room for it, else dropped
+    /// and counted (the loop keeps serving, memory stays bounded); the
+    /// count is reported as a warning once there is room again.
+    fn write_event(&mut self, event: &Event) {
+        let encode = |e: &Event| {
+            let mut line = serde_json::to_vec(e).ok()?;
+            line.push(b'\n');
+            Some(line)
+        };
+        if self.out_dropped > 0 {
+            let note = Event::ExtWarning {
+                extension: "zut".into(),
+                message: format!(
+                    "{} events were dropped: the client did not read standard output",
+                    self.out_dropped
+                ),
+            };
+            match encode(&note).map(|l| self.out.offer(l)) {
+                Some(Err(_)) => {
+                    self.out_dropped += 1;
+                    return;
+                }
+                _ => {
+                    log::warn!(
+                        "rpc: {} events dropped (client not reading)",
+                        self.out_dropped
+                    );
+                    self.out_dropped = 0;
+                }
+            }
         }
-        if self
-            .out
-            .write_all(line)
-            .and_then(|_| self.out.flush())
-            .is_err()
-        {
-            log::warn!("rpc: standard output closed; nothing more is written");
-            self.broken = true;
+        let Some(line) = encode(event) else {
+            log::error!("rpc: cannot encode an event");
+            return;
+        };
+        if self.out.offer(line).is_err() {
+            self.out_dropped += 1;
         }
     }
 
@@ -392,7 +403,7 @@ impl<'a, W: Write> Server<'a, W> {
             _ => {}
         }
         if self.authed {
-            self.write(&event);
+            self.write_event(&event);
         } else if self.held.len() < HELD_EVENTS {
             self.held.push_back(event);
         } else {
@@ -517,7 +528,7 @@ impl<'a, W: Write> Server<'a, W> {
             );
         }
         while let Some(e) = self.held.pop_front() {
-            self.write(&e);
+            self.write_event(&e);
         }
     }
 
@@ -690,7 +701,7 @@ pub fn run(run: Run, cancel: &CancelToken) -> i32 {
 pub fn serve(
     run: Run,
     requests: Receiver<Input>,
-    out: impl Write,
+    out: impl Write + Send + 'static,
     token: Option<String>,
     cancel: &CancelToken,
 ) -> i32 {
@@ -737,7 +748,7 @@ pub fn serve(
             front: crate::commands::Mode::Rpc,
         },
     );
-    let mut server = Server::new(out, engine.as_ref(), token);
+    let mut server = Server::new(LineWriter::new(out, cancel.clone()), engine.as_ref(), token);
     let mut code = EXIT_OK;
     let nothing = crossbeam_channel::never();
     loop {
