@@ -29,14 +29,13 @@
 //!   their last events written) and exits 0; a signal does the same and
 //!   exits 130.
 
-use super::engine::{Engine, EngineConfig};
+use super::engine::Engine;
 use super::out::LineWriter;
 use super::{Run, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK};
 use crate::agent::Decision;
 use crate::cancel::CancelToken;
 use crate::events::Event;
 use crate::frontend::{Core, CoreState, Submitted, ToolSummary};
-use crate::host::{self, HostHandle};
 use crossbeam_channel::{Receiver, Sender};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -706,48 +705,11 @@ pub fn serve(
     cancel: &CancelToken,
 ) -> i32 {
     let (tx, events) = crossbeam_channel::unbounded::<Event>();
-    let entries = host::discovery::discover(&run.discovery);
-    let (zut_home, cwd) = (run.host.zut_home.clone(), run.host.cwd.clone());
-    let (store, session, reason) = match super::open_session(&run.session, &zut_home, &cwd, true) {
-        Ok(x) => x,
-        Err((code, message)) => {
-            eprintln!("zut: {message}");
-            return code;
-        }
+    let front = crate::commands::Mode::Rpc;
+    let engine: Arc<Engine> = match super::boot(&run, front, &tx, cancel) {
+        Ok(booted) => booted.engine(&run, tx, front, !run.yolo),
+        Err(code) => return code,
     };
-    let mut host_config = run.host.clone();
-    host_config.session = session.as_ref().map(crate::session::Session::info);
-    // Panel-driven tools need a person at a terminal.
-    host_config.interactive = false;
-    let host = match HostHandle::start(
-        host_config,
-        entries,
-        Some(run.discovery.clone()),
-        tx.clone(),
-        cancel,
-    ) {
-        Ok((h, _report)) => h,
-        Err(e) => {
-            eprintln!("zut: {e}");
-            return EXIT_FAILURE;
-        }
-    };
-    super::announce_session(&host, &tx, session.as_ref(), reason);
-    let engine: Arc<Engine> = Engine::start(
-        host,
-        tx,
-        EngineConfig {
-            provider: run.provider.clone(),
-            cwd,
-            zut_home,
-            max_steps: run.max_steps,
-            yolo: run.yolo,
-            can_confirm: !run.yolo,
-            store,
-            session,
-            front: crate::commands::Mode::Rpc,
-        },
-    );
     let mut server = Server::new(LineWriter::new(out, cancel.clone()), engine.as_ref(), token);
     let mut code = EXIT_OK;
     let nothing = crossbeam_channel::never();
