@@ -23,5 +23,6 @@ pub mod provider;
 pub mod safe_fs;
 pub mod sanitize;
 pub mod session;
+pub mod signals;
 pub mod skills;
 pub mod trust;

@@ -67,7 +67,8 @@ pub struct Io<'a> {
 /// SIGINT/SIGTERM/SIGHUP into cancellation; returns the exit code.
 pub fn run_ext(args: &[String], ctx: &CliContext) -> i32 {
     let (canceller, token) = cancel::pair();
-    let bridge = term::SignalBridge::install(canceller);
+    // Signals keep their default action if the bridge cannot start.
+    let bridge = crate::signals::SignalBridge::cancel(canceller).ok();
     let stdout = std::io::stdout();
     let out_is_tty = stdout.is_terminal();
     let no_color = matches!(std::env::var_os("NO_COLOR"), Some(v) if !v.is_empty());

@@ -13,7 +13,7 @@
 use super::editor::Editor;
 use super::text::strip_controls;
 use super::theme::{ColorDepth, Theme, ThemeFile};
-use crate::agent::Decision;
+use crate::agent::{content_text, Decision};
 use crate::commands;
 use crate::events::Event;
 use crate::frontend::{CoreState, Submitted};
@@ -21,7 +21,7 @@ use crate::provider::{Block, Message, Role};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
-use zut_ext::wire::{ContentBlock, Panel};
+use zut_ext::wire::Panel;
 
 /// How long the status line reporting a reload stays.
 pub const RELOAD_STATUS_TTL: Duration = Duration::from_secs(5);
@@ -1403,19 +1403,6 @@ fn clean_panel(p: Panel) -> Panel {
         lines: p.lines.iter().map(|l| strip_controls(l)).collect(),
         footer: strip_controls(&p.footer),
     }
-}
-
-/// The text of a tool result (images as a placeholder).
-fn content_text(content: &[ContentBlock]) -> String {
-    let mut out = Vec::new();
-    for b in content {
-        match b {
-            ContentBlock::Text { text } => out.push(text.clone()),
-            #[allow(unreachable_patterns)]
-            _ => out.push("[image]".to_string()),
-        }
-    }
-    out.join("\n")
 }
 
 /// Chat entries for a stored transcript.
