@@ -383,7 +383,7 @@ fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
         return Some(crate::cli::sessions::run(rest, &ctx));
     }
     if globals.command == "skills" {
-        return Some(crate::skills::cli::run(
+        return Some(crate::cli::skills::run(
             rest,
             &ctx,
             &mut std::io::stdout(),

@@ -25,4 +25,5 @@ pub mod sanitize;
 pub mod session;
 pub mod signals;
 pub mod skills;
+pub mod suggest;
 pub mod trust;

@@ -26,7 +26,9 @@ mod logs;
 mod new;
 mod process;
 pub mod sessions;
-pub mod suggest;
+pub mod skills;
+/// The suggester moved below the CLI (skills use it too).
+pub use crate::suggest;
 mod term;
 pub mod trust;
 
