@@ -86,7 +86,7 @@ fn a_terminal_command_in_print_mode_says_where_it_works() {
 fn an_extension_cannot_take_a_built_in_name_in_any_mode() {
     let sb = Sandbox::new();
     let ext = sb.fixture("fx-reserved", &[]);
-    let out = print(&sb, &[ext.clone()], "/help");
+    let out = print(&sb, std::slice::from_ref(&ext), "/help");
     let stderr = text(&out.stderr);
     for name in ["switch", "ext", "Model", "skill:deploy"] {
         assert!(

@@ -396,7 +396,8 @@ fn every_fault_at_every_phase_leaves_zut_standing() {
         .filter_map(|(p, f)| applicable(p, f).map(|e| (p, f, e)))
         .collect();
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(&str, &str, Result<(), String>)>> = Mutex::new(Vec::new());
+    type Outcome<'a> = (&'a str, &'a str, Result<(), String>);
+    let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| loop {

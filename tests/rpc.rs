@@ -739,7 +739,7 @@ fn a_signal_shuts_down_like_end_of_input_with_status_130() {
 fn list_tools_follows_a_reload_that_changes_the_tools() {
     let sb = Sandbox::new();
     let ext = sb.fixture_as("fx-normal", "tl-one", &[]);
-    let mut rpc = Rpc::start(&sb, &[ext.clone()], &[]);
+    let mut rpc = Rpc::start(&sb, std::slice::from_ref(&ext), &[]);
     rpc.until_type("ext_loaded");
     let names = |rpc: &mut Rpc| -> Vec<String> {
         let r = rpc.request("list_tools", json!({}));

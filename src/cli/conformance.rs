@@ -368,7 +368,9 @@ impl Drop for Child {
     }
 }
 
-/// What waiting for a frame ended with.
+/// What waiting for a frame ended with. Short-lived and moved once, so
+/// the frame is not boxed.
+#[allow(clippy::large_enum_variant)]
 enum Waited {
     Frame(ExtFrame),
     Timeout,
@@ -866,6 +868,7 @@ impl Session<'_> {
     }
 
     /// Sends `command_invoked` without args; `Ok(error text)` on an answer.
+    #[allow(clippy::result_large_err)] // see `Waited`
     fn request_command(&mut self, c: &CommandEntry) -> Result<Option<String>, Waited> {
         let id = self.id();
         self.child.send(&HostFrame::CommandInvoked {

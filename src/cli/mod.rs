@@ -119,7 +119,7 @@ impl From<String> for Failure {
 /// Shorthand for fallible subcommand steps.
 pub(crate) type Outcome<T = ()> = Result<T, Failure>;
 
-/// Splits `zut [global flags] ext …` (see [`args::split_ext`]): `None` when
+/// Splits `zut [global flags] ext …` (see `args::split_ext`): `None` when
 /// it is not an `ext` invocation, `Some(Err(message))` for a global flag
 /// that does not apply to `ext` (a usage error).
 pub fn split_ext(args: &[String]) -> Option<Result<(Globals, &[String]), String>> {

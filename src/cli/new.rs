@@ -1,7 +1,7 @@
 //! `zut ext new NAME`: writes a small, working extension to start from.
 //!
-//! The scaffold registers the command `/NAME` (it displays "hello, <args or
-//! you> from NAME") and the tool `NAME_echo` (it returns its arguments as
+//! The scaffold registers the command `/NAME` (it displays `hello, <args or
+//! you> from NAME`) and the tool `NAME_echo` (it returns its arguments as
 //! text), and ships a README and a `test.sh` that runs `zut ext test .`.
 //!
 //! Invariants:

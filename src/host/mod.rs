@@ -6,7 +6,7 @@
 //!   request table. Every frame that is not a reply, every stray line, EOF
 //!   and the exit go to one **inbox**, tagged with the instance and its
 //!   generation.
-//! - [`dispatcher`]: one thread that owns all host state (phases,
+//! - `dispatcher`: one thread that owns all host state (phases,
 //!   registrations, subscriptions, warnings, load order, the registry, the
 //!   session identity) and runs one `select!` over the urgent lane, the
 //!   command channel, the inbox and the nearest deadline. After every change
@@ -822,7 +822,6 @@ fn wait_reply(rx: &Receiver<Reply>, timeout: Option<Duration>, cancel: &CancelTo
 }
 
 /// Drops empty text blocks and makes unknown blocks visible; never empty.
-
 fn normalise_content(content: Vec<ContentBlock>, extension: &str) -> Vec<ContentBlock> {
     let mut out: Vec<ContentBlock> = content
         .into_iter()
@@ -959,7 +958,7 @@ impl HostHandle {
             ext.conn.forget(id);
             match reply {
                 Wait::Reply(Ok(frame)) => {
-                    if !each(&ext, frame) {
+                    if !each(ext, frame) {
                         return;
                     }
                 }
@@ -1140,6 +1139,16 @@ fn json_kind(v: &Value) -> &'static str {
     }
 }
 
+/// Sends the dispatcher a request made with a reply channel and waits for
+/// the answer; the default when the dispatcher is gone.
+fn ask<T: Default, M>(to: &Sender<M>, request: impl FnOnce(Sender<T>) -> M) -> T {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    if to.send(request(tx)).is_err() {
+        return T::default();
+    }
+    rx.recv().unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1167,14 +1176,4 @@ mod tests {
             vec![ContentBlock::text("(extension returned no content)")]
         );
     }
-}
-
-/// Sends the dispatcher a request made with a reply channel and waits for
-/// the answer; the default when the dispatcher is gone.
-fn ask<T: Default, M>(to: &Sender<M>, request: impl FnOnce(Sender<T>) -> M) -> T {
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    if to.send(request(tx)).is_err() {
-        return T::default();
-    }
-    rx.recv().unwrap_or_default()
 }

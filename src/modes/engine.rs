@@ -1,7 +1,7 @@
 //! The engine behind every front end: the [`Core`] implementation.
 //!
 //! It owns the host handle and a worker thread that owns the agent. Every
-//! request of a front end becomes a [`Job`] on the worker's queue (prompts
+//! request of a front end becomes a `Job` on the worker's queue (prompts
 //! queue behind a running turn, in order); the worker runs one job at a
 //! time and reports everything on the front end's [`Event`] channel, ending
 //! each prompt or command with `done`. Abort cancels the running job's
@@ -159,6 +159,9 @@ impl Confirmer for Confirms {
     }
 }
 
+/// A tool list and the host view it was built from.
+type ToolsCache = (Arc<crate::host::View>, Arc<[ToolSummary]>);
+
 /// The engine: a [`Core`] over a host handle and a worker thread.
 pub struct Engine {
     jobs: Mutex<Option<Sender<(u64, Job)>>>,
@@ -172,7 +175,7 @@ pub struct Engine {
     /// nothing was recorded in it.
     session: Arc<Mutex<Option<Session>>>,
     /// The last tool list and the host view it was built from.
-    tools_cache: Mutex<Option<(Arc<crate::host::View>, Arc<[ToolSummary]>)>>,
+    tools_cache: Mutex<Option<ToolsCache>>,
 }
 
 /// The longest [`Core::state`] waits for the dispatcher's extension

@@ -1,7 +1,7 @@
 //! Front ends. Each runs one `select!` loop over its own input and the
 //! [`Event`] channel of the [`engine::Engine`] (a [`crate::frontend::Core`]).
 //!
-//! - [`print`]: `-p`, final answer on stdout, notes and errors on stderr;
+//! - [`print`](mod@print): `-p`, final answer on stdout, notes and errors on stderr;
 //! - [`json`]: `--mode json`, every event as one JSON line on stdout;
 //! - [`tui`]: the interactive terminal, driven through [`crate::frontend::Core`];
 //! - [`rpc`]: `--mode rpc`, JSON-lines requests until stdin closes.
@@ -69,6 +69,9 @@ pub enum SessionChoice {
     Resume(String),
 }
 
+/// The store, the session and why it was opened (`new` or `resume`).
+pub type OpenedSession = (Option<Store>, Option<Session>, &'static str);
+
 /// Opens the run's session: the store, the session, and why (`new` or
 /// `resume`). A session id that does not exist is a usage error.
 pub fn open_session(
@@ -76,7 +79,7 @@ pub fn open_session(
     zut_home: &std::path::Path,
     cwd: &std::path::Path,
     quiet: bool,
-) -> Result<(Option<Store>, Option<Session>, &'static str), (i32, String)> {
+) -> Result<OpenedSession, (i32, String)> {
     if *choice == SessionChoice::None {
         return Ok((None, None, "new"));
     }

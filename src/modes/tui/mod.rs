@@ -221,7 +221,7 @@ pub fn drive<B: Backend>(
         }
         let now = Instant::now();
         dirty |= app.tick(now);
-        if dirty && last_draw.map_or(true, |t| now.duration_since(t) >= FRAME) {
+        if dirty && last_draw.is_none_or(|t| now.duration_since(t) >= FRAME) {
             if let Err(e) = terminal.draw(|f| app.draw(f)) {
                 // Nothing can be shown any more: end as on a hang-up rather
                 // than retrying forever.
