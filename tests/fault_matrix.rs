@@ -14,7 +14,7 @@
 //!   grandchildren included) and none is left a zombie;
 //! - every line of every session file, if any, parses as JSON.
 //!
-//! Cells run two at a time; the matrix (phase × fault, ✓ / ✗ / blank for
+//! Cells run [`CELLS_AT_ONCE`] at a time; the matrix (phase × fault, ✓ / ✗ / blank for
 //! not applicable) and the totals are printed at the end, and the test
 //! fails if any cell failed.
 //!
@@ -71,6 +71,9 @@ const FAULTS: &[&str] = &[
 /// How long a cell's zut may run: every deadline below is shortened, so a
 /// healthy run is a few seconds even when it waits out a timeout.
 const CELL_DEADLINE: Duration = Duration::from_secs(25);
+
+/// Cells run at once: each is mostly a wait on a deadline.
+const CELLS_AT_ONCE: usize = 6;
 
 /// What the user must be told.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -198,13 +201,16 @@ fn short_deadlines(c: &mut Command) {
         // seconds, and a fixture killed before it records its pid proves
         // nothing.
         ("ZUT_HELLO_TIMEOUT_MS", "5000"),
-        ("ZUT_READY_TIMEOUT_MS", "1500"),
-        ("ZUT_COMMAND_TIMEOUT_MS", "2000"),
-        ("ZUT_TOOL_TIMEOUT_MS", "2000"),
-        ("ZUT_INTERCEPT_TIMEOUT_MS", "1500"),
+        // The rest wait on a fixture that is already running and answers
+        // in milliseconds when healthy: a hang costs each of them in full,
+        // so they are kept short.
+        ("ZUT_READY_TIMEOUT_MS", "1000"),
+        ("ZUT_COMMAND_TIMEOUT_MS", "1000"),
+        ("ZUT_TOOL_TIMEOUT_MS", "1000"),
+        ("ZUT_INTERCEPT_TIMEOUT_MS", "1000"),
         ("ZUT_SHUTDOWN_GRACE_MS", "700"),
         ("ZUT_KILL_GRACE_MS", "400"),
-        ("ZUT_WRITE_TIMEOUT_MS", "1500"),
+        ("ZUT_WRITE_TIMEOUT_MS", "1000"),
     ] {
         c.env(k, v);
     }
@@ -399,7 +405,8 @@ fn every_fault_at_every_phase_leaves_zut_standing() {
     type Outcome<'a> = (&'a str, &'a str, Result<(), String>);
     let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
-        for _ in 0..2 {
+        // Cells spend their time waiting on deadlines, not computing.
+        for _ in 0..CELLS_AT_ONCE {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(&(phase, fault, expect)) = cells.get(i) else {
