@@ -496,18 +496,6 @@ fn an_escaped_setsid_grandchild_does_not_outlive_zut() {
     assert!(left.is_empty(), "outlived zut: {left:?}");
 }
 
-/// Bytes waiting in a pipe, and its capacity.
-fn pipe_fill(fd: std::os::fd::RawFd) -> (usize, usize) {
-    let mut queued: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int through a valid pointer; F_GETPIPE_SZ
-    // takes no pointer.
-    let capacity = unsafe {
-        libc::ioctl(fd, libc::FIONREAD, &mut queued);
-        libc::fcntl(fd, libc::F_GETPIPE_SZ)
-    };
-    (queued.max(0) as usize, capacity.max(0) as usize)
-}
-
 /// `--mode json` into a pipe nobody reads, an extension flooding notes, a
 /// model that takes its time: once stdout is full, SIGINT still ends zut
 /// with 130 (its loop must not be stuck inside a write), and the
@@ -539,7 +527,7 @@ fn sigint_exits_130_while_stdout_is_blocked() {
     let stdout = child.stdout.take().unwrap();
     // Never read: wait until the pipe is full, so zut's next write blocks.
     let full = support::eventually(Duration::from_secs(30), || {
-        let (queued, capacity) = pipe_fill(stdout.as_raw_fd());
+        let (queued, capacity) = support::pipe_fill(stdout.as_raw_fd());
         // Writes up to a page are atomic: the pipe is full once less
         // than a page is free.
         capacity > 0 && queued + 4096 > capacity

@@ -848,18 +848,6 @@ fn clear_answers_after_it_took_effect_so_a_read_right_after_sees_it() {
     assert_eq!(code, Some(0));
 }
 
-/// Bytes waiting in a pipe, and its capacity.
-fn pipe_fill(fd: std::os::fd::RawFd) -> (usize, usize) {
-    let mut queued: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int through a valid pointer; F_GETPIPE_SZ
-    // takes no pointer.
-    let capacity = unsafe {
-        libc::ioctl(fd, libc::FIONREAD, &mut queued);
-        libc::fcntl(fd, libc::F_GETPIPE_SZ)
-    };
-    (queued.max(0) as usize, capacity.max(0) as usize)
-}
-
 #[test]
 fn sigterm_ends_rpc_within_a_second_while_its_client_does_not_read() {
     use std::os::fd::AsRawFd;
@@ -880,7 +868,7 @@ fn sigterm_ends_rpc_within_a_second_while_its_client_does_not_read() {
     stdin.write_all(pings.as_bytes()).unwrap();
     stdin.flush().unwrap();
     let full = eventually(Duration::from_secs(30), || {
-        let (queued, capacity) = pipe_fill(stdout.as_raw_fd());
+        let (queued, capacity) = support::pipe_fill(stdout.as_raw_fd());
         capacity > 0 && queued + 4096 > capacity
     });
     assert!(full, "stdout never filled up");

@@ -175,12 +175,7 @@ fn main() {
             sb.ext(&name, "sh", &[script.clone(), name.clone()])
         })
         .collect();
-    let mut zut = Command::new(env!("CARGO_BIN_EXE_zut"));
-    zut.args(["--mode", "rpc", "--provider", "script", "--no-extensions"])
-        .current_dir(sb.cwd())
-        .env("ZUT_HOME", sb.home())
-        .env("PATH", search_path())
-        .env_remove("ZUT_RPC_TOKEN");
+    let mut zut = rpc_command(&sb);
     for d in &dirs {
         zut.arg("-e").arg(d);
     }
@@ -251,6 +246,18 @@ fn main() {
     r.finish();
 }
 
+/// `zut --mode rpc` in `sb`'s project, scripted provider, no extensions
+/// but those given with `-e`.
+fn rpc_command(sb: &Sandbox) -> Command {
+    let mut zut = Command::new(env!("CARGO_BIN_EXE_zut"));
+    zut.args(["--mode", "rpc", "--provider", "script", "--no-extensions"])
+        .current_dir(sb.cwd())
+        .env("ZUT_HOME", sb.home())
+        .env("PATH", search_path())
+        .env_remove("ZUT_RPC_TOKEN");
+    zut
+}
+
 /// A `zut --mode rpc` in a project holding `sessions` sessions.
 fn rpc_with_sessions(sb: &Sandbox, sessions: usize) -> Peer {
     let store = zut::session::Store::new(&sb.home(), &sb.cwd());
@@ -260,13 +267,7 @@ fn rpc_with_sessions(sb: &Sandbox, sessions: usize) -> Peer {
         s.append_message(&zut::provider::Message::user_text(format!("{i} {text}")))
             .expect("writing a session");
     }
-    let mut zut = Command::new(env!("CARGO_BIN_EXE_zut"));
-    zut.args(["--mode", "rpc", "--provider", "script", "--no-extensions"])
-        .current_dir(sb.cwd())
-        .env("ZUT_HOME", sb.home())
-        .env("PATH", search_path())
-        .env_remove("ZUT_RPC_TOKEN");
-    Peer::spawn(zut)
+    Peer::spawn(rpc_command(sb))
 }
 
 /// `get_state` and `abort` with 1 and with [`SESSIONS`] sessions.
