@@ -2,8 +2,9 @@
 //!
 //! Rules (spec "Registration"): command names match case-insensitively and
 //! keep the first registration's spelling; the first registration of a name
-//! wins, in load order; built-in commands win over every extension; reserved
-//! tool names can never be claimed. A refused registration is returned as a
+//! wins, in load order; the names of zut's built-in commands
+//! ([`crate::commands`], every mode's) and reserved tool names can never be
+//! claimed. A refused registration is returned as a
 //! reason the caller logs in the extension's own log and reports.
 //!
 //! Caps keep one extension from flooding the model's context or zut's
