@@ -280,12 +280,21 @@ fn state_with_sessions(r: &mut Report) {
         many.call("get_state");
     }
     let mut samples: [Samples; 4] = std::array::from_fn(|_| Samples::new());
-    for _ in 0..10 {
+    for block in 0..10 {
         for _ in 0..50 {
-            samples[0].push(one.call("get_state").0);
-            samples[1].push(many.call("get_state").0);
-            samples[2].push(one.call("abort").0);
-            samples[3].push(many.call("abort").0);
+            // Which process goes first alternates, so neither always
+            // follows the other's wake-up.
+            if block % 2 == 0 {
+                samples[0].push(one.call("get_state").0);
+                samples[1].push(many.call("get_state").0);
+                samples[2].push(one.call("abort").0);
+                samples[3].push(many.call("abort").0);
+            } else {
+                samples[1].push(many.call("get_state").0);
+                samples[0].push(one.call("get_state").0);
+                samples[3].push(many.call("abort").0);
+                samples[2].push(one.call("abort").0);
+            }
         }
     }
     let [gs1, gsn, ab1, abn] = samples;
