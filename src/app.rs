@@ -1,7 +1,7 @@
 //! The command line: flags (documented in zut(1)), logging, signals, mode selection.
 //! `main` only maps [`main`]'s result to the process exit status.
 
-use crate::cancel::{self, Canceller};
+use crate::cancel;
 use crate::host::{deadlines::Deadlines, discovery, HostConfig};
 use crate::modes::{self, Mode, Run, EXIT_USAGE};
 use argh::FromArgs;
@@ -301,13 +301,16 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         modes::run_interactive(run)
     } else {
         let (canceller, token) = cancel::pair();
-        let signals = Signals::start(canceller)?;
+        // SIGINT, SIGTERM and SIGHUP cancel the current work; the mode
+        // then runs the normal graceful shutdown and zut exits 130.
+        let signals = crate::signals::SignalBridge::cancel(canceller)
+            .map_err(|e| format!("cannot watch signals: {e}"))?;
         let code = if rpc {
             modes::rpc::run(run, &token)
         } else {
             modes::run_once(run, &token)
         };
-        signals.stop();
+        drop(signals);
         code
     };
     // Remembered only once it worked: a prompt that ended well got at least
@@ -441,7 +444,7 @@ fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
         return Some(crate::cli::sessions::run(rest, &ctx));
     }
     if globals.command == "skills" {
-        return Some(crate::skills::cli::run(
+        return Some(crate::cli::skills::run(
             rest,
             &ctx,
             &mut std::io::stdout(),
@@ -478,36 +481,4 @@ fn init_logging(zut_home: &std::path::Path) {
         _ => log::LevelFilter::Info,
     };
     let _ = simplelog::WriteLogger::init(level, simplelog::Config::default(), file);
-}
-
-/// SIGINT, SIGTERM and SIGHUP cancel the current work; the mode then runs
-/// the normal graceful shutdown and zut exits 130.
-struct Signals {
-    handle: signal_hook::iterator::Handle,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Signals {
-    fn start(canceller: Canceller) -> Result<Signals, String> {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-            .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-        let handle = signals.handle();
-        let thread = std::thread::Builder::new()
-            .name("zut-signals".into())
-            .stack_size(64 * 1024)
-            .spawn(move || {
-                for sig in signals.forever() {
-                    log::info!("signal {sig}: shutting down");
-                    canceller.cancel();
-                }
-            })
-            .map_err(|e| format!("cannot start the signal thread: {e}"))?;
-        Ok(Signals { handle, thread })
-    }
-
-    fn stop(self) {
-        self.handle.close();
-        let _ = self.thread.join();
-    }
 }

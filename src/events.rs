@@ -168,6 +168,11 @@ pub enum Event {
         message: String,
     },
     Done,
+    /// The answer to [`crate::frontend::Core::list_sessions`]: this
+    /// project's sessions, newest first. Only front ends that asked get it.
+    Sessions {
+        sessions: Vec<crate::frontend::SessionSummary>,
+    },
     /// The core finished a job that does not end with `done` (a reload, a
     /// session change, a model change) and is idle again, its state final.
     /// For front ends that show that state; never written to the JSON

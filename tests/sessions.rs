@@ -75,7 +75,7 @@ fn state_survives_a_restart_with_continue_and_hello_ack_carries_the_session() {
     let (dir, log) = counter(&sb, "counter");
     let (out, ev, _) = run(
         &sb,
-        &[dir.clone()],
+        std::slice::from_ref(&dir),
         &[
             call("c1", "counter_count", json!({})),
             json!({"text": "ok"}),
@@ -410,7 +410,7 @@ fn a_reloaded_extension_hears_the_latest_session_event_with_its_state() {
     let (dir, log) = counter(&sb, "counter");
     let (_, ev, _) = run(
         &sb,
-        &[dir.clone()],
+        std::slice::from_ref(&dir),
         &[
             call("c1", "counter_count", json!({})),
             call("c2", "counter_count", json!({})),

@@ -716,13 +716,15 @@ pub fn system_prompt(
     s
 }
 
-/// The text blocks of a tool result, joined (for front ends).
+/// The text of a tool result for front ends: its text blocks joined by
+/// newlines, each image as an `[image]` placeholder.
 pub fn content_text(content: &[ContentBlock]) -> String {
     content
         .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
+        .map(|b| match b {
+            ContentBlock::Text { text } => text.as_str(),
+            #[allow(unreachable_patterns)]
+            _ => "[image]",
         })
         .collect::<Vec<_>>()
         .join("\n")

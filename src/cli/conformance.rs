@@ -24,7 +24,7 @@
 
 use super::{Failure, Io, Outcome};
 use crate::host::deadlines::Deadlines;
-use crate::host::manifest::{self, Exec, Manifest};
+use crate::host::manifest::{self, Manifest};
 use crate::host::registry::{check_content, CommandEntry, Registry, ToolEntry};
 use crate::proc::{ChildGuard, ExitWatch};
 use crossbeam_channel::{after, select, unbounded, Receiver, Sender};
@@ -180,27 +180,9 @@ fn check_extension(dir: &Path, cwd: &Path, deadlines: Deadlines, r: &mut Report<
             ),
         );
     }
-    let program = match exec {
-        Exec::Relative { path, .. } if !path.is_file() => {
-            return r.fail(
-                "start",
-                format!("executable {} does not exist", path.display()),
-            )
-        }
-        Exec::Relative { path, .. } if !manifest::is_executable(path) => {
-            return r.fail(
-                "start",
-                format!(
-                    "executable {} is not executable (chmod +x it)",
-                    path.display()
-                ),
-            )
-        }
-        Exec::Relative { path, .. } => path.clone(),
-        Exec::Launcher { configured } => match manifest::find_on_path(configured, None) {
-            Ok(p) => p,
-            Err(e) => return r.fail("start", e),
-        },
+    let program = match exec.program(None) {
+        Ok(p) => p,
+        Err(e) => return r.fail("start", e.to_string()),
     };
     let mut child = match Child::spawn(&program, &m) {
         Ok(c) => c,
@@ -368,7 +350,9 @@ impl Drop for Child {
     }
 }
 
-/// What waiting for a frame ended with.
+/// What waiting for a frame ended with. Short-lived and moved once, so
+/// the frame is not boxed.
+#[allow(clippy::large_enum_variant)]
 enum Waited {
     Frame(ExtFrame),
     Timeout,
@@ -866,6 +850,7 @@ impl Session<'_> {
     }
 
     /// Sends `command_invoked` without args; `Ok(error text)` on an answer.
+    #[allow(clippy::result_large_err)] // see `Waited`
     fn request_command(&mut self, c: &CommandEntry) -> Result<Option<String>, Waited> {
         let id = self.id();
         self.child.send(&HostFrame::CommandInvoked {

@@ -371,47 +371,41 @@ fn relabel(e: ManifestError, label: &str) -> String {
 
 fn check_executable(configured: &str, path: &Path, origin: &Origin) -> Outcome {
     let label = origin.label();
-    let meta = match fs::metadata(path) {
-        Ok(m) => m,
-        Err(_) => {
-            let hint = match origin {
-                Origin::Local(_) => {
-                    "build it before installing, or let install build it with --build=go or --build=cargo"
-                }
-                Origin::Git(_) => {
-                    "install builds only local paths: clone the repository, build it, then install the directory"
-                }
-            };
-            return Err(format!(
-                "extension executable {configured:?} is missing from {label}; {hint}"
-            )
-            .into());
-        }
+    let problem = match manifest::check_program(path) {
+        Ok(()) => return Ok(()),
+        Err(p) => p,
     };
-    if !meta.is_file() {
+    if let manifest::ExecProblem::Missing(_) = problem {
+        let hint = match origin {
+            Origin::Local(_) => {
+                "build it before installing, or let install build it with --build=go or --build=cargo"
+            }
+            Origin::Git(_) => {
+                "install builds only local paths: clone the repository, build it, then install the directory"
+            }
+        };
+        return Err(
+            format!("extension executable {configured:?} is missing from {label}; {hint}").into(),
+        );
+    }
+    if let manifest::ExecProblem::Directory(_) | manifest::ExecProblem::NotAFile(_) = problem {
         return Err(format!(
             "extension executable {configured:?} in {label} is not a regular file; point \"exec\" at the program"
         )
         .into());
     }
-    if !manifest::is_executable(path) {
-        let hint = match origin {
-            Origin::Local(src) => format!(
-                "run chmod +x {} and install again",
-                src.join(manifest::lexically_inside(Path::new(configured)).unwrap_or_default())
-                    .display()
-            ),
-            Origin::Git(_) => format!(
-                "mark it executable in the repository (git update-index --chmod=+x {}) and install again",
-                super::term::clean_cell(configured)
-            ),
-        };
-        return Err(format!(
-            "extension executable {configured:?} in {label} is not executable; {hint}"
-        )
-        .into());
-    }
-    Ok(())
+    let hint = match origin {
+        Origin::Local(src) => format!(
+            "run chmod +x {} and install again",
+            src.join(manifest::lexically_inside(Path::new(configured)).unwrap_or_default())
+                .display()
+        ),
+        Origin::Git(_) => format!(
+            "mark it executable in the repository (git update-index --chmod=+x {}) and install again",
+            super::term::clean_cell(configured)
+        ),
+    };
+    Err(format!("extension executable {configured:?} in {label} is not executable; {hint}").into())
 }
 
 fn exists(dest: &Path, name: &str) -> String {

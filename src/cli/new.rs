@@ -1,7 +1,7 @@
 //! `zut ext new NAME`: writes a small, working extension to start from.
 //!
-//! The scaffold registers the command `/NAME` (it displays "hello, <args or
-//! you> from NAME") and the tool `NAME_echo` (it returns its arguments as
+//! The scaffold registers the command `/NAME` (it displays `hello, <args or
+//! you> from NAME`) and the tool `NAME_echo` (it returns its arguments as
 //! text), and ships a README and a `test.sh` that runs `zut ext test .`.
 //!
 //! Invariants:
@@ -18,7 +18,6 @@
 
 use super::{Failure, Io, Outcome};
 use crate::host::manifest;
-use crate::host::registry::BUILTIN_COMMANDS;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -109,7 +108,7 @@ pub(crate) fn check_name(name: &str, lang: Lang) -> Result<(), String> {
             "invalid name {name:?}: at most 59 characters (the tool {name}_echo must fit in 64)"
         ));
     }
-    if BUILTIN_COMMANDS.contains(&name.to_lowercase().as_str()) {
+    if crate::commands::is_reserved(name) {
         return Err(format!(
             "invalid name {name:?}: /{name} is a built-in zut command"
         ));

@@ -1,7 +1,7 @@
 //! The engine behind every front end: the [`Core`] implementation.
 //!
 //! It owns the host handle and a worker thread that owns the agent. Every
-//! request of a front end becomes a [`Job`] on the worker's queue (prompts
+//! request of a front end becomes a `Job` on the worker's queue (prompts
 //! queue behind a running turn, in order); the worker runs one job at a
 //! time and reports everything on the front end's [`Event`] channel, ending
 //! each prompt or command with `done`. Abort cancels the running job's
@@ -12,9 +12,10 @@
 
 use crate::agent::{self, Agent, ConfirmRequest, Confirmer, Decision, Outcome};
 use crate::cancel::{self, CancelToken, Canceller};
+use crate::commands;
 use crate::events::{Event, EventSink};
 use crate::frontend::{CommandSummary, Core, CoreState, ExtensionSummary, Submitted, ToolSummary};
-use crate::host::{registry::BUILTIN_COMMANDS, HostHandle, Phase};
+use crate::host::{HostHandle, Phase};
 use crate::provider::Message;
 use crate::session::{Session, Store};
 use crossbeam_channel::{Receiver, Sender};
@@ -36,6 +37,8 @@ pub struct EngineConfig {
     pub store: Option<Store>,
     /// The session to start with (already opened or created).
     pub session: Option<Session>,
+    /// The front end, for which built-in commands run ([`commands`]).
+    pub front: commands::Mode,
 }
 
 /// One unit of work for the worker.
@@ -69,6 +72,10 @@ struct Shared {
     /// The transcript of the active branch, kept current by the agent's
     /// observer, for `state()`.
     messages: Vec<Message>,
+    /// Sequence of the last job finished (or skipped).
+    finished: u64,
+    /// [`Core::settled`] receivers, each with the job it waits for.
+    settling: Vec<(u64, Sender<()>)>,
 }
 
 /// Where the agent's messages and extension states go: the active session
@@ -152,6 +159,9 @@ impl Confirmer for Confirms {
     }
 }
 
+/// A tool list and the host view it was built from.
+type ToolsCache = (Arc<crate::host::View>, Arc<[ToolSummary]>);
+
 /// The engine: a [`Core`] over a host handle and a worker thread.
 pub struct Engine {
     jobs: Mutex<Option<Sender<(u64, Job)>>>,
@@ -167,20 +177,15 @@ pub struct Engine {
     /// nothing was recorded in it.
     session: Arc<Mutex<Option<Session>>>,
     /// The last tool list and the host view it was built from.
-    tools_cache: Mutex<Option<(Arc<crate::host::View>, Arc<[ToolSummary]>)>>,
+    tools_cache: Mutex<Option<ToolsCache>>,
 }
+
+/// The longest [`Core::state`] waits for the dispatcher's extension
+/// report before it answers with the last one.
+const STATE_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Sends agent events into the front end's channel.
-struct ChannelSink(Sender<Event>);
-
-impl EventSink for ChannelSink {
-    fn emit(&self, event: Event) {
-        let _ = self.0.send(event);
-    }
 }
 
 impl Engine {
@@ -340,20 +345,6 @@ impl Core for Engine {
             ..CoreState::default()
         };
         drop(s);
-        if let Some(store) = &self.store {
-            state.sessions = store
-                .list()
-                .into_iter()
-                .map(|s| crate::frontend::SessionSummary {
-                    id: s.id,
-                    parent_id: s.parent_id,
-                    path: s.path.display().to_string(),
-                    fork_point: s.fork_point,
-                    title: s.title,
-                    updated: s.updated,
-                })
-                .collect();
-        }
         if let Some(skills) = self.host.view().skills.clone() {
             state.skills = skills
                 .skills
@@ -367,9 +358,11 @@ impl Core for Engine {
         }
         state.commands = self.commands();
         state.tools = self.tools().to_vec();
+        // Bounded: a dispatcher busy past the deadline leaves the last
+        // report it gave, never a front end waiting.
         state.extensions = self
             .host
-            .all_extensions()
+            .all_extensions_within(STATE_WAIT)
             .into_iter()
             .map(|e| ExtensionSummary {
                 running: matches!(e.phase, Phase::Ready { .. } | Phase::Registering),
@@ -385,6 +378,50 @@ impl Core for Engine {
             })
             .collect();
         state
+    }
+
+    fn settled(&self) -> Receiver<()> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let mut s = lock(&self.shared);
+        if s.finished >= s.seq {
+            let _ = tx.send(());
+        } else {
+            let seq = s.seq;
+            s.settling.push((seq, tx));
+        }
+        rx
+    }
+
+    fn list_sessions(&self) {
+        // On a thread of its own: reading every session file must neither
+        // hold up the front end nor wait behind a running turn.
+        let Some(store) = self.store.clone() else {
+            let _ = self.events.send(Event::Sessions {
+                sessions: Vec::new(),
+            });
+            return;
+        };
+        let events = self.events.clone();
+        let spawned = std::thread::Builder::new()
+            .name("zut-sessions".into())
+            .spawn(move || {
+                let sessions = store
+                    .list()
+                    .into_iter()
+                    .map(|s| crate::frontend::SessionSummary {
+                        id: s.id,
+                        parent_id: s.parent_id,
+                        path: s.path.display().to_string(),
+                        fork_point: s.fork_point,
+                        title: s.title,
+                        updated: s.updated,
+                    })
+                    .collect();
+                let _ = events.send(Event::Sessions { sessions });
+            });
+        if let Err(e) = spawned {
+            log::error!("cannot start the session lister: {e}");
+        }
     }
 
     fn commands(&self) -> Vec<CommandSummary> {
@@ -473,6 +510,20 @@ impl Drop for Engine {
     }
 }
 
+/// Marks job `seq` finished and wakes whoever waits for it.
+fn finish(s: &mut Shared, seq: u64) {
+    s.finished = s.finished.max(seq);
+    let done = s.finished;
+    s.settling.retain(|(wanted, tx)| {
+        if *wanted <= done {
+            let _ = tx.send(());
+            false
+        } else {
+            true
+        }
+    });
+}
+
 /// The worker: owns the agent, runs one job at a time.
 struct Worker {
     host: HostHandle,
@@ -493,6 +544,7 @@ impl Worker {
                 let mut s = lock(&self.shared);
                 s.pending = s.pending.saturating_sub(1);
                 if seq <= s.dropped {
+                    finish(&mut s, seq);
                     continue;
                 }
                 s.busy = true;
@@ -514,7 +566,11 @@ impl Worker {
             } else {
                 Event::Idle
             });
+            // After its events: whoever waits for the job finds them sent.
+            finish(&mut lock(&self.shared), seq);
         }
+        // No more jobs: nobody may wait for one (the receivers disconnect).
+        lock(&self.shared).settling.clear();
     }
 
     fn emit(&self, e: Event) {
@@ -569,7 +625,7 @@ impl Worker {
                     .can_confirm
                     .then(|| self.confirms.clone() as Arc<dyn Confirmer>),
             };
-            let sink: Arc<dyn EventSink> = Arc::new(ChannelSink(self.events.clone()));
+            let sink: Arc<dyn EventSink> = Arc::new(self.events.clone());
             let mut agent = Agent::new(
                 provider,
                 self.host.clone(),
@@ -763,6 +819,88 @@ impl Worker {
         }
     }
 
+    /// A built-in command of the table in [`commands`]: run here when it
+    /// works in this front end's mode, refused with where it works when not.
+    fn builtin(&mut self, builtin: &'static commands::Builtin, arg: &str, cancel: &CancelToken) {
+        let name = builtin.name;
+        if !builtin.works_in(self.config.front) {
+            return self.fail(format!(
+                "/{name} works only in {}",
+                builtin.where_it_works()
+            ));
+        }
+        let job = match name {
+            "help" => return self.display(name, self.help_text()),
+            "model" if arg.is_empty() => {
+                let s = lock(&self.shared);
+                let text = format!(
+                    "model: {} ({}); /model NAME to change it",
+                    s.model, s.provider
+                );
+                drop(s);
+                return self.display(name, text);
+            }
+            "model" => {
+                let _ = self.run_job(Job::SetModel(arg.to_string()), cancel);
+                return;
+            }
+            "reload-ext" => Job::Reload,
+            "new" => Job::NewSession,
+            "fork" if arg.is_empty() => Job::Fork(None),
+            "fork" => match arg.parse::<usize>() {
+                Ok(n) => Job::Fork(Some(n)),
+                Err(_) => return self.fail(format!("/fork takes a message index, not {arg:?}")),
+            },
+            "compact" => Job::Compact((!arg.is_empty()).then(|| arg.to_string())),
+            "resume" | "switch" if arg.is_empty() => {
+                return self.fail(format!(
+                    "/{name} needs a session id (zut sessions lists them)"
+                ))
+            }
+            "resume" | "switch" => Job::Switch(arg.to_string()),
+            // `/skills` is answered by the skills module before the table;
+            // a built-in of the table the engine does not run is a bug of
+            // the table, reported rather than ignored.
+            _ => return self.fail(format!("/{name} cannot run here")),
+        };
+        let _ = self.run_job(job, cancel);
+        self.emit(Event::CommandResult {
+            name: name.into(),
+            action: "noop".into(),
+            text: String::new(),
+        });
+    }
+
+    /// A built-in's `display` answer.
+    fn display(&self, name: &str, text: String) {
+        self.emit(Event::CommandResult {
+            name: name.into(),
+            action: "display".into(),
+            text,
+        });
+    }
+
+    /// `/help` outside the terminal: the commands that work in this mode,
+    /// then the skills prefix and the extensions' commands.
+    fn help_text(&self) -> String {
+        let mut lines: Vec<String> = commands::available(self.config.front)
+            .map(|b| format!("/{:<12} {}", b.name, b.description))
+            .collect();
+        let view = self.host.view();
+        if view.skills.is_some() {
+            lines.push(format!("/{:<12} run a skill", "skill:NAME"));
+        }
+        for c in view.registry.commands() {
+            lines.push(format!(
+                "/{:<12} {} [{}]",
+                c.name,
+                crate::sanitize::sanitize(&c.description),
+                c.extension
+            ));
+        }
+        lines.join("\n")
+    }
+
     /// `/name args`: a core built-in or an extension command.
     fn command(&mut self, line: &str, cancel: &CancelToken) {
         let line = line.trim().trim_start_matches('/');
@@ -771,58 +909,12 @@ impl Worker {
             return self.skill_command(s, cancel);
         }
         let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        let lower = name.to_lowercase();
-        match lower.as_str() {
-            "reload-ext" => {
-                self.reload();
-                self.emit(Event::CommandResult {
-                    name: "reload-ext".into(),
-                    action: "noop".into(),
-                    text: String::new(),
-                });
-                return;
-            }
-            "model" if !args.trim().is_empty() => {
-                let _ = self.run_job(Job::SetModel(args.trim().to_string()), cancel);
-                return;
-            }
-            "new" | "fork" | "compact" | "resume" | "switch" => {
-                let arg = args.trim();
-                let job = match lower.as_str() {
-                    "new" => Job::NewSession,
-                    "fork" if arg.is_empty() => Job::Fork(None),
-                    "fork" => match arg.parse::<usize>() {
-                        Ok(n) => Job::Fork(Some(n)),
-                        Err(_) => {
-                            return self.fail(format!("/fork takes a message index, not {arg:?}"))
-                        }
-                    },
-                    "compact" => Job::Compact((!arg.is_empty()).then(|| arg.to_string())),
-                    _ if arg.is_empty() => {
-                        return self.fail(format!(
-                            "/{lower} needs a session id (zut sessions lists them)"
-                        ))
-                    }
-                    _ => Job::Switch(arg.to_string()),
-                };
-                let _ = self.run_job(job, cancel);
-                self.emit(Event::CommandResult {
-                    name: lower.clone(),
-                    action: "noop".into(),
-                    text: String::new(),
-                });
-                return;
-            }
-            _ => {}
-        }
-        if BUILTIN_COMMANDS.contains(&lower.as_str()) {
-            return self.fail(format!(
-                "/{name} is a command of the interactive terminal; it cannot run here"
-            ));
+        if let Some(builtin) = commands::find(name) {
+            return self.builtin(builtin, args.trim(), cancel);
         }
         let known = self.host.command(name).is_some();
         if !known && self.host.view().registry.gone_command(name).is_none() {
-            return self.fail(unknown_command(name, &self.host));
+            return self.fail(unknown_command(name, &self.host, self.config.front));
         }
         let reply = match self.host.invoke_command(name, args.trim(), cancel) {
             Ok(r) => r,
@@ -885,9 +977,9 @@ pub fn session_event(info: &zut_ext::wire::SessionInfo, reason: &str) -> Event {
     }
 }
 
-/// "unknown command" with what is available and how to send the text as a
-/// prompt instead.
-pub fn unknown_command(name: &str, host: &HostHandle) -> String {
+/// "unknown command" with what is available in `mode` and how to send the
+/// text as a prompt instead.
+pub fn unknown_command(name: &str, host: &HostHandle, mode: commands::Mode) -> String {
     if let Some(hint) = &host.view().disabled_hint {
         return format!("no command /{name}; {hint}");
     }
@@ -897,18 +989,7 @@ pub fn unknown_command(name: &str, host: &HostHandle) -> String {
         .commands()
         .map(|c| format!("/{}", c.name))
         .collect();
-    names.extend(
-        [
-            "/reload-ext",
-            "/model",
-            "/new",
-            "/fork",
-            "/compact",
-            "/resume",
-            "/skills",
-        ]
-        .map(String::from),
-    );
+    names.extend(commands::available(mode).map(|b| format!("/{}", b.name)));
     format!(
         "unknown command /{name}; available: {}. To send text that starts with / as a prompt, begin it with a space or with //",
         names.join(", ")

@@ -361,7 +361,7 @@ pub fn cwd_key(cwd: &Path) -> String {
     }
     let readable = readable.trim_matches(|c| c == '-' || c == '.');
     let readable = &readable[readable.len().saturating_sub(48)..];
-    let readable = readable.trim_start_matches(|c| c == '-' || c == '.');
+    let readable = readable.trim_start_matches(['-', '.']);
     let mut h = clock::Fnv::new();
     h.write(cwd.as_os_str().as_bytes());
     let name = if readable.is_empty() {

@@ -50,6 +50,12 @@ impl Core for Idle {
     fn switch(&self, _: String) {}
     fn compact(&self, _: Option<String>) {}
     fn set_model(&self, _: String) {}
+    fn list_sessions(&self) {}
+    fn settled(&self) -> crossbeam_channel::Receiver<()> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let _ = tx.send(());
+        rx
+    }
     fn state(&self) -> CoreState {
         CoreState {
             provider: "script".into(),

@@ -299,3 +299,15 @@ pub fn build_example(package: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Bytes waiting in a pipe, and its capacity.
+pub fn pipe_fill(fd: std::os::fd::RawFd) -> (usize, usize) {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through a valid pointer; F_GETPIPE_SZ
+    // takes no pointer.
+    let capacity = unsafe {
+        libc::ioctl(fd, libc::FIONREAD, &mut queued);
+        libc::fcntl(fd, libc::F_GETPIPE_SZ)
+    };
+    (queued.max(0) as usize, capacity.max(0) as usize)
+}

@@ -9,7 +9,7 @@
 //!
 //! Threads: the guard's exit notice (a channel that disconnects when the
 //! shell exits), and a reader that `poll`s the pipe (and a stop pipe) and
-//! keeps a bounded [`Capture`] of the output. The calling thread `select!`s
+//! keeps a bounded `Capture` of the output. The calling thread `select!`s
 //! on the exit, the timeout and the cancel token; nothing sleeps in a loop.
 //!
 //! Invariants:

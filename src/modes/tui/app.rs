@@ -13,14 +13,15 @@
 use super::editor::Editor;
 use super::text::strip_controls;
 use super::theme::{ColorDepth, Theme, ThemeFile};
-use crate::agent::Decision;
+use crate::agent::{content_text, Decision};
+use crate::commands;
 use crate::events::Event;
 use crate::frontend::{CoreState, Submitted};
 use crate::provider::{Block, Message, Role};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
-use zut_ext::wire::{ContentBlock, Panel};
+use zut_ext::wire::Panel;
 
 /// How long the status line reporting a reload stays.
 pub const RELOAD_STATUS_TTL: Duration = Duration::from_secs(5);
@@ -193,23 +194,6 @@ pub struct MenuItem {
     pub description: String,
 }
 
-/// The commands the terminal itself knows, with descriptions.
-pub const BUILTINS: &[(&str, &str)] = &[
-    ("help", "keys and commands"),
-    ("clear", "clear the screen, notes and load errors"),
-    ("reload-ext", "restart every extension"),
-    ("ext", "extensions, their commands, tools and status"),
-    ("new", "start a fresh session"),
-    ("fork", "branch the session here (or at message N)"),
-    ("tree", "branches of this session; pick one to switch"),
-    ("resume", "resume an earlier session (or /resume ID)"),
-    ("compact", "summarise older history"),
-    ("model", "show or set the model (/model NAME)"),
-    ("settings", "alerts on/off, colour theme"),
-    ("skills", "list the skills the model can use"),
-    ("quit", "leave zut"),
-];
-
 /// The keys, for `/help`.
 const HELP: &[&str] = &[
     "Enter              send (queued behind a running turn)",
@@ -252,6 +236,8 @@ impl Default for AppConfig {
 pub struct App {
     pub(super) now: Instant,
     pub(super) state: CoreState,
+    /// The session picker waiting for the core's `sessions` answer.
+    pub(super) awaiting_sessions: Option<Then>,
     pub(super) session_id: String,
     pub(super) busy: bool,
     pub(super) chat: Vec<Entry>,
@@ -288,6 +274,7 @@ impl App {
         let mut app = App {
             now,
             state: CoreState::default(),
+            awaiting_sessions: None,
             session_id: String::new(),
             busy: false,
             chat: Vec::new(),
@@ -781,6 +768,12 @@ impl App {
                 self.busy = false;
                 out.push(Intent::Refresh(Then::Nothing));
             }
+            Event::Sessions { sessions } => {
+                self.state.sessions = sessions;
+                if let Some(then) = self.awaiting_sessions.take() {
+                    out.extend(self.set_state(self.state.clone(), then));
+                }
+            }
             Event::Done => {
                 self.close_assistant();
                 self.busy = false;
@@ -1031,9 +1024,9 @@ impl App {
             return Vec::new();
         }
         let prefix = prefix.to_lowercase();
-        let builtins = BUILTINS.iter().map(|(n, d)| MenuItem {
-            name: n.to_string(),
-            description: d.to_string(),
+        let builtins = commands::available(commands::Mode::Terminal).map(|b| MenuItem {
+            name: b.name.to_string(),
+            description: b.description.to_string(),
         });
         let commands = self.state.commands.iter().map(|c| MenuItem {
             name: strip_controls(&c.name),
@@ -1260,7 +1253,9 @@ impl App {
         let (name, args) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
         let args = args.trim();
         let arg = (!args.is_empty()).then(|| args.to_string());
-        match name.to_lowercase().as_str() {
+        // The table names the built-ins; the ones the terminal does not
+        // run itself (and extension commands) go to the core.
+        match commands::find(name).map_or("", |b| b.name) {
             "help" => self.sheet = Some(self.help_sheet()),
             "clear" => {
                 self.chat.clear();
@@ -1270,7 +1265,7 @@ impl App {
                 self.flash = None;
                 self.scroll = 0;
             }
-            "quit" | "exit" => return vec![Intent::Quit(0)],
+            "quit" => return vec![Intent::Quit(0)],
             "reload-ext" => {
                 self.set_flash("reloading extensions…", "info", None);
                 return vec![Intent::Reload];
@@ -1320,8 +1315,8 @@ impl App {
     fn help_sheet(&self) -> Sheet {
         let mut lines: Vec<String> = HELP.iter().map(|s| s.to_string()).collect();
         lines.push(String::new());
-        for (n, d) in BUILTINS {
-            lines.push(format!("/{n:<12} {d}"));
+        for b in commands::available(commands::Mode::Terminal) {
+            lines.push(format!("/{:<12} {}", b.name, b.description));
         }
         lines.push(format!("/{:<12} {}", "skill:NAME", "run a skill"));
         for c in &self.state.commands {
@@ -1408,19 +1403,6 @@ fn clean_panel(p: Panel) -> Panel {
         lines: p.lines.iter().map(|l| strip_controls(l)).collect(),
         footer: strip_controls(&p.footer),
     }
-}
-
-/// The text of a tool result (images as a placeholder).
-fn content_text(content: &[ContentBlock]) -> String {
-    let mut out = Vec::new();
-    for b in content {
-        match b {
-            ContentBlock::Text { text } => out.push(text.clone()),
-            #[allow(unreachable_patterns)]
-            _ => out.push("[image]".to_string()),
-        }
-    }
-    out.join("\n")
 }
 
 /// Chat entries for a stored transcript.

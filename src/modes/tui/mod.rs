@@ -66,7 +66,13 @@ pub enum Input {
 /// status (0 on a normal quit, 128 + signal number on SIGTERM/SIGHUP).
 pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i32 {
     let (input_tx, input_rx) = unbounded();
-    let signals = match SignalThread::start(input_tx.clone()) {
+    // SIGTERM and SIGHUP become input, so the loop restores the terminal.
+    let signal_tx = input_tx.clone();
+    let on_signal = move |sig| signal_tx.send(Input::Signal(sig)).is_ok();
+    let signals = match crate::signals::SignalBridge::start(
+        &[signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP],
+        on_signal,
+    ) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("zut: cannot watch signals: {e}");
@@ -78,7 +84,7 @@ pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i3
         Ok(g) => g,
         Err(e) => {
             restore_terminal();
-            signals.stop();
+            drop(signals);
             eprintln!("zut: cannot set up the terminal: {e}");
             return 1;
         }
@@ -89,7 +95,7 @@ pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i3
         Err(e) => {
             drop(guard);
             reader.stop();
-            signals.stop();
+            drop(signals);
             eprintln!("zut: cannot set up the terminal: {e}");
             return 1;
         }
@@ -113,7 +119,7 @@ pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i3
     drop(terminal);
     drop(guard);
     reader.stop();
-    signals.stop();
+    drop(signals);
     code
 }
 
@@ -215,7 +221,7 @@ pub fn drive<B: Backend>(
         }
         let now = Instant::now();
         dirty |= app.tick(now);
-        if dirty && last_draw.map_or(true, |t| now.duration_since(t) >= FRAME) {
+        if dirty && last_draw.is_none_or(|t| now.duration_since(t) >= FRAME) {
             if let Err(e) = terminal.draw(|f| app.draw(f)) {
                 // Nothing can be shown any more: end as on a hang-up rather
                 // than retrying forever.
@@ -278,6 +284,13 @@ fn execute(
             Intent::SetModel(m) => core.set_model(m),
             // One plain refresh per batch is enough.
             Intent::Refresh(Then::Nothing) if refreshed => {}
+            // The pickers need the session list: asked for, and opened
+            // when the core's `sessions` event answers.
+            Intent::Refresh(then @ (Then::PickTree | Then::PickResume)) => {
+                queue.extend(app.set_state(core.state(), Then::Nothing));
+                app.awaiting_sessions = Some(then);
+                core.list_sessions();
+            }
             Intent::Refresh(then) => {
                 refreshed = true;
                 queue.extend(app.set_state(core.state(), then));
@@ -396,33 +409,6 @@ impl InputThread {
     fn stop(self) {
         self.stop.store(true, Ordering::Relaxed);
         drop(self.handle);
-    }
-}
-
-/// Turns SIGTERM and SIGHUP into [`Input::Signal`].
-struct SignalThread {
-    handle: signal_hook::iterator::Handle,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl SignalThread {
-    fn start(tx: Sender<Input>) -> std::io::Result<SignalThread> {
-        use signal_hook::consts::{SIGHUP, SIGTERM};
-        let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP])?;
-        let handle = signals.handle();
-        let thread = std::thread::spawn(move || {
-            for sig in signals.forever() {
-                if tx.send(Input::Signal(sig)).is_err() {
-                    break;
-                }
-            }
-        });
-        Ok(SignalThread { handle, thread })
-    }
-
-    fn stop(self) {
-        self.handle.close();
-        let _ = self.thread.join();
     }
 }
 

@@ -81,6 +81,14 @@ impl Core for FakeCore {
     fn state(&self) -> CoreState {
         self.state.lock().expect("lock").clone()
     }
+    fn list_sessions(&self) {
+        self.rec("list_sessions".into());
+    }
+    fn settled(&self) -> crossbeam_channel::Receiver<()> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let _ = tx.send(());
+        rx
+    }
     fn shutdown(&self) {
         self.rec("shutdown".into());
     }
@@ -1087,6 +1095,14 @@ fn tree_picker_switches_to_the_chosen_branch() {
     let intents = a.on_key(key(KeyCode::Enter));
     assert_eq!(intents, vec![Intent::Refresh(Then::PickTree)]);
     execute(&mut a, &core, intents, &mut || {}, &mut |_: &App| {});
+    // The list is asked for, not read on this thread; the picker opens
+    // with the answer.
+    assert_eq!(core.calls(), vec!["list_sessions"]);
+    assert!(!screen(&a).contains("branches"));
+    let more = a.on_event(Event::Sessions {
+        sessions: state().sessions,
+    });
+    assert!(more.is_empty(), "{more:?}");
     let s = screen(&a);
     assert!(
         s.contains("branches") && s.contains("● s-root") && s.contains("s-branch @2"),
