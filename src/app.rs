@@ -55,6 +55,12 @@ struct Cli {
     /// the scripted provider's JSON-lines script
     #[argh(option, arg_name = "FILE")]
     script: Option<String>,
+    /// no Anthropic prompt-cache breakpoints (config "cache": false)
+    #[argh(switch)]
+    no_cache: bool,
+    /// how hard the model may think: off, low, medium or high (config "thinking")
+    #[argh(option, arg_name = "LEVEL")]
+    thinking: Option<String>,
     /// append every request the scripted provider receives to FILE
     #[argh(option, arg_name = "FILE")]
     script_log: Option<String>,
@@ -330,7 +336,7 @@ fn resolve_provider(
         next.base_url = base_url.clone();
         next
     });
-    let settings = crate::provider::Settings {
+    let mut settings = crate::provider::Settings {
         provider,
         model,
         base_url,
@@ -338,7 +344,14 @@ fn resolve_provider(
         script: cli.script.as_ref().map(|s| here.join(s)),
         script_log: cli.script_log.as_ref().map(|s| here.join(s)),
         zut_home: zut_home.to_path_buf(),
+        ..Default::default()
     };
+    crate::provider::apply_options(
+        &mut settings,
+        &saved.extra,
+        cli.no_cache,
+        cli.thinking.as_deref(),
+    )?;
     Ok((settings, remember))
 }
 

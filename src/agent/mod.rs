@@ -282,13 +282,17 @@ impl Agent {
             // for streaming clients too.
             let held = self.answers_intercepted();
             let mut on_event = |e: StreamEvent<'_>| match e {
-                StreamEvent::TextDelta(_) if held => {}
-                StreamEvent::TextDelta(d) => sink.emit(Event::TextDelta {
-                    delta: d.to_string(),
-                }),
+                StreamEvent::TextDelta(_) | StreamEvent::ThinkingDelta(_) if held => {}
+                other => sink.emit(crate::provider::usage::stream_event(other)),
             };
             let resp = match self.provider.complete(&req, &mut on_event, cancel) {
-                Ok(r) => r,
+                Ok(r) => {
+                    self.emit(crate::provider::usage::usage_event(
+                        &*self.provider,
+                        &r.usage,
+                    ));
+                    r
+                }
                 Err(ProviderError::Aborted) => return self.end_aborted(),
                 Err(e) => {
                     return self.end_turn(
@@ -305,7 +309,7 @@ impl Agent {
                 StopReason::Length => "length",
                 StopReason::Refusal => "refusal",
             };
-            let mut content = Vec::new();
+            let mut content = resp.thinking.clone();
             if !resp.text.is_empty() {
                 content.push(Block::Text {
                     text: resp.text.clone(),

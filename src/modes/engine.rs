@@ -69,6 +69,8 @@ struct Shared {
     /// The transcript of the active branch, kept current by the agent's
     /// observer, for `state()`.
     messages: Vec<Message>,
+    /// This run's provider usage, added up from the agent's `usage` events.
+    usage: crate::provider::usage::Totals,
 }
 
 /// Where the agent's messages and extension states go: the active session
@@ -173,10 +175,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Sends agent events into the front end's channel.
-struct ChannelSink(Sender<Event>);
+struct ChannelSink(Sender<Event>, Arc<Mutex<Shared>>);
 
 impl EventSink for ChannelSink {
     fn emit(&self, event: Event) {
+        crate::provider::usage::count(&event, &mut lock(&self.1).usage);
         let _ = self.0.send(event);
     }
 }
@@ -330,6 +333,7 @@ impl Core for Engine {
             queued: s.pending,
             session: s.session.clone(),
             messages: s.messages.clone(),
+            usage: s.usage,
             ..CoreState::default()
         };
         drop(s);
@@ -549,7 +553,8 @@ impl Worker {
                     .can_confirm
                     .then(|| self.confirms.clone() as Arc<dyn Confirmer>),
             };
-            let sink: Arc<dyn EventSink> = Arc::new(ChannelSink(self.events.clone()));
+            let sink: Arc<dyn EventSink> =
+                Arc::new(ChannelSink(self.events.clone(), self.shared.clone()));
             let mut agent = Agent::new(
                 provider,
                 self.host.clone(),

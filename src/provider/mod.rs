@@ -19,8 +19,10 @@ pub use zut_ext::wire::ContentBlock;
 pub mod anthropic;
 mod http;
 pub mod openai;
+mod proxy;
 pub mod script;
 pub mod sse;
+pub mod usage;
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +53,18 @@ pub enum Block {
         call_id: String,
         is_error: bool,
         content: Vec<ContentBlock>,
+    },
+    /// The model's reasoning (Anthropic extended thinking), kept with its
+    /// signature so it can be sent back unchanged; never shown as the
+    /// answer.
+    Thinking {
+        thinking: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        signature: String,
+    },
+    /// Reasoning the provider encrypted; sent back as it came.
+    RedactedThinking {
+        data: String,
     },
 }
 
@@ -215,16 +229,74 @@ pub enum StopReason {
     Refusal,
 }
 
-/// Token accounting, when the provider reports it.
+/// Token accounting, when the provider reports it. `input_tokens` is the
+/// uncached part of the prompt; cache reads and writes are counted apart.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// The whole prompt: uncached input plus cache reads and writes.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+}
+
+/// How hard the model may think (`--thinking`, config `thinking`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Thinking {
+    #[default]
+    Off,
+    Low,
+    Medium,
+    High,
+}
+
+impl Thinking {
+    /// Parses `off`, `low`, `medium`, `high`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "off" | "none" | "" => Ok(Thinking::Off),
+            "low" => Ok(Thinking::Low),
+            "medium" => Ok(Thinking::Medium),
+            "high" => Ok(Thinking::High),
+            other => Err(format!(
+                "thinking level {other:?} is not one of off, low, medium, high"
+            )),
+        }
+    }
+
+    /// Anthropic's `budget_tokens`.
+    pub fn budget_tokens(self) -> Option<u32> {
+        match self {
+            Thinking::Off => None,
+            Thinking::Low => Some(2048),
+            Thinking::Medium => Some(8192),
+            Thinking::High => Some(24576),
+        }
+    }
+
+    /// OpenAI's `reasoning_effort`.
+    pub fn effort(self) -> Option<&'static str> {
+        match self {
+            Thinking::Off => None,
+            Thinking::Low => Some("low"),
+            Thinking::Medium => Some("medium"),
+            Thinking::High => Some("high"),
+        }
+    }
 }
 
 /// One complete assistant answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {
+    /// Thinking blocks, in order, to keep ahead of the text in the transcript.
+    pub thinking: Vec<Block>,
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub stop: StopReason,
@@ -235,6 +307,15 @@ pub struct Response {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent<'a> {
     TextDelta(&'a str),
+    /// Reasoning the model shows while it thinks (never part of the answer).
+    ThinkingDelta(&'a str),
+    /// The request failed and is tried again: `attempt` is the number of
+    /// the attempt about to be made (2 for the first retry), after `wait_ms`.
+    Retry {
+        attempt: u32,
+        wait_ms: u64,
+        reason: &'a str,
+    },
 }
 
 /// A provider failure, one line for the user.
@@ -277,6 +358,10 @@ pub trait Provider: Send {
     fn name(&self) -> &str;
     /// The model name sent with requests (may be empty for `script`).
     fn model(&self) -> &str;
+    /// Context window and prices of the current model, when known.
+    fn model_info(&self) -> Option<usage::ModelInfo> {
+        None
+    }
     /// Runs one model call. `on_event` sees text deltas as they arrive.
     /// Must return promptly with [`ProviderError::Aborted`] once `cancel` fires.
     fn complete(
@@ -299,7 +384,44 @@ pub struct Settings {
     pub script_log: Option<PathBuf>,
     /// `$ZUT_HOME`, for `auth.json`.
     pub zut_home: PathBuf,
+    /// `--no-cache` or config `"cache": false`: no Anthropic cache breakpoints.
+    pub no_cache: bool,
+    /// `--thinking` or config `thinking`.
+    pub thinking: Thinking,
+    /// Context windows and prices (config `models` over the built-in table).
+    pub pricing: usage::Pricing,
 }
+
+/// Fills the daily-use options from the flags and config (`cache`,
+/// `thinking`, `models`); flags win. A bad `--thinking` is an error; a bad
+/// config value is logged and ignored, so a typo never stops zut.
+pub fn apply_options(
+    settings: &mut Settings,
+    config: &serde_json::Map<String, Value>,
+    no_cache: bool,
+    thinking: Option<&str>,
+) -> Result<(), String> {
+    settings.no_cache = no_cache || config.get("cache") == Some(&Value::Bool(false));
+    settings.thinking = match thinking {
+        Some(t) => Thinking::parse(t).map_err(|e| format!("--thinking: {e}"))?,
+        None => match config.get("thinking").and_then(Value::as_str) {
+            Some(t) => Thinking::parse(t).unwrap_or_else(|e| {
+                log::warn!("config \"thinking\": {e}; thinking stays off");
+                Thinking::Off
+            }),
+            None => Thinking::Off,
+        },
+    };
+    let (pricing, warnings) = usage::Pricing::from_config(config.get("models"));
+    for w in warnings {
+        log::warn!("{w}");
+    }
+    settings.pricing = pricing;
+    Ok(())
+}
+
+/// Tries of one provider request, the first included.
+pub const MAX_TRIES: u32 = http::MAX_RETRIES + 1;
 
 /// The providers `--provider` accepts.
 pub const NAMES: &[&str] = &["anthropic", "openai", "script"];

@@ -24,8 +24,8 @@
 use super::http::{self, HttpClient, Post, Sink};
 use super::sse::SseEvent;
 use super::{
-    Block, CallIds, ContentBlock, Message, Provider, ProviderError, Request, Response, Role,
-    Settings, StopReason, StreamEvent, ToolCall, ToolDef, Usage,
+    usage, Block, CallIds, ContentBlock, Message, Provider, ProviderError, Request, Response, Role,
+    Settings, StopReason, StreamEvent, Thinking, ToolCall, ToolDef, Usage,
 };
 use crate::cancel::CancelToken;
 use serde_json::{json, Map, Value};
@@ -44,6 +44,8 @@ pub struct OpenAi {
     url: String,
     api_key: Option<String>,
     http: HttpClient,
+    thinking: Thinking,
+    pricing: usage::Pricing,
 }
 
 impl OpenAi {
@@ -66,7 +68,9 @@ impl OpenAi {
                 .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
             url: format!("{base}/chat/completions"),
             api_key,
-            http: HttpClient::from_env(),
+            http: HttpClient::for_url(&base)?,
+            thinking: settings.thinking,
+            pricing: settings.pricing.clone(),
         })
     }
 }
@@ -80,6 +84,10 @@ impl Provider for OpenAi {
         &self.model
     }
 
+    fn model_info(&self) -> Option<usage::ModelInfo> {
+        self.pricing.info(&self.model)
+    }
+
     fn complete(
         &mut self,
         req: &Request<'_>,
@@ -90,7 +98,11 @@ impl Provider for OpenAi {
             Some(key) => vec![("authorization", format!("Bearer {key}"))],
             None => Vec::new(),
         };
-        let post = Post::json(self.url.clone(), headers, &request_body(&self.model, req));
+        let post = Post::json(
+            self.url.clone(),
+            headers,
+            &request_body(&self.model, req, self.thinking),
+        );
         self.http.stream_events(&post, cancel, on_event, || {
             StreamState::new(CallIds::after(req.messages))
         })
@@ -98,9 +110,12 @@ impl Provider for OpenAi {
 }
 
 /// The JSON body of one request.
-pub(crate) fn request_body(model: &str, req: &Request<'_>) -> Value {
+pub fn request_body(model: &str, req: &Request<'_>, thinking: Thinking) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
+    if let Some(effort) = thinking.effort() {
+        body.insert("reasoning_effort".into(), json!(effort));
+    }
     let messages = convert_messages(&req.system_with_context(), req.messages);
     body.insert("messages".into(), Value::Array(messages));
     if !req.tools.is_empty() {
@@ -303,9 +318,15 @@ impl<'a> StreamState<'a> {
         Ok(false)
     }
 
+    /// `prompt_tokens` includes the cached part; ours is uncached input.
     fn usage_from(&mut self, usage: &Value) {
         if let Some(n) = usage["prompt_tokens"].as_u64() {
-            self.usage.input_tokens = n;
+            let cached = usage["prompt_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap_or(0)
+                .min(n);
+            self.usage.input_tokens = n - cached;
+            self.usage.cache_read_tokens = cached;
         }
         if let Some(n) = usage["completion_tokens"].as_u64() {
             self.usage.output_tokens = n;
@@ -314,6 +335,13 @@ impl<'a> StreamState<'a> {
 
     fn choice(&mut self, choice: &Value, sink: &mut Sink<'_>) {
         let delta = &choice["delta"];
+        // Reasoning of DeepSeek, llama.cpp, vLLM (`reasoning_content`) and
+        // OpenRouter, Ollama (`reasoning`): shown, never part of the answer.
+        for field in ["reasoning_content", "reasoning"] {
+            if let Some(text) = delta[field].as_str() {
+                sink.thinking(text);
+            }
+        }
         if let Some(text) = delta["content"].as_str() {
             sink.text(text);
             self.text.push_str(text);
@@ -409,6 +437,7 @@ impl<'a> StreamState<'a> {
             stop_reason(self.finish_reason.as_deref(), !tool_calls.is_empty())
         };
         Ok(Response {
+            thinking: Vec::new(),
             text: self.text,
             tool_calls,
             stop,
