@@ -81,6 +81,7 @@ fn text_entry_is_one_delta_and_ends_the_turn() {
     assert_eq!(
         result.unwrap(),
         Response {
+            thinking: vec![],
             text: "Hello there".into(),
             tool_calls: vec![],
             stop: StopReason::EndTurn,

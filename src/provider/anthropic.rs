@@ -577,21 +577,135 @@ mod tests {
             schema: json!({"type":"object"}),
         }];
         let hidden = ["ctx one".to_string(), "ctx two".to_string()];
-        let body = request_body("m", &req(&messages, &tools, &hidden));
+        let plain = BodyOptions::default();
+        let body = request_body("m", &req(&messages, &tools, &hidden), plain);
         assert_eq!(
             body,
             json!({
                 "model": "m",
                 "max_tokens": MAX_TOKENS,
-                "system": "be brief\n\nctx one\n\nctx two",
+                "system": [{"type":"text","text":"be brief"},{"type":"text","text":"ctx one"},
+                           {"type":"text","text":"ctx two"}],
                 "messages": [{"role":"user","content":[{"type":"text","text":"hi"}]}],
                 "tools": [{"name":"read","description":"Read a file","input_schema":{"type":"object"}}],
                 "stream": true
             })
         );
-        let bare = request_body("m", &req(&messages, &[], &[]));
+        let bare = request_body("m", &req(&messages, &[], &[]), plain);
         assert!(bare.get("tools").is_none());
-        assert_eq!(bare["system"], "be brief");
+        assert_eq!(bare["system"], json!([{"type":"text","text":"be brief"}]));
+    }
+
+    /// Counts `cache_control` objects anywhere in a body.
+    fn breakpoints(v: &Value) -> usize {
+        match v {
+            Value::Object(m) => {
+                usize::from(m.contains_key("cache_control"))
+                    + m.values().map(breakpoints).sum::<usize>()
+            }
+            Value::Array(a) => a.iter().map(breakpoints).sum(),
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn caching_marks_system_last_tool_and_newest_block_at_most_four() {
+        let messages = [
+            Message::user_text("first"),
+            Message {
+                role: Role::Assistant,
+                content: vec![Block::Text { text: "ok".into() }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    Block::Text { text: "a".into() },
+                    Block::Text { text: "b".into() },
+                ],
+            },
+        ];
+        let tool = |n: &str| ToolDef {
+            name: n.into(),
+            description: String::new(),
+            schema: json!({}),
+        };
+        let tools = [tool("one"), tool("two")];
+        let cached = BodyOptions {
+            cache: true,
+            thinking: Thinking::Off,
+        };
+        let body = request_body("m", &req(&messages, &tools, &[]), cached);
+        let eph = json!({"type":"ephemeral"});
+        assert_eq!(body["system"][0]["cache_control"], eph);
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(body["tools"][1]["cache_control"], eph);
+        let newest = &body["messages"][2]["content"];
+        assert!(newest[0].get("cache_control").is_none());
+        assert_eq!(newest[1]["cache_control"], eph);
+        assert!(body["messages"][0]["content"][0]
+            .get("cache_control")
+            .is_none());
+        assert_eq!(breakpoints(&body), 3);
+        // Hidden context: the stable prompt is a breakpoint of its own.
+        let hidden = ["today".to_string()];
+        let body = request_body("m", &req(&messages, &tools, &hidden), cached);
+        assert_eq!(body["system"][0]["cache_control"], eph);
+        assert_eq!(body["system"][1]["cache_control"], eph);
+        assert_eq!(breakpoints(&body), 4);
+        let off = request_body(
+            "m",
+            &req(&messages, &tools, &hidden),
+            BodyOptions::default(),
+        );
+        assert_eq!(breakpoints(&off), 0);
+    }
+
+    #[test]
+    fn thinking_budget_and_blocks_sent_back_unchanged() {
+        let messages = [
+            Message::user_text("q"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::Thinking {
+                        thinking: "hmm".into(),
+                        signature: "sig==".into(),
+                    },
+                    Block::RedactedThinking { data: "ENC".into() },
+                    Block::ToolCall {
+                        id: "t".into(),
+                        name: "read".into(),
+                        args: json!({}),
+                    },
+                ],
+            },
+        ];
+        for (level, budget) in [
+            (Thinking::Low, 2048),
+            (Thinking::Medium, 8192),
+            (Thinking::High, 24576),
+        ] {
+            let opts = BodyOptions {
+                cache: true,
+                thinking: level,
+            };
+            let body = request_body("m", &req(&messages, &[], &[]), opts);
+            assert_eq!(
+                body["thinking"],
+                json!({"type":"enabled","budget_tokens":budget})
+            );
+            assert!(body["max_tokens"].as_u64().unwrap() > budget);
+            assert_eq!(
+                body["messages"][1]["content"],
+                json!([{"type":"thinking","thinking":"hmm","signature":"sig=="},
+                       {"type":"redacted_thinking","data":"ENC"},
+                       {"type":"tool_use","id":"t","name":"read","input":{},
+                        "cache_control":{"type":"ephemeral"}}])
+            );
+        }
+        let off = request_body("m", &req(&messages, &[], &[]), BodyOptions::default());
+        assert!(off.get("thinking").is_none());
+        assert_eq!(off["max_tokens"], MAX_TOKENS);
     }
 
     #[test]
