@@ -893,4 +893,86 @@ mod tests {
         assert_eq!(err, ProviderError::Aborted);
         assert!(started.elapsed() < Duration::from_secs(2));
     }
+
+    /// Serves one connection: `reply`, then `beat` every 20 ms; reports
+    /// when the client closed the socket (a read returned 0 or failed).
+    fn beating_server(
+        reply: &'static [u8],
+        beat: &'static [u8],
+    ) -> (String, crossbeam_channel::Receiver<Instant>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            let mut buf = [0u8; 4096];
+            let _ = io::Read::read(&mut s, &mut buf);
+            let _ = s.write_all(reply);
+            let _ = s.set_read_timeout(Some(Duration::from_millis(20)));
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_secs(10) {
+                match io::Read::read(&mut s, &mut buf) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) if e.kind() == io::ErrorKind::TimedOut => {}
+                    Err(_) => break,
+                }
+                if s.write_all(beat).and_then(|()| s.flush()).is_err() {
+                    break;
+                }
+            }
+            let _ = tx.send(Instant::now());
+        });
+        (url, rx)
+    }
+
+    const STREAM_HEAD: &[u8] =
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\nevent: message_start\ndata: {}\n\n";
+
+    #[test]
+    fn comments_and_pings_do_not_hold_off_the_idle_deadline() {
+        for beat in [
+            &b": keep-alive\n\n"[..],
+            b"event: ping\ndata: {\"type\":\"ping\"}\n\n",
+        ] {
+            let (url, _closed) = beating_server(STREAM_HEAD, beat);
+            let started = Instant::now();
+            let err = run(&client(300), url, &CancelToken::never()).unwrap_err();
+            match err {
+                ProviderError::Transport(m) => assert!(m.contains("no data"), "{m}"),
+                other => panic!("unexpected {other:?}"),
+            }
+            assert!(started.elapsed() < Duration::from_secs(3));
+        }
+    }
+
+    #[test]
+    fn abort_mid_stream_returns_at_once_and_closes_the_connection() {
+        // A silent server: only the shutdown can free the worker's read.
+        let (url, closed) = beating_server(STREAM_HEAD, b"");
+        let (canceller, token) = crate::cancel::pair();
+        let c = client(60_000);
+        let fired = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            canceller.cancel();
+            Instant::now()
+        });
+        let err = run(&c, url, &token).unwrap_err();
+        let returned = Instant::now();
+        let fired = fired.join().unwrap();
+        assert_eq!(err, ProviderError::Aborted);
+        assert!(returned.duration_since(fired) < Duration::from_millis(200));
+        // The worker let go of the socket: the server sees it closed.
+        let at = closed
+            .recv_timeout(Duration::from_secs(5))
+            .expect("connection closed after the abort");
+        assert!(
+            at.duration_since(fired) < Duration::from_millis(500),
+            "closed {:?} after the abort",
+            at.duration_since(fired)
+        );
+    }
 }
