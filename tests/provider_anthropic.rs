@@ -579,15 +579,18 @@ fn max_tokens_inside_a_tool_call_keeps_the_text_and_drops_the_call() {
 }
 
 #[test]
-fn invalid_tool_arguments_without_a_cut_still_fail() {
+fn invalid_tool_arguments_without_a_cut_become_a_call_that_is_not_run() {
     let stream = message_start(30)
         + &tool_block(0, "toolu_bad", "write", &["{\"path\": "])
         + &message_end("tool_use", 20);
     let server = TestServer::start(vec![Reply::sse(&stream)]);
     let mut p = provider(&server);
     let (result, _) = ask(&mut p, &hello(), &CancelToken::never());
-    match result {
-        Err(ProviderError::Protocol(m)) => assert!(m.contains("not valid JSON"), "{m}"),
-        other => panic!("expected a protocol error, got {other:?}"),
-    }
+    let response = result.expect("not a failed prompt");
+    assert_eq!(response.stop, StopReason::ToolUse);
+    let call = &response.tool_calls[0];
+    assert_eq!(call.id, "toolu_bad");
+    assert_eq!(call.args, json!({}));
+    let why = call.invalid_args.as_deref().expect("marked invalid");
+    assert!(why.contains("not valid JSON"), "{why}");
 }

@@ -624,3 +624,47 @@ fn a_refusal_in_print_mode_says_so_and_exits_1() {
     );
     assert_eq!(stdout(&out), "");
 }
+
+#[test]
+fn tool_arguments_that_are_not_json_go_back_to_the_model_as_an_error() {
+    let e = env();
+    let call = chunk(
+        json!({"tool_calls":[{"index":0,"id":"call_1","type":"function",
+            "function":{"name":"write","arguments":"{\"path\": \"x.txt\", \"content\": "}}]}),
+        Some("tool_calls"),
+    ) + "data: [DONE]\n\n";
+    let server = TestServer::start(vec![
+        Reply::sse(&call),
+        Reply::sse(&openai_answer("sorry, fixed")),
+    ]);
+    let base = format!("{}/v1", server.url());
+    let out = zut(
+        &e,
+        &[
+            "-p",
+            "--yolo",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "write",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "sorry, fixed");
+    assert!(!e.proj.join("x.txt").exists(), "the call never ran");
+    let second = server.requests()[1].json();
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("a tool result")
+        .clone();
+    assert_eq!(result["tool_call_id"], "call_1");
+    assert!(
+        result["content"].to_string().contains("not valid JSON"),
+        "{result}"
+    );
+}

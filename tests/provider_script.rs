@@ -66,6 +66,7 @@ fn hi() -> Vec<Message> {
 
 fn call(id: &str, name: &str, args: Value) -> ToolCall {
     ToolCall {
+        invalid_args: None,
         id: id.into(),
         name: name.into(),
         args,

@@ -483,6 +483,8 @@ impl Agent {
             let name = call.name.clone();
             let (out, extension) = if cancel.is_cancelled() {
                 (ToolOutput::error("aborted"), None)
+            } else if let Some(why) = &call.invalid_args {
+                (ToolOutput::error(why.clone()), None)
             } else {
                 let args = self.guard(id, &name, call.args.clone(), cancel);
                 let skills = self.skills();

@@ -181,22 +181,28 @@ impl<'a> CallIds<'a> {
 }
 
 impl CallIds<'_> {
-    /// Assembles a streamed tool call: `json` (the accumulated arguments)
-    /// must be a JSON value, empty meaning `{}`; a missing id gets a fresh one.
+    /// Assembles a streamed tool call: `json` (the accumulated arguments),
+    /// empty meaning `{}`; a missing id gets a fresh one. Arguments that are
+    /// not valid JSON make a call with `{}` and [`ToolCall::invalid_args`]
+    /// set: it is answered with an error result the model can correct,
+    /// never run. (`Err` is kept for callers that must refuse a call.)
     pub(crate) fn call(
         &mut self,
         id: String,
         name: String,
         json: &str,
     ) -> Result<ToolCall, ProviderError> {
+        let mut invalid_args = None;
         let args = if json.trim().is_empty() {
             Value::Object(Default::default())
         } else {
-            serde_json::from_str(json).map_err(|e| {
-                ProviderError::Protocol(format!(
-                    "the arguments of tool call {name:?} are not valid JSON: {e}"
-                ))
-            })?
+            serde_json::from_str(json).unwrap_or_else(|e| {
+                invalid_args = Some(format!(
+                    "the arguments of tool call {name:?} are not valid JSON ({e}); \
+                     the call was not run: send it again with a JSON object"
+                ));
+                Value::Object(Default::default())
+            })
         };
         let id = if id.is_empty() {
             self.fresh()
@@ -204,7 +210,12 @@ impl CallIds<'_> {
             self.reserve(&id);
             id
         };
-        Ok(ToolCall { id, name, args })
+        Ok(ToolCall {
+            id,
+            name,
+            args,
+            invalid_args,
+        })
     }
 }
 
@@ -214,6 +225,10 @@ pub struct ToolCall {
     pub id: String,
     pub name: String,
     pub args: Value,
+    /// Why the model's arguments could not be used (not valid JSON): the
+    /// call gets this as its error result instead of running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_args: Option<String>,
 }
 
 /// Why the model stopped.

@@ -219,6 +219,7 @@ fn tool_calls(entry: &Entry, messages: &[Message]) -> Vec<ToolCall> {
                 .args
                 .clone()
                 .unwrap_or_else(|| Value::Object(Default::default())),
+            invalid_args: None,
         })
         .collect()
 }
