@@ -496,6 +496,9 @@ impl<'a> StreamState<'a> {
         for (_, tool) in blocks {
             let name = tool.name.clone();
             match self.ids.call(tool.id, tool.name, &tool.json) {
+                Ok(call) if cut && call.invalid_args.is_some() => {
+                    log::warn!("dropped tool call {name:?} cut off by the output limit")
+                }
                 Ok(call) => tool_calls.push(call),
                 Err(e) if cut => {
                     log::warn!("dropped tool call {name:?} cut off by the output limit: {e}")

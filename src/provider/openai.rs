@@ -424,6 +424,9 @@ impl<'a> StreamState<'a> {
         for call in std::mem::take(&mut self.calls).into_values() {
             let name = call.name.clone();
             match self.finish_call(call) {
+                Ok(call) if cut && call.invalid_args.is_some() => {
+                    log::warn!("dropped tool call {name:?} cut off by the output limit")
+                }
                 Ok(call) => tool_calls.push(call),
                 Err(e) if cut => {
                     log::warn!("dropped tool call {name:?} cut off by the output limit: {e}")
