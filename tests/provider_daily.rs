@@ -668,3 +668,200 @@ fn tool_arguments_that_are_not_json_go_back_to_the_model_as_an_error() {
         "{result}"
     );
 }
+
+/// `zut` with a session kept (no `--no-session`).
+fn zut_session(e: &Env, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zut"))
+        .current_dir(&e.proj)
+        .env("ZUT_HOME", &e.home)
+        .stdin(Stdio::null())
+        .args(["--no-extensions"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Every `compaction` row of every session file under `$ZUT_HOME`.
+fn compaction_rows(home: &Path) -> Vec<Value> {
+    let mut rows = Vec::new();
+    let mut dirs = vec![home.join("sessions")];
+    while let Some(d) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                for line in std::fs::read_to_string(&p).unwrap().lines() {
+                    let v: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+                    if v["type"] == "compaction" {
+                        rows.push(v);
+                    }
+                }
+            }
+        }
+    }
+    rows
+}
+
+fn script_file(e: &Env, name: &str, lines: &[Value]) -> String {
+    let path = e.proj.join(name);
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    write(&path, &text);
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn context_too_long_compacts_once_and_tries_again() {
+    let e = env();
+    let first = script_file(&e, "1.jsonl", &[json!({"text":"one"})]);
+    let out = zut_session(
+        &e,
+        &["-p", "--provider", "script", "--script", &first, "first"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let log = e.proj.join("log.jsonl");
+    let second = script_file(
+        &e,
+        "2.jsonl",
+        &[
+            json!({"error":"prompt is too long: 210000 tokens > 200000 maximum"}),
+            json!({"text":"SUMMARY OF BEFORE"}),
+            json!({"text":"two"}),
+        ],
+    );
+    let out = zut_session(
+        &e,
+        &[
+            "--continue",
+            "--mode",
+            "json",
+            "--provider",
+            "script",
+            "--script",
+            &second,
+            "--script-log",
+            log.to_str().unwrap(),
+            "second",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    assert!(
+        of_type(&evs, "session")
+            .iter()
+            .any(|s| s["reason"] == "compact"),
+        "{evs:?}"
+    );
+    assert_eq!(of_type(&evs, "assistant_message")[0]["text"], "two");
+    let rows = compaction_rows(&e.home);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["reason"], "auto");
+    assert_eq!(rows[0]["summary"], "SUMMARY OF BEFORE");
+    // The retried request carries the summary instead of the old history.
+    let requests: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(requests.len(), 3);
+    let retried = requests[2]["messages"].to_string();
+    assert!(retried.contains("SUMMARY OF BEFORE"), "{retried}");
+    assert!(!retried.contains("\"one\""), "{retried}");
+
+    // A second "too long" after compacting is an error, not another round.
+    let third = script_file(
+        &e,
+        "3.jsonl",
+        &[
+            json!({"error":"prompt is too long"}),
+            json!({"text":"SUMMARY AGAIN"}),
+            json!({"error":"prompt is too long"}),
+            json!({"text":"never"}),
+        ],
+    );
+    let out = zut_session(
+        &e,
+        &[
+            "--continue",
+            "-p",
+            "--provider",
+            "script",
+            "--script",
+            &third,
+            "third",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("prompt is too long"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(compaction_rows(&e.home).len(), 2);
+}
+
+#[test]
+fn a_nearly_full_window_compacts_before_the_request_unless_turned_off() {
+    let e = env();
+    // A window of one token: every request is over 85 %.
+    write(
+        &e.home.join("config.json"),
+        r#"{"models":{"script":{"context":1}}}"#,
+    );
+    let first = script_file(&e, "1.jsonl", &[json!({"text":"one"})]);
+    let out = zut_session(
+        &e,
+        &["-p", "--provider", "script", "--script", &first, "first"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        compaction_rows(&e.home).is_empty(),
+        "nothing to compact yet"
+    );
+    let second = script_file(
+        &e,
+        "2.jsonl",
+        &[json!({"text":"EARLIER: one"}), json!({"text":"two"})],
+    );
+    let out = zut_session(
+        &e,
+        &[
+            "--continue",
+            "-p",
+            "--provider",
+            "script",
+            "--script",
+            &second,
+            "second",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "two");
+    let rows = compaction_rows(&e.home);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["reason"], "auto");
+
+    write(
+        &e.home.join("config.json"),
+        r#"{"auto_compact": false, "models":{"script":{"context":1}}}"#,
+    );
+    let third = script_file(&e, "3.jsonl", &[json!({"text":"three"})]);
+    let out = zut_session(
+        &e,
+        &[
+            "--continue",
+            "-p",
+            "--provider",
+            "script",
+            "--script",
+            &third,
+            "third",
+        ],
+    );
+    assert_eq!(stdout(&out).trim(), "three", "{}", stderr(&out));
+    assert_eq!(compaction_rows(&e.home).len(), 1);
+}

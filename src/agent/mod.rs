@@ -17,6 +17,7 @@
 //! `assistant_message`, one `tool_call` per call with the model's original
 //! arguments, `turn_end`, then per call its interception and execution.
 
+pub mod auto_compact;
 pub mod tools;
 
 use crate::cancel::CancelToken;
@@ -111,6 +112,16 @@ pub trait Observer: Send {
     /// active branch (`null` clears). An error refuses it with that reason.
     fn state(&mut self, _extension: &str, _state: &Value) -> Result<(), String> {
         Ok(())
+    }
+    /// Where an automatic compaction would cut the transcript (`None`: no
+    /// session, nothing to compact, or `auto_compact` off).
+    fn compact_point(&self) -> Option<usize> {
+        None
+    }
+    /// Replaces the history before [`Observer::compact_point`] with
+    /// `summary` (reason `auto` or `manual`); returns the new transcript.
+    fn compact(&mut self, _summary: &str, _reason: &str) -> Result<Vec<Message>, String> {
+        Err("no session to compact".into())
     }
 }
 
@@ -268,31 +279,13 @@ impl Agent {
                 Err(outcome) => return outcome,
             };
             let tools = self.tool_defs();
-            let req = Request {
-                step,
-                system: &self.system,
-                messages: &self.transcript,
-                tools: &tools,
-                hidden_context: &hidden,
-            };
-            let sink = self.sink.clone();
             // While an extension may rewrite or withhold the answer, its
             // text is not streamed: the interceptor's verdict is shown
             // whole ([`Agent::show_assistant`]), so a redaction is airtight
             // for streaming clients too.
             let held = self.answers_intercepted();
-            let mut on_event = |e: StreamEvent<'_>| match e {
-                StreamEvent::TextDelta(_) | StreamEvent::ThinkingDelta(_) if held => {}
-                other => sink.emit(crate::provider::usage::stream_event(other)),
-            };
-            let resp = match self.provider.complete(&req, &mut on_event, cancel) {
-                Ok(r) => {
-                    self.emit(crate::provider::usage::usage_event(
-                        &*self.provider,
-                        &r.usage,
-                    ));
-                    r
-                }
+            let resp = match self.request(step, &tools, &hidden, held, cancel) {
+                Ok(r) => r,
                 Err(ProviderError::Aborted) => return self.end_aborted(),
                 Err(e) => {
                     return self.end_turn(

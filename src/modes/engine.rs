@@ -78,6 +78,12 @@ struct Shared {
 struct Recorder {
     session: Arc<Mutex<Option<Session>>>,
     shared: Arc<Mutex<Shared>>,
+    /// For an automatic compaction's `session` event and the extensions'
+    /// `session_compacted`.
+    host: HostHandle,
+    events: Sender<Event>,
+    /// Config `auto_compact` (default true).
+    auto_compact: bool,
 }
 
 impl agent::Observer for Recorder {
@@ -103,6 +109,31 @@ impl agent::Observer for Recorder {
                 Err(e) => Err(e.to_string()),
             },
         }
+    }
+
+    fn compact_point(&self) -> Option<usize> {
+        if !self.auto_compact {
+            return None;
+        }
+        lock(&self.session).as_ref()?.compact_point()
+    }
+
+    fn compact(&mut self, summary: &str, reason: &str) -> Result<Vec<Message>, String> {
+        let (info, messages, states) = {
+            let mut guard = lock(&self.session);
+            let s = guard.as_mut().ok_or("no session to compact")?;
+            s.compact_with_reason(summary.to_string(), reason)
+                .map_err(|e| e.to_string())?;
+            (s.info(), s.messages().to_vec(), s.states().clone())
+        };
+        lock(&self.shared).messages = messages.clone();
+        let _ = self.events.send(session_event(&info, "compact"));
+        self.host.set_session(
+            Some(info),
+            Some("session_compacted"),
+            states.into_iter().collect(),
+        );
+        Ok(messages)
     }
 }
 
@@ -566,6 +597,9 @@ impl Worker {
             agent.set_observer(Some(Box::new(Recorder {
                 session: self.session.clone(),
                 shared: self.shared.clone(),
+                host: self.host.clone(),
+                events: self.events.clone(),
+                auto_compact: !self.config.provider.no_auto_compact,
             })));
             self.agent = Some(agent);
         }
@@ -676,10 +710,7 @@ impl Worker {
         };
         let _ = point;
         let mut ask = history;
-        let mut request = String::from(
-            "Summarize the conversation so far for your own later use: the goal, decisions, \
-             files touched and what remains to do. Answer with the summary only.",
-        );
+        let mut request = String::from(agent::auto_compact::SUMMARY_REQUEST);
         if let Some(extra) = instructions.filter(|i| !i.trim().is_empty()) {
             request.push_str("\n\n");
             request.push_str(extra.trim());

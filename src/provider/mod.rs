@@ -405,6 +405,8 @@ pub struct Settings {
     pub thinking: Thinking,
     /// Context windows and prices (config `models` over the built-in table).
     pub pricing: usage::Pricing,
+    /// Config `"auto_compact": false`: never compact on the agent's own.
+    pub no_auto_compact: bool,
 }
 
 /// Fills the daily-use options from the flags and config (`cache`,
@@ -417,6 +419,7 @@ pub fn apply_options(
     thinking: Option<&str>,
 ) -> Result<(), String> {
     settings.no_cache = no_cache || config.get("cache") == Some(&Value::Bool(false));
+    settings.no_auto_compact = config.get("auto_compact") == Some(&Value::Bool(false));
     settings.thinking = match thinking {
         Some(t) => Thinking::parse(t).map_err(|e| format!("--thinking: {e}"))?,
         None => match config.get("thinking").and_then(Value::as_str) {
