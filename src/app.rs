@@ -118,6 +118,9 @@ fn main_inner() -> i32 {
     if let Some(code) = try_ext(&args[1..], &zut_home) {
         return code;
     }
+    if let Some((rest, json)) = crate::provider::models::split_cli(&args[1..]) {
+        return models_command(&rest, json, &zut_home);
+    }
     let strs: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
     let cli = match Cli::from_args(&["zut"], &strs) {
         Ok(cli) => cli,
@@ -353,6 +356,26 @@ fn resolve_provider(
         cli.thinking.as_deref(),
     )?;
     Ok((settings, remember))
+}
+
+/// `zut models [--json]` with the provider flags in `rest`.
+fn models_command(rest: &[String], json: bool, zut_home: &std::path::Path) -> i32 {
+    let strs: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let cli = match Cli::from_args(&["zut"], &strs) {
+        Ok(cli) => cli,
+        Err(early) => {
+            eprintln!("{}", early.output.trim_end());
+            return EXIT_USAGE;
+        }
+    };
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    match resolve_provider(&cli, &here, zut_home) {
+        Ok((settings, _)) => crate::provider::models::print(&settings, json),
+        Err(e) => {
+            eprintln!("zut: {e}");
+            EXIT_USAGE
+        }
+    }
 }
 
 fn default_model(provider: &str) -> &'static str {

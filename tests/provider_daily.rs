@@ -865,3 +865,81 @@ fn a_nearly_full_window_compacts_before_the_request_unless_turned_off() {
     assert_eq!(stdout(&out).trim(), "three", "{}", stderr(&out));
     assert_eq!(compaction_rows(&e.home).len(), 1);
 }
+
+#[test]
+fn zut_models_lists_both_apis_and_slash_model_lists_and_remembers() {
+    let e = env();
+    let server = TestServer::start(vec![
+        Reply::json(
+            200,
+            r#"{"object":"list","data":[{"id":"gpt-4.1","object":"model"},{"id":"gpt-5","object":"model"}]}"#,
+        ),
+        Reply::json(
+            200,
+            r#"{"data":[{"type":"model","id":"claude-opus-4-5","display_name":"Claude Opus 4.5"},
+                {"type":"model","id":"claude-haiku-4-5","display_name":"Claude Haiku 4.5"}],
+                "has_more":false,"first_id":"claude-opus-4-5","last_id":"claude-haiku-4-5"}"#,
+        ),
+        Reply::json(200, r#"{"data":[{"id":"gpt-4.1"},{"id":"gpt-5"}]}"#),
+        Reply::json(401, r#"{"error":{"message":"bad key"}}"#),
+    ]);
+    let base = format!("{}/v1", server.url());
+    let out = zut(
+        &e,
+        &["--provider", "openai", "--base-url", &base, "models"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "gpt-4.1\ngpt-5\n");
+
+    let out = zut(
+        &e,
+        &[
+            "models",
+            "--json",
+            "--provider",
+            "anthropic",
+            "--api-key",
+            "k",
+            "--base-url",
+            server.url(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(
+        doc["models"],
+        json!(["claude-opus-4-5", "claude-haiku-4-5"])
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs[0].method, "GET");
+    assert_eq!(reqs[0].path, "/v1/models");
+    assert!(reqs[1].path.starts_with("/v1/models"), "{}", reqs[1].path);
+    assert_eq!(reqs[1].header("x-api-key"), Some("k"));
+
+    // /model lists (the current one marked) ...
+    write(
+        &e.home.join("config.json"),
+        &json!({"provider":"openai","base_url":base,"model":"gpt-4.1"}).to_string(),
+    );
+    let out = zut(&e, &["-p", "/model"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("* gpt-4.1\n  gpt-5"),
+        "{}",
+        stdout(&out)
+    );
+    // ... and switches, remembered like --model.
+    let out = zut(&e, &["-p", "/model gpt-5"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(e.home.join("config.json")).unwrap())
+            .unwrap();
+    assert_eq!(config["model"], "gpt-5");
+
+    // A failing list is one line and status 1.
+    let out = zut(&e, &["models"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("bad key"), "{}", stderr(&out));
+}

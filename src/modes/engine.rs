@@ -554,6 +554,11 @@ impl Worker {
             }
             Job::Reload => self.reload(),
             Job::SetModel(model) => {
+                crate::provider::models::remember(
+                    &self.config.zut_home,
+                    &self.config.provider.provider,
+                    &model,
+                );
                 self.config.provider.model = Some(model.clone());
                 lock(&self.shared).model = model.clone();
                 if let Some(agent) = self.agent.as_mut() {
@@ -794,6 +799,16 @@ impl Worker {
             "model" if !args.trim().is_empty() => {
                 let _ = self.run_job(Job::SetModel(args.trim().to_string()), cancel);
                 return;
+            }
+            "model" => {
+                return match crate::provider::models::list(&self.config.provider) {
+                    Ok(ids) => self.emit(Event::CommandResult {
+                        name: "model".into(),
+                        action: "display".into(),
+                        text: crate::provider::models::listing(&ids, &lock(&self.shared).model),
+                    }),
+                    Err(e) => self.fail(format!("/model: {e}")),
+                };
             }
             "new" | "fork" | "compact" | "resume" | "switch" => {
                 let arg = args.trim();

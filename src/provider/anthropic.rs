@@ -110,6 +110,18 @@ impl Provider for Anthropic {
         self.pricing.info(&self.model)
     }
 
+    fn list_models(&mut self) -> Result<Vec<String>, ProviderError> {
+        let base = self.url.trim_end_matches("/messages");
+        let headers = [
+            ("x-api-key", self.api_key.clone()),
+            ("anthropic-version", API_VERSION.to_string()),
+        ];
+        let list = self
+            .http
+            .get_json(&format!("{base}/models?limit=1000"), &headers)?;
+        Ok(super::models::ids(&list))
+    }
+
     fn complete(
         &mut self,
         req: &Request<'_>,

@@ -58,6 +58,8 @@ pub(crate) const IDLE_TIMEOUT_ENV: &str = "ZUT_PROVIDER_IDLE_TIMEOUT_MS";
 pub(crate) const DEFAULT_IDLE_TIMEOUT_MS: u64 = 120_000;
 /// Statuses worth another attempt.
 const RETRY_STATUSES: [u16; 7] = [408, 429, 500, 502, 503, 504, 529];
+/// How much of a model list is read.
+const MAX_LIST_BODY: u64 = 8 * 1024 * 1024;
 /// How much of an error body is read.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// How much of a non-JSON error body is shown.
@@ -330,6 +332,37 @@ impl HttpClient {
             Ok(a) => a.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
+    }
+
+    /// GETs `url` and parses the JSON answer (`GET /v1/models`); one
+    /// attempt, bounded by the connect and idle deadlines.
+    pub(crate) fn get_json(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+    ) -> Result<Value, ProviderError> {
+        let mut request = self.agent().get(url);
+        for (name, value) in headers {
+            request = request.header(*name, value.as_str());
+        }
+        let response = request
+            .call()
+            .map_err(|e| ProviderError::Transport(one_line(&e.to_string())))?;
+        let status = response.status().as_u16();
+        let text = response
+            .into_body()
+            .with_config()
+            .limit(MAX_LIST_BODY)
+            .read_to_string()
+            .map_err(|e| ProviderError::Transport(one_line(&e.to_string())))?;
+        if !(200..300).contains(&status) {
+            return Err(ProviderError::Http {
+                status,
+                message: error_message(&text),
+            });
+        }
+        serde_json::from_str(&text)
+            .map_err(|e| ProviderError::Protocol(format!("the model list is not JSON: {e}")))
     }
 
     /// Shuts the agent down (interrupting its worker) and makes a new one.

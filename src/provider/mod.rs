@@ -18,6 +18,7 @@ pub use zut_ext::wire::ContentBlock;
 
 pub mod anthropic;
 mod http;
+pub mod models;
 pub mod openai;
 mod proxy;
 pub mod script;
@@ -376,6 +377,13 @@ pub trait Provider: Send {
     /// Context window and prices of the current model, when known.
     fn model_info(&self) -> Option<usage::ModelInfo> {
         None
+    }
+    /// The ids of the models this provider offers (`GET /v1/models`).
+    fn list_models(&mut self) -> Result<Vec<String>, ProviderError> {
+        Err(ProviderError::Config(format!(
+            "the {} provider cannot list models",
+            self.name()
+        )))
     }
     /// Runs one model call. `on_event` sees text deltas as they arrive.
     /// Must return promptly with [`ProviderError::Aborted`] once `cancel` fires.

@@ -88,6 +88,17 @@ impl Provider for OpenAi {
         self.pricing.info(&self.model)
     }
 
+    fn list_models(&mut self) -> Result<Vec<String>, ProviderError> {
+        let base = self.url.trim_end_matches("/chat/completions");
+        let headers: Vec<_> = self
+            .api_key
+            .iter()
+            .map(|k| ("authorization", format!("Bearer {k}")))
+            .collect();
+        let list = self.http.get_json(&format!("{base}/models"), &headers)?;
+        Ok(super::models::ids(&list))
+    }
+
     fn complete(
         &mut self,
         req: &Request<'_>,

@@ -237,6 +237,10 @@ impl Provider for Script {
         self.pricing.info(&self.model)
     }
 
+    fn list_models(&mut self) -> Result<Vec<String>, ProviderError> {
+        Ok(vec![self.model.clone()])
+    }
+
     fn complete(
         &mut self,
         req: &Request<'_>,
