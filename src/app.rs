@@ -15,7 +15,8 @@ use std::path::PathBuf;
 /// json for the event stream, or --mode rpc to drive zut from a program.
 /// `zut ext` lists the extension management commands; `zut skills` lists
 /// the skills zut finds for this project; `zut sessions` lists this
-/// project's sessions.
+/// project's sessions; `zut models [--json]` lists the provider's models
+/// (it takes --provider, --base-url, --api-key).
 #[argh(
     help_triggers("-h", "--help"),
     example = "git diff | zut -p \"review this change\"",

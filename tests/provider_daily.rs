@@ -943,3 +943,39 @@ fn zut_models_lists_both_apis_and_slash_model_lists_and_remembers() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("bad key"), "{}", stderr(&out));
 }
+
+#[test]
+fn signed_thinking_survives_the_session_file() {
+    let e = env();
+    write(&e.proj.join("a.txt"), "alpha\n");
+    let server = TestServer::start(vec![
+        Reply::sse(&anthropic_thinking_answer()),
+        Reply::sse(&anthropic_text("It says alpha.")),
+        Reply::sse(&anthropic_text("Still alpha.")),
+    ]);
+    let args = |first: bool| {
+        let mut a = vec!["-p", "--yolo", "--provider", "anthropic", "--api-key", "k"];
+        a.extend(["--thinking", "low", "--base-url", server.url()]);
+        if !first {
+            a.push("--continue");
+        }
+        a.push(if first { "read a.txt" } else { "and now?" });
+        a
+    };
+    let out = zut_session(&e, &args(true));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "It says alpha.");
+    let out = zut_session(&e, &args(false));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "Still alpha.");
+    let resumed = server.requests()[2].json();
+    let assistant = &resumed["messages"][1];
+    assert_eq!(
+        assistant["content"][0],
+        json!({"type":"thinking","thinking":"Let me think.","signature":"c2lnbmVk"})
+    );
+    assert_eq!(
+        assistant["content"][1],
+        json!({"type":"redacted_thinking","data":"RU5DUllQVEVE"})
+    );
+}
