@@ -724,6 +724,18 @@ fn context_too_long_compacts_once_and_tries_again() {
     assert!(out.status.success(), "{}", stderr(&out));
 
     let log = e.proj.join("log.jsonl");
+    // The counter fixture logs the extension events it hears.
+    let ext = e.proj.join("counter");
+    std::fs::create_dir_all(&ext).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ext/counter");
+    std::fs::copy(fixture.join("counter.py"), ext.join("counter.py")).unwrap();
+    let heard = e.proj.join("heard.jsonl");
+    write(
+        &ext.join("extension.json"),
+        &json!({"name":"counter","version":"1.0.0","exec":"python3",
+            "args":["counter.py", format!("log={}", heard.display())]})
+        .to_string(),
+    );
     let second = script_file(
         &e,
         "2.jsonl",
@@ -745,6 +757,8 @@ fn context_too_long_compacts_once_and_tries_again() {
             &second,
             "--script-log",
             log.to_str().unwrap(),
+            "--ext",
+            ext.to_str().unwrap(),
             "second",
         ],
     );
@@ -761,6 +775,16 @@ fn context_too_long_compacts_once_and_tries_again() {
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0]["reason"], "auto");
     assert_eq!(rows[0]["summary"], "SUMMARY OF BEFORE");
+    let heard: Vec<Value> = std::fs::read_to_string(&heard)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let compacted = heard
+        .iter()
+        .find(|h| h["event"] == "session_compacted")
+        .unwrap_or_else(|| panic!("no session_compacted in {heard:?}"));
+    assert_eq!(compacted["reason"], "auto");
     // The retried request carries the summary instead of the old history.
     let requests: Vec<Value> = std::fs::read_to_string(&log)
         .unwrap()

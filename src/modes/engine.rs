@@ -128,9 +128,10 @@ impl agent::Observer for Recorder {
         };
         lock(&self.shared).messages = messages.clone();
         let _ = self.events.send(session_event(&info, "compact"));
-        self.host.set_session(
+        self.host.set_session_with_reason(
             Some(info),
             Some("session_compacted"),
+            reason,
             states.into_iter().collect(),
         );
         Ok(messages)
@@ -743,9 +744,10 @@ impl Worker {
                     agent.set_transcript(messages);
                 }
                 self.emit(session_event(&info, "compact"));
-                self.host.set_session(
+                self.host.set_session_with_reason(
                     Some(info),
                     Some("session_compacted"),
+                    "manual",
                     states.into_iter().collect(),
                 );
             }
