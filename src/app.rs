@@ -15,7 +15,8 @@ use std::path::PathBuf;
 /// json for the event stream, or --mode rpc to drive zut from a program.
 /// `zut ext` lists the extension management commands; `zut skills` lists
 /// the skills zut finds for this project; `zut sessions` lists this
-/// project's sessions.
+/// project's sessions; `zut models [--json]` lists the provider's models
+/// (it takes --provider, --base-url, --api-key).
 #[argh(
     help_triggers("-h", "--help"),
     example = "git diff | zut -p \"review this change\"",
@@ -55,6 +56,12 @@ struct Cli {
     /// the scripted provider's JSON-lines script
     #[argh(option, arg_name = "FILE")]
     script: Option<String>,
+    /// no Anthropic prompt-cache breakpoints (config "cache": false)
+    #[argh(switch)]
+    no_cache: bool,
+    /// how hard the model may think: off, low, medium or high (config "thinking")
+    #[argh(option, arg_name = "LEVEL")]
+    thinking: Option<String>,
     /// append every request the scripted provider receives to FILE
     #[argh(option, arg_name = "FILE")]
     script_log: Option<String>,
@@ -129,6 +136,9 @@ fn main_inner() -> i32 {
     init_logging(&zut_home);
     if let Some(code) = try_ext(&args[1..], &zut_home) {
         return code;
+    }
+    if let Some((rest, json)) = crate::provider::models::split_cli(&args[1..]) {
+        return models_command(&rest, json, &zut_home);
     }
     let strs: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
     let cli = match Cli::from_args(&["zut"], &strs) {
@@ -394,7 +404,7 @@ fn resolve_provider(
         next.base_url = base_url.clone();
         next
     });
-    let settings = crate::provider::Settings {
+    let mut settings = crate::provider::Settings {
         provider,
         model,
         base_url,
@@ -402,8 +412,35 @@ fn resolve_provider(
         script: cli.script.as_ref().map(|s| here.join(s)),
         script_log: cli.script_log.as_ref().map(|s| here.join(s)),
         zut_home: zut_home.to_path_buf(),
+        ..Default::default()
     };
+    crate::provider::apply_options(
+        &mut settings,
+        &saved.extra,
+        cli.no_cache,
+        cli.thinking.as_deref(),
+    )?;
     Ok((settings, remember))
+}
+
+/// `zut models [--json]` with the provider flags in `rest`.
+fn models_command(rest: &[String], json: bool, zut_home: &std::path::Path) -> i32 {
+    let strs: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let cli = match Cli::from_args(&["zut"], &strs) {
+        Ok(cli) => cli,
+        Err(early) => {
+            eprintln!("{}", early.output.trim_end());
+            return EXIT_USAGE;
+        }
+    };
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    match resolve_provider(&cli, &here, zut_home) {
+        Ok((settings, _)) => crate::provider::models::print(&settings, json),
+        Err(e) => {
+            eprintln!("zut: {e}");
+            EXIT_USAGE
+        }
+    }
 }
 
 fn default_model(provider: &str) -> &'static str {

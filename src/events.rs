@@ -40,6 +40,28 @@ pub enum Event {
     TextDelta {
         delta: String,
     },
+    /// The model's reasoning as it streams (shown dimmed; never the answer).
+    ThinkingDelta {
+        delta: String,
+    },
+    /// One provider request's tokens and price (`cost_usd` null when the
+    /// model's price is unknown); `input_tokens` is the uncached part.
+    Usage {
+        input_tokens: u64,
+        output_tokens: u64,
+        cache_read_tokens: u64,
+        cache_write_tokens: u64,
+        cost_usd: Option<f64>,
+        /// The model's context window in tokens (0: unknown).
+        context_window: u64,
+    },
+    /// A failed provider request is tried again: `attempt` is the attempt
+    /// about to be made (2 for the first retry), after `wait_ms`.
+    Retry {
+        attempt: u32,
+        wait_ms: u64,
+        reason: String,
+    },
     ToolCall {
         id: String,
         name: String,

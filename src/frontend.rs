@@ -111,6 +111,9 @@ pub struct CoreState {
     pub sessions: Vec<SessionSummary>,
     /// The transcript of the active branch, for redrawing after a switch.
     pub messages: Vec<crate::provider::Message>,
+    /// Tokens and cost of this run's provider requests (the footer reads
+    /// `usage.footer()`, `tokens_in()`, `cache_share()`, `context_percent()`).
+    pub usage: crate::provider::usage::Totals,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

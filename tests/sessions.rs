@@ -355,6 +355,7 @@ fn compaction_asks_the_provider_for_a_summary_and_tells_extensions() {
         .find(|e| e["event"] == "session_compacted")
         .unwrap();
     assert_eq!(compacted["state"], json!({"n": 1}));
+    assert_eq!(compacted["reason"], "manual");
     // The next request starts with the summary and keeps the last turn.
     let (_, _, requests) = run(
         &sb,

@@ -17,6 +17,7 @@
 //! `assistant_message`, one `tool_call` per call with the model's original
 //! arguments, `turn_end`, then per call its interception and execution.
 
+pub mod auto_compact;
 mod cap;
 pub mod tools;
 
@@ -112,6 +113,16 @@ pub trait Observer: Send {
     /// active branch (`null` clears). An error refuses it with that reason.
     fn state(&mut self, _extension: &str, _state: &Value) -> Result<(), String> {
         Ok(())
+    }
+    /// Where an automatic compaction would cut the transcript (`None`: no
+    /// session, nothing to compact, or `auto_compact` off).
+    fn compact_point(&self) -> Option<usize> {
+        None
+    }
+    /// Replaces the history before [`Observer::compact_point`] with
+    /// `summary` (reason `auto` or `manual`); returns the new transcript.
+    fn compact(&mut self, _summary: &str, _reason: &str) -> Result<Vec<Message>, String> {
+        Err("no session to compact".into())
     }
 }
 
@@ -272,26 +283,12 @@ impl Agent {
                 Err(outcome) => return outcome,
             };
             let tools = self.tool_defs();
-            let req = Request {
-                step,
-                system: &self.system,
-                messages: &self.transcript,
-                tools: &tools,
-                hidden_context: &hidden,
-            };
-            let sink = self.sink.clone();
             // While an extension may rewrite or withhold the answer, its
             // text is not streamed: the interceptor's verdict is shown
             // whole ([`Agent::show_assistant`]), so a redaction is airtight
             // for streaming clients too.
             let held = self.answers_intercepted();
-            let mut on_event = |e: StreamEvent<'_>| match e {
-                StreamEvent::TextDelta(_) if held => {}
-                StreamEvent::TextDelta(d) => sink.emit(Event::TextDelta {
-                    delta: d.to_string(),
-                }),
-            };
-            let resp = match self.provider.complete(&req, &mut on_event, cancel) {
+            let resp = match self.request(step, &tools, &hidden, held, cancel) {
                 Ok(r) => r,
                 Err(ProviderError::Aborted) => return self.end_aborted(),
                 Err(e) => {
@@ -309,7 +306,7 @@ impl Agent {
                 StopReason::Length => "length",
                 StopReason::Refusal => "refusal",
             };
-            let mut content = Vec::new();
+            let mut content = resp.thinking.clone();
             if !resp.text.is_empty() {
                 content.push(Block::Text {
                     text: resp.text.clone(),
@@ -483,6 +480,8 @@ impl Agent {
             let name = call.name.clone();
             let (out, extension) = if cancel.is_cancelled() {
                 (ToolOutput::error("aborted"), None)
+            } else if let Some(why) = &call.invalid_args {
+                (ToolOutput::error(why.clone()), None)
             } else {
                 let args = self.guard(id, &name, call.args.clone(), cancel);
                 let skills = self.skills();

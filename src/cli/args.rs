@@ -384,6 +384,7 @@ const VALUED: &[&str] = &[
     "--cwd",
     "--session",
     "--max-steps",
+    "--thinking",
 ];
 const SWITCHES: &[&str] = &[
     "-p",
@@ -393,6 +394,7 @@ const SWITCHES: &[&str] = &[
     "--yolo",
     "--continue",
     "--no-session",
+    "--no-cache",
     "--version",
 ];
 

@@ -222,6 +222,10 @@ fn message_lines(i: usize, m: &Message) -> Vec<String> {
                     lines.push(format!("  {l}"));
                 }
             }
+            Block::Thinking { thinking, .. } => {
+                lines.push(format!("  [thinking: {}]", clean(&one_line(thinking, 100))));
+            }
+            Block::RedactedThinking { .. } => lines.push("  [redacted thinking]".into()),
             Block::Image { mime_type, data } => {
                 lines.push(format!(
                     "  [image {} ({} bytes base64)]",

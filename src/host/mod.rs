@@ -709,6 +709,18 @@ impl HostHandle {
         event: Option<&str>,
         states: HashMap<String, Value>,
     ) {
+        self.set_session_with_reason(info, event, "", states)
+    }
+
+    /// [`HostHandle::set_session`] whose event carries `reason`
+    /// (`session_compacted`: `manual` or `auto`).
+    pub fn set_session_with_reason(
+        &self,
+        info: Option<SessionInfo>,
+        event: Option<&str>,
+        reason: &str,
+        states: HashMap<String, Value>,
+    ) {
         let _ = self.inner.channels.commands.send(Command::Session {
             info: info.clone(),
             event: event.map(str::to_string),
@@ -724,6 +736,7 @@ impl HostHandle {
             let payload = EventPayload {
                 session: info.clone(),
                 state: states.get(&e.name).cloned(),
+                reason: reason.to_string(),
                 ..EventPayload::named(event)
             };
             let _ = e.conn.send(&HostFrame::Event(payload));

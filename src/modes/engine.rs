@@ -76,6 +76,8 @@ struct Shared {
     finished: u64,
     /// [`Core::settled`] receivers, each with the job it waits for.
     settling: Vec<(u64, Sender<()>)>,
+    /// This run's provider usage, added up from the agent's `usage` events.
+    usage: crate::provider::usage::Totals,
 }
 
 /// Where the agent's messages and extension states go: the active session
@@ -83,6 +85,12 @@ struct Shared {
 struct Recorder {
     session: Arc<Mutex<Option<Session>>>,
     shared: Arc<Mutex<Shared>>,
+    /// For an automatic compaction's `session` event and the extensions'
+    /// `session_compacted`.
+    host: HostHandle,
+    events: Sender<Event>,
+    /// Config `auto_compact` (default true).
+    auto_compact: bool,
 }
 
 impl agent::Observer for Recorder {
@@ -108,6 +116,32 @@ impl agent::Observer for Recorder {
                 Err(e) => Err(e.to_string()),
             },
         }
+    }
+
+    fn compact_point(&self) -> Option<usize> {
+        if !self.auto_compact {
+            return None;
+        }
+        lock(&self.session).as_ref()?.compact_point()
+    }
+
+    fn compact(&mut self, summary: &str, reason: &str) -> Result<Vec<Message>, String> {
+        let (info, messages, states) = {
+            let mut guard = lock(&self.session);
+            let s = guard.as_mut().ok_or("no session to compact")?;
+            s.compact_with_reason(summary.to_string(), reason)
+                .map_err(|e| e.to_string())?;
+            (s.info(), s.messages().to_vec(), s.states().clone())
+        };
+        lock(&self.shared).messages = messages.clone();
+        let _ = self.events.send(session_event(&info, "compact"));
+        self.host.set_session_with_reason(
+            Some(info),
+            Some("session_compacted"),
+            reason,
+            states.into_iter().collect(),
+        );
+        Ok(messages)
     }
 }
 
@@ -186,6 +220,16 @@ const STATE_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Sends agent events into the front end's channel.
+struct ChannelSink(Sender<Event>, Arc<Mutex<Shared>>);
+
+impl EventSink for ChannelSink {
+    fn emit(&self, event: Event) {
+        crate::provider::usage::count(&event, &mut lock(&self.1).usage);
+        let _ = self.0.send(event);
+    }
 }
 
 impl Engine {
@@ -342,6 +386,7 @@ impl Core for Engine {
             queued: s.pending,
             session: s.session.clone(),
             messages: s.messages.clone(),
+            usage: s.usage,
             ..CoreState::default()
         };
         drop(s);
@@ -595,6 +640,11 @@ impl Worker {
             }
             Job::Reload => self.reload(),
             Job::SetModel(model) => {
+                crate::provider::models::remember(
+                    &self.config.zut_home,
+                    &self.config.provider.provider,
+                    &model,
+                );
                 self.config.provider.model = Some(model.clone());
                 lock(&self.shared).model = model.clone();
                 if let Some(agent) = self.agent.as_mut() {
@@ -625,7 +675,8 @@ impl Worker {
                     .can_confirm
                     .then(|| self.confirms.clone() as Arc<dyn Confirmer>),
             };
-            let sink: Arc<dyn EventSink> = Arc::new(self.events.clone());
+            let sink: Arc<dyn EventSink> =
+                Arc::new(ChannelSink(self.events.clone(), self.shared.clone()));
             let mut agent = Agent::new(
                 provider,
                 self.host.clone(),
@@ -637,6 +688,9 @@ impl Worker {
             agent.set_observer(Some(Box::new(Recorder {
                 session: self.session.clone(),
                 shared: self.shared.clone(),
+                host: self.host.clone(),
+                events: self.events.clone(),
+                auto_compact: !self.config.provider.no_auto_compact,
             })));
             self.agent = Some(agent);
         }
@@ -754,10 +808,7 @@ impl Worker {
         };
         let _ = point;
         let mut ask = history;
-        let mut request = String::from(
-            "Summarize the conversation so far for your own later use: the goal, decisions, \
-             files touched and what remains to do. Answer with the summary only.",
-        );
+        let mut request = String::from(agent::auto_compact::SUMMARY_REQUEST);
         if let Some(extra) = instructions.filter(|i| !i.trim().is_empty()) {
             request.push_str("\n\n");
             request.push_str(extra.trim());
@@ -785,9 +836,10 @@ impl Worker {
                     agent.set_transcript(messages);
                 }
                 self.emit(session_event(&info, "compact"));
-                self.host.set_session(
+                self.host.set_session_with_reason(
                     Some(info),
                     Some("session_compacted"),
+                    "manual",
                     states.into_iter().collect(),
                 );
             }
@@ -832,12 +884,18 @@ impl Worker {
         let job = match name {
             "help" => return self.display(name, self.help_text()),
             "model" if arg.is_empty() => {
-                let s = lock(&self.shared);
-                let text = format!(
-                    "model: {} ({}); /model NAME to change it",
-                    s.model, s.provider
-                );
-                drop(s);
+                // The provider's list when it answers, else what is in use.
+                let current = lock(&self.shared).model.clone();
+                let text = match crate::provider::models::list(&self.config.provider) {
+                    Ok(ids) => crate::provider::models::listing(&ids, &current),
+                    Err(e) => {
+                        let s = lock(&self.shared);
+                        format!(
+                            "model: {} ({}); /model NAME to change it (the list of models is unavailable: {e})",
+                            s.model, s.provider
+                        )
+                    }
+                };
                 return self.display(name, text);
             }
             "model" => {

@@ -680,6 +680,7 @@ fn state_data(s: &CoreState) -> Value {
         "queued": s.queued,
         "message_count": s.messages.len(),
         "extensions": s.extensions,
+        "usage": crate::provider::usage::state_json(&s.usage),
     })
 }
 

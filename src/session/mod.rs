@@ -726,10 +726,21 @@ impl Session {
     /// Replaces the history before the last user prompt with one summary
     /// message ([`summary_message`]) and records a `compaction` row.
     pub fn compact(&mut self, summary: String) -> Result<(), SessionError> {
+        self.compact_with_reason(summary, "manual")
+    }
+
+    /// [`Session::compact`] with the row's `reason`: `manual` (`/compact`)
+    /// or `auto` (the context was nearly full).
+    pub fn compact_with_reason(
+        &mut self,
+        summary: String,
+        reason: &str,
+    ) -> Result<(), SessionError> {
         let kept = self.compact_point().ok_or(SessionError::NothingToCompact)?;
         self.write_row(&RowOut::Compaction {
             summary: &summary,
             kept,
+            reason,
         })?;
         self.apply_compaction(&summary, kept);
         Ok(())

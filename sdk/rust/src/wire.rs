@@ -549,6 +549,10 @@ pub struct EventPayload {
     /// Session events: the active branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionInfo>,
+    /// `session_compacted`: `manual` (`/compact`) or `auto` (the context
+    /// was nearly full, or the provider said it was too long).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
     /// Session events: this extension's stored state for the branch (`null`: none).
     #[serde(
         default,

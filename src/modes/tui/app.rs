@@ -763,6 +763,9 @@ impl App {
                 out.push(Intent::Refresh(Then::Nothing));
             }
             Event::Queued { text, .. } => self.push_queued(&text),
+            // Thinking, usage and retries are drawn by the terminal's own
+            // helpers (the footer reads the totals from the core's state).
+            Event::ThinkingDelta { .. } | Event::Usage { .. } | Event::Retry { .. } => {}
             Event::Error { message } => self.chat.push(Entry::Error(strip_controls(&message))),
             Event::Idle => {
                 self.busy = false;
@@ -1448,7 +1451,9 @@ fn transcript_entries(messages: &[Message], state: &CoreState) -> Vec<Entry> {
                         };
                     }
                 }
-                (_, Block::Image { .. }) => {}
+                (_, Block::Image { .. })
+                | (_, Block::Thinking { .. })
+                | (_, Block::RedactedThinking { .. }) => {}
             }
         }
     }
