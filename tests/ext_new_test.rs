@@ -164,8 +164,95 @@ fn python_scaffold_runs_at_once_and_passes_its_test() {
 }
 
 #[test]
-fn typescript_scaffold_runs_at_once_and_passes_its_test() {
-    scaffold_works("typescript", "hits", "index.js");
+fn javascript_scaffold_runs_at_once_and_passes_its_test() {
+    scaffold_works("javascript", "hijs", "index.js");
+}
+
+#[test]
+fn typescript_scaffold_is_real_typescript_built_by_npm() {
+    let sb = Sandbox::new();
+    let out = zut(&sb)
+        .args(["ext", "new", "hits", "--lang", "typescript"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = sb.cwd().join("hits");
+    for f in [
+        "index.ts",
+        "tsconfig.json",
+        "package.json",
+        "zut-ext.js",
+        "zut-ext.d.ts",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    assert!(
+        !dir.join("index.js").exists(),
+        "index.js is built, not written"
+    );
+    let ts = std::fs::read_to_string(dir.join("index.ts")).unwrap();
+    assert!(ts.contains("import * as zx from \"./zut-ext.js\""), "{ts}");
+    let pkg: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("package.json")).unwrap()).unwrap();
+    assert_eq!(pkg["scripts"]["build"], "tsc -p .", "{pkg}");
+    assert!(pkg["devDependencies"]["typescript"].is_string(), "{pkg}");
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(readme.contains("npm install && npm run build"), "{readme}");
+    assert!(
+        !readme.contains("npx tsc"),
+        "npx tsc may run another package: {readme}"
+    );
+
+    // npm fetches the compiler (from its cache when warm); without a
+    // registry the build cannot be checked here, and the test says so.
+    let npm = |args: &[&str]| {
+        std::process::Command::new("npm")
+            .args(args)
+            .current_dir(&dir)
+            .env("PATH", support::search_path())
+            .output()
+    };
+    match npm(&["install", "--no-audit", "--no-fund", "--prefer-offline"]) {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => {
+            eprintln!(
+                "SKIPPED the TypeScript build: npm install failed (no registry?): {}",
+                text(&o)
+            );
+            return;
+        }
+        Err(e) => {
+            eprintln!("SKIPPED the TypeScript build: npm cannot run: {e}");
+            return;
+        }
+    }
+    let out = npm(&["run", "build"]).unwrap();
+    assert!(out.status.success(), "npm run build: {}", text(&out));
+    assert!(dir.join("index.js").is_file(), "the build wrote index.js");
+    runs_and_passes(&sb, &dir, "hits", "typescript");
+    // The typed tool checks its arguments before the handler runs.
+    let checks = assert_passes(&sb, &dir);
+    assert!(
+        checks
+            .iter()
+            .any(|c| c.check == "tool hits_echo" && c.status == "PASS"),
+        "{checks:?}"
+    );
+}
+
+#[test]
+fn a_name_starting_with_a_dash_is_refused_and_nothing_is_written() {
+    let sb = Sandbox::new();
+    for name in ["-rf", "--help-me", "-"] {
+        let out = zut(&sb).args(["ext", "new", "--", name]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("cannot start with '-'"),
+            "{name}: {}",
+            text(&out)
+        );
+        assert!(!sb.cwd().join(name).exists(), "{name} was created");
+    }
 }
 
 #[test]
@@ -217,6 +304,16 @@ fn rust_scaffold_is_a_standalone_cargo_project_with_the_sdk_vendored() {
         "zut-ext/src/wire.rs",
     ] {
         assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    // Every module of the SDK is vendored (a missing one would not build).
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk/rust/src");
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let name = entry.unwrap().file_name();
+        assert!(
+            dir.join("zut-ext/src").join(&name).is_file(),
+            "zut-ext/src/{} not vendored",
+            name.to_string_lossy()
+        );
     }
     let m: Value =
         serde_json::from_slice(&std::fs::read(dir.join("extension.json")).unwrap()).unwrap();
