@@ -52,7 +52,7 @@ impl Lang {
 }
 
 /// The Python SDK, written beside a Python scaffold.
-const PY_SDK: &str = include_str!("../../sdk/python/zut_ext.py");
+const PY_SDK: &str = include_str!("../../sdk/python/zut_ext/__init__.py");
 /// The TypeScript SDK's compiled JavaScript and its types.
 const TS_SDK: &str = include_str!("../../sdk/typescript/dist/index.js");
 const TS_SDK_TYPES: &str = include_str!("../../sdk/typescript/dist/index.d.ts");
