@@ -639,11 +639,18 @@ fn progress_for_the_called_tool_passes_and_is_counted() {
 }
 
 #[test]
-fn progress_naming_another_id_fails() {
-    fails(
+fn progress_naming_another_id_or_malformed_fails() {
+    let checks = fails(
         "et-progress-bad-id",
         "tool progress",
         "2 tool_progress frames named no running call (not-zut-ext-test-",
+    );
+    assert!(
+        checks.iter().any(|c| c.check == "stdout"
+            && c.status == "FAIL"
+            && c.reason.contains("a malformed frame")
+            && c.reason.contains("\"half\"")),
+        "{checks:?}"
     );
 }
 

@@ -623,8 +623,18 @@ impl Session<'_> {
     /// A frame of the protocol additions (`tool_progress`,
     /// `unregister_*`): recorded; false when the line is none of them.
     fn added(&mut self, line: &[u8]) -> bool {
-        let Ok(frame) = serde_json::from_slice::<AddedFrame>(line) else {
-            return false;
+        let frame = match serde_json::from_slice::<AddedFrame>(line) {
+            Ok(f) => f,
+            Err(e) => {
+                let t = frame_type(line);
+                if ["tool_progress", "unregister_tool", "unregister_command"].contains(&t.as_str())
+                {
+                    let shown = shorten(&String::from_utf8_lossy(line), 120);
+                    self.problem("a malformed frame", format!("{shown} ({t}: {e})"));
+                    return true;
+                }
+                return false;
+            }
         };
         match frame {
             AddedFrame::ToolProgress { id, .. } => {
