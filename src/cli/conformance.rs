@@ -444,7 +444,7 @@ struct Session<'c> {
 
 /// A registration change the extension made after `ready`.
 enum Late {
-    Frame(ExtFrame),
+    Frame(Box<ExtFrame>),
     UnregisterTool(String),
     UnregisterCommand(String),
 }
@@ -611,7 +611,7 @@ impl Session<'_> {
             | ExtFrame::RegisterTool { .. }
             | ExtFrame::Subscribe { .. } => {
                 if self.ready_seen {
-                    self.late.push(Late::Frame(f.clone()));
+                    self.late.push(Late::Frame(Box::new(f.clone())));
                 } else {
                     self.pending_registrations.push(f.clone());
                 }
@@ -1169,8 +1169,12 @@ impl Session<'_> {
         let mut taken = Vec::new();
         let mut fine = Vec::new();
         for late in std::mem::take(&mut self.late) {
+            let late = match late {
+                Late::Frame(f) => Err(*f),
+                other => Ok(other),
+            };
             match late {
-                Late::Frame(ExtFrame::RegisterCommand { name, description }) => {
+                Err(ExtFrame::RegisterCommand { name, description }) => {
                     let shown = format!("/{name}");
                     match self.registry.add_command(CommandEntry {
                         name,
@@ -1182,7 +1186,7 @@ impl Session<'_> {
                         Err(why) => taken.push(why),
                     }
                 }
-                Late::Frame(ExtFrame::RegisterTool {
+                Err(ExtFrame::RegisterTool {
                     name,
                     description,
                     schema,
@@ -1203,13 +1207,13 @@ impl Session<'_> {
                         Err(why) => taken.push(why),
                     }
                 }
-                Late::Frame(ExtFrame::Subscribe { events, intercept }) => {
+                Err(ExtFrame::Subscribe { events, intercept }) => {
                     self.subscribe(&events, &intercept);
                     fine.push("subscribe".into());
                 }
-                Late::Frame(_) => {}
-                Late::UnregisterTool(name) => fine.push(format!("unregister {name}")),
-                Late::UnregisterCommand(name) => fine.push(format!("unregister /{name}")),
+                Err(_) | Ok(Late::Frame(_)) => {}
+                Ok(Late::UnregisterTool(name)) => fine.push(format!("unregister {name}")),
+                Ok(Late::UnregisterCommand(name)) => fine.push(format!("unregister /{name}")),
             }
         }
         for why in taken {

@@ -53,9 +53,8 @@ fn join(path: &str, key: &str) -> String {
 }
 
 fn check(schema: &Value, v: &Value, path: &str) -> Option<String> {
-    let Some(schema) = schema.as_object() else {
-        return None;
-    };
+    // A schema that is not an object constrains nothing.
+    let schema = schema.as_object()?;
     if let Some(Value::Array(alts)) = schema.get("anyOf") {
         if alts.iter().all(|s| check(s, v, path).is_some()) {
             return Some(format!(
