@@ -408,6 +408,7 @@ impl Session<'_> {
             extension_dir: self.m.dir.display().to_string(),
             data_dir: self.m.dir.display().to_string(),
             session: None,
+            features: vec![],
         });
         self.ready(r);
         self.registrations(r);

@@ -64,6 +64,7 @@ fn roomy() -> Deadlines {
     Deadlines {
         hello: Duration::from_secs(20),
         ready: Duration::from_secs(20),
+        idle_ready: Duration::from_secs(20),
         command: Duration::from_secs(20),
         tool: Duration::from_secs(60),
         intercept: Duration::from_secs(20),
