@@ -28,6 +28,13 @@ pub enum Event {
         extension: String,
         message: String,
     },
+    /// An extension registered or withdrew a tool or command after it was
+    /// loaded; its names now.
+    ExtToolsChanged {
+        extension: String,
+        tools: Vec<String>,
+        commands: Vec<String>,
+    },
     UserMessage {
         text: String,
     },

@@ -438,7 +438,7 @@ impl Session<'_> {
         if !self.hello(r) {
             return;
         }
-        let mut ack = serde_json::to_value(HostFrame::HelloAck {
+        let ack = serde_json::to_value(HostFrame::HelloAck {
             protocol_version: PROTOCOL_VERSION,
             zut_version: env!("CARGO_PKG_VERSION").into(),
             provider: String::new(),
@@ -447,9 +447,9 @@ impl Session<'_> {
             extension_dir: self.m.dir.display().to_string(),
             data_dir: self.m.dir.display().to_string(),
             session: None,
+            features: FEATURES.iter().map(|f| f.to_string()).collect(),
         })
         .unwrap_or_default();
-        ack["features"] = json!(FEATURES);
         self.child.send_value(&ack);
         self.ready(r);
         self.registrations(r);

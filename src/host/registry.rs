@@ -180,6 +180,28 @@ impl Registry {
         self.tool_order.iter().filter_map(|k| self.tools.get(k))
     }
 
+    /// Withdraws tool `name` if extension instance `ext` owns it.
+    pub fn remove_tool(&mut self, ext: u64, name: &str) -> bool {
+        if !self.tools.get(name).is_some_and(|t| t.ext == ext) {
+            return false;
+        }
+        self.tools.remove(name);
+        self.tool_order.retain(|k| k != name);
+        true
+    }
+
+    /// Withdraws command `name` (case-insensitive) if extension instance
+    /// `ext` owns it.
+    pub fn remove_command(&mut self, ext: u64, name: &str) -> bool {
+        let key = name.to_lowercase();
+        if !self.commands.get(&key).is_some_and(|c| c.ext == ext) {
+            return false;
+        }
+        self.commands.remove(&key);
+        self.command_order.retain(|k| *k != key);
+        true
+    }
+
     /// Drops everything extension instance `ext` registered.
     pub fn remove_extension(&mut self, ext: u64, reason: &str) {
         for c in self.commands.values().filter(|c| c.ext == ext) {

@@ -107,6 +107,7 @@ impl Sandbox {
             deadlines: Deadlines {
                 hello: Duration::from_millis(5_000),
                 ready: Duration::from_millis(3_000),
+                idle_ready: Duration::from_millis(250),
                 command: Duration::from_millis(5_000),
                 tool: Duration::from_millis(5_000),
                 intercept: Duration::from_millis(2_000),

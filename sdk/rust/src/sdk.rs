@@ -1434,6 +1434,7 @@ impl Extension {
                 extension_dir,
                 data_dir,
                 session,
+                ..
             } => {
                 if protocol_version != wire::PROTOCOL_VERSION {
                     return Err(Error::ProtocolVersion(protocol_version));

@@ -409,7 +409,9 @@ impl App {
         // Only the event right after an `ext_display` can repeat it.
         let last_display = self.last_display.take();
         match event {
-            Event::ExtLoaded { .. } => out.push(Intent::Refresh(Then::Nothing)),
+            Event::ExtLoaded { .. } | Event::ExtToolsChanged { .. } => {
+                out.push(Intent::Refresh(Then::Nothing))
+            }
             Event::ExtError { extension, message } => {
                 self.push_load_error(format!(
                     "{}: {}",
