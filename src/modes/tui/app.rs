@@ -270,8 +270,12 @@ pub struct App {
     /// The editor text for which the menu was dismissed with Esc.
     pub(super) menu_dismissed: Option<String>,
     pub(super) expand_tools: bool,
-    /// Rows scrolled up from the bottom of the chat.
-    pub(super) scroll: usize,
+    /// Where the chat view is (following the bottom, or held).
+    pub(super) scroll: super::scroll::Scroll,
+    /// The chat's width and height at the last frame (for paging).
+    pub(super) chat_view: std::cell::Cell<(usize, usize)>,
+    /// Rendered markdown of assistant entries, by chat index.
+    pub(super) md: std::cell::RefCell<std::collections::HashMap<usize, super::markdown::MdCache>>,
     pub(super) ctrl_c_armed: bool,
     pub(super) alerts: bool,
     pub(super) theme: Theme,
@@ -305,7 +309,9 @@ impl App {
             menu_selected: 0,
             menu_dismissed: None,
             expand_tools: false,
-            scroll: 0,
+            scroll: Default::default(),
+            chat_view: Default::default(),
+            md: Default::default(),
             ctrl_c_armed: false,
             alerts: config.alerts,
             theme: Theme::builtin(config.dark_terminal, config.depth),
@@ -443,7 +449,7 @@ impl App {
                 self.close_assistant();
                 self.chat.push(Entry::User(text));
                 self.busy = true;
-                self.scroll = 0;
+                self.scroll = super::scroll::Scroll::Bottom;
             }
             Event::TurnStart { .. } => self.busy = true,
             Event::TurnBlocked { reason } => {
@@ -832,7 +838,7 @@ impl App {
     /// Rebuilds the chat from the core's transcript (after a switch).
     fn rebuild_chat(&mut self) {
         self.chat = transcript_entries(&self.state.messages, &self.state);
-        self.scroll = 0;
+        self.scroll = super::scroll::Scroll::Bottom;
     }
 
     // ----- keys -----
@@ -985,8 +991,10 @@ impl App {
                     self.editor.history_next();
                 }
             }
-            KeyCode::PageUp => self.scroll = self.scroll.saturating_add(10),
-            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            KeyCode::PageUp => self.scroll_page(true),
+            KeyCode::PageDown => self.scroll_page(false),
+            KeyCode::Home if ctrl || self.editor.is_empty() => self.scroll_home(),
+            KeyCode::End if ctrl || self.editor.is_empty() => self.scroll_end(),
             KeyCode::Char('o') if ctrl => self.expand_tools = !self.expand_tools,
             KeyCode::Char('d') if ctrl => {
                 if self.editor.is_empty() {
@@ -1244,7 +1252,7 @@ impl App {
         let text = self.editor.take();
         self.menu_selected = 0;
         self.menu_dismissed = None;
-        self.scroll = 0;
+        self.scroll = super::scroll::Scroll::Bottom;
         let trimmed = text.trim();
         if trimmed.starts_with('/') && !trimmed.starts_with("//") {
             return self.run_slash(trimmed);
@@ -1268,7 +1276,7 @@ impl App {
                 self.load_errors.clear();
                 self.sheet = None;
                 self.flash = None;
-                self.scroll = 0;
+                self.scroll = super::scroll::Scroll::Bottom;
             }
             "quit" | "exit" => return vec![Intent::Quit(0)],
             "reload-ext" => {

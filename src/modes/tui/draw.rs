@@ -149,7 +149,11 @@ impl App {
         if height == 0 {
             return Vec::new();
         }
-        let need = height + self.scroll;
+        self.chat_view.set((w, height));
+        if let super::scroll::Scroll::Top(top) = self.scroll {
+            return self.held_window(top, w, height);
+        }
+        let need = height;
         // Built bottom-up, reversed at the end.
         let mut rev: Lines = Vec::new();
         let push = |block: Lines, rev: &mut Lines| {
@@ -173,20 +177,21 @@ impl App {
                 }
             }
             for (i, e) in self.chat.iter().enumerate().rev() {
-                if push(self.entry_lines(e, i == 0, w), &mut rev) {
+                if push(self.entry_lines(e, i, w), &mut rev) {
                     break 'fill;
                 }
             }
         }
         let total = rev.len();
-        let scroll = self.scroll.min(total.saturating_sub(height));
+        let scroll = 0;
         rev.reverse();
         let end = total - scroll;
         let start = end.saturating_sub(height);
         rev.drain(start..end).collect()
     }
 
-    fn entry_lines(&self, e: &Entry, first: bool, w: usize) -> Lines {
+    pub(super) fn entry_lines(&self, e: &Entry, index: usize, w: usize) -> Lines {
+        let first = index == 0;
         let t = &self.theme;
         let mut out = Vec::new();
         match e {
@@ -208,12 +213,16 @@ impl App {
             }
             Entry::Assistant { text, blocked, .. } => {
                 if !text.is_empty() {
-                    for (i, row) in wrap(text, w.saturating_sub(2)).into_iter().enumerate() {
+                    let rows = self.md.borrow_mut().entry(index).or_default().render(
+                        text,
+                        w.saturating_sub(2),
+                        t,
+                    );
+                    for (i, row) in rows.into_iter().enumerate() {
                         let prefix = if i == 0 { "● " } else { "  " };
-                        out.push(Line::from(vec![
-                            Span::styled(prefix, self.fg(t.assistant)),
-                            Span::styled(row, self.fg(t.fg)),
-                        ]));
+                        let mut spans = vec![Span::styled(prefix, self.fg(t.assistant))];
+                        spans.extend(row.spans);
+                        out.push(Line::from(spans));
                     }
                 }
                 if let Some(reason) = blocked {
@@ -296,11 +305,11 @@ impl App {
         out
     }
 
-    fn error_lines(&self, text: &str, w: usize) -> Lines {
+    pub(super) fn error_lines(&self, text: &str, w: usize) -> Lines {
         prefixed(text, "✖ ", "  ", w, self.fg(self.theme.error))
     }
 
-    fn note_lines(&self, owner: &str, level: &str, text: &str, w: usize) -> Lines {
+    pub(super) fn note_lines(&self, owner: &str, level: &str, text: &str, w: usize) -> Lines {
         let tag = format!("[{owner}] ");
         let tw = width(&tag);
         let (avail, indent) = if w >= tw + 8 {
@@ -322,7 +331,7 @@ impl App {
             .collect()
     }
 
-    fn sheet_lines(&self, s: &super::app::Sheet, w: usize) -> Lines {
+    pub(super) fn sheet_lines(&self, s: &super::app::Sheet, w: usize) -> Lines {
         let mut out = vec![Line::styled(
             truncate(&s.title, w),
             self.fg(self.theme.accent).add_modifier(Modifier::BOLD),

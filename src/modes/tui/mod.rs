@@ -20,6 +20,9 @@
 mod app;
 mod draw;
 mod editor;
+mod highlight;
+mod markdown;
+mod scroll;
 pub mod text;
 pub mod theme;
 
@@ -234,6 +237,10 @@ fn on_terminal(app: &mut App, ev: TermEvent) -> Vec<Intent> {
     match ev {
         TermEvent::Key(k) => app.on_key(k),
         TermEvent::Paste(text) => app.on_paste(&text),
+        TermEvent::Mouse(m) => {
+            app.on_mouse(m);
+            Vec::new()
+        }
         _ => Vec::new(),
     }
 }
