@@ -144,6 +144,8 @@ pub struct Confirmation {
     pub request_id: u64,
     pub tool_name: String,
     pub preview: String,
+    /// Its diff, whole command or arguments, scope and scroll position.
+    pub detail: super::approve::Detail,
 }
 
 /// The one-line temporary status above the editor.
@@ -275,6 +277,11 @@ pub struct App {
     /// The chat's width and height at the last frame (for paging).
     pub(super) chat_view: std::cell::Cell<(usize, usize)>,
     /// Rendered markdown of assistant entries, by chat index.
+    /// The front question last drawn whole, and its body's height.
+    pub(super) confirm_drawn: std::cell::Cell<Option<u64>>,
+    pub(super) confirm_page: std::cell::Cell<usize>,
+    /// Arguments (and the change of a write/edit) of each call, by id.
+    pub(super) calls: std::collections::HashMap<String, super::approve::Detail>,
     pub(super) md: std::cell::RefCell<std::collections::HashMap<usize, super::markdown::MdCache>>,
     pub(super) ctrl_c_armed: bool,
     pub(super) alerts: bool,
@@ -312,6 +319,9 @@ impl App {
             scroll: Default::default(),
             chat_view: Default::default(),
             md: Default::default(),
+            confirm_drawn: Default::default(),
+            confirm_page: Default::default(),
+            calls: Default::default(),
             ctrl_c_armed: false,
             alerts: config.alerts,
             theme: Theme::builtin(config.dark_terminal, config.depth),
@@ -473,6 +483,7 @@ impl App {
             }
             Event::ToolCall { id, name, args } => {
                 self.close_assistant();
+                self.note_call(&id, &name, &args);
                 let extension = self
                     .state
                     .tools
@@ -724,14 +735,17 @@ impl App {
             }
             Event::ConfirmationRequested {
                 request_id,
+                tool_id,
                 tool_name,
                 preview,
-                ..
             } => {
+                let detail = self.calls.get(&tool_id).cloned().unwrap_or_default();
+                let detail = super::approve::Detail::new(&tool_name, detail.args, detail.diff);
                 self.confirmations.push_back(Confirmation {
                     request_id,
                     tool_name: strip_controls(&tool_name),
                     preview: strip_controls(&preview),
+                    detail,
                 });
                 if self.alerts {
                     out.push(Intent::Bell);
@@ -909,7 +923,14 @@ impl App {
         }
 
         // The confirmation dialog is modal.
+        if self.confirmation_scroll(key.code) {
+            return Vec::new();
+        }
         if let Some(c) = self.confirmations.front() {
+            // Never an answer to a question the person could not see whole.
+            if !self.confirmation_visible() {
+                return Vec::new();
+            }
             let decision = match key.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') => Decision::Allow,
                 KeyCode::Char('a') | KeyCode::Char('A') => Decision::Always,

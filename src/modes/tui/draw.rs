@@ -24,7 +24,7 @@ const EDITOR_ROWS: usize = 8;
 type Lines = Vec<Line<'static>>;
 
 impl App {
-    fn fg(&self, c: Color) -> Style {
+    pub(super) fn fg(&self, c: Color) -> Style {
         if self.theme.plain() {
             Style::default()
         } else {
@@ -236,18 +236,23 @@ impl App {
                 }
             }
             Entry::Tool {
+                id,
                 name,
                 extension,
                 args,
                 state,
-                ..
             } => {
+                let change = self.finished_change(id, state);
                 let mut parts = vec![(
                     format!("⚙ {name}"),
                     self.fg(t.tool).add_modifier(Modifier::BOLD),
                 )];
                 if let Some(x) = extension {
                     parts.push((format!(" ({x})"), self.fg(t.muted)));
+                }
+                if let Some(d) = change {
+                    parts.push((format!(" +{}", d.added), self.fg(t.tool)));
+                    parts.push((format!(" -{}", d.removed), self.fg(t.error)));
                 }
                 if !args.is_empty() {
                     parts.push((format!(" {args}"), self.fg(t.tool_out)));
@@ -276,6 +281,9 @@ impl App {
                             let wrapped = prefixed(output, mark, "    ", w, style);
                             let n = wrapped.len();
                             out.extend(wrapped.into_iter().take(EXPANDED_ROWS));
+                            if let Some(d) = change {
+                                out.extend(self.diff_lines(d, w, "    "));
+                            }
                             if n > EXPANDED_ROWS {
                                 out.push(Line::styled(
                                     format!("    … {} more rows", n - EXPANDED_ROWS),
@@ -499,7 +507,7 @@ impl App {
         Some(Rect::new(x, y, width, height))
     }
 
-    fn bordered(&self, title: String, style: Style) -> Block<'static> {
+    pub(super) fn bordered(&self, title: String, style: Style) -> Block<'static> {
         Block::default()
             .borders(Borders::ALL)
             .border_style(style)
@@ -606,48 +614,6 @@ impl App {
         f.render_widget(Clear, r);
         f.render_widget(
             Paragraph::new(lines).block(self.bordered(title, self.fg(self.theme.accent))),
-            r,
-        );
-    }
-
-    fn draw_confirmation(&self, f: &mut Frame, over: Rect) {
-        let Some(c) = self.confirmations.front() else {
-            return;
-        };
-        let inner_w = usize::from(over.width.min(100)).saturating_sub(2).max(1);
-        let mut lines: Lines = wrap(&c.preview, inner_w)
-            .into_iter()
-            .take(6)
-            .map(|r| Line::styled(r, self.fg(self.theme.fg)))
-            .collect();
-        lines.push(Line::default());
-        let more = if self.confirmations.len() > 1 {
-            format!("  (+{} waiting)", self.confirmations.len() - 1)
-        } else {
-            String::new()
-        };
-        lines.push(Line::styled(
-            truncate(
-                &format!("[y] allow once  [a] always this session  [n/Esc] deny{more}"),
-                inner_w,
-            ),
-            self.fg(self.theme.accent),
-        ));
-        let Some(r) = self.float(over, lines.len(), 100) else {
-            return;
-        };
-        let title = truncate(
-            &format!(" allow {}? ", c.tool_name),
-            usize::from(r.width - 2),
-        );
-        f.render_widget(Clear, r);
-        // Keep the key line visible when the box is short.
-        let inner_h = usize::from(r.height - 2);
-        if lines.len() > inner_h {
-            lines.drain(..lines.len() - inner_h);
-        }
-        f.render_widget(
-            Paragraph::new(lines).block(self.bordered(title, self.fg(self.theme.warning))),
             r,
         );
     }

@@ -18,6 +18,7 @@
 //! never waits on an extension (every [`Core`] method returns at once).
 
 mod app;
+mod approve;
 mod draw;
 mod editor;
 mod highlight;
