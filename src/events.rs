@@ -45,6 +45,18 @@ pub enum Event {
         name: String,
         args: Value,
     },
+    /// Streamed reasoning of the model; never part of the answer's text.
+    ThinkingDelta {
+        delta: String,
+    },
+    /// Token use of one provider request (`cost_usd` null when unknown).
+    Usage {
+        input_tokens: u64,
+        output_tokens: u64,
+        cache_read_tokens: u64,
+        cache_write_tokens: u64,
+        cost_usd: Option<f64>,
+    },
     ToolBlocked {
         id: String,
         name: String,

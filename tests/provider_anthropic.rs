@@ -119,7 +119,8 @@ fn plain_text_answer_streams_deltas() {
             stop: StopReason::EndTurn,
             usage: Usage {
                 input_tokens: 25,
-                output_tokens: 15
+                output_tokens: 15,
+                ..Usage::default()
             },
         }
     );

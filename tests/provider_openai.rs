@@ -100,7 +100,8 @@ fn plain_text_answer_streams_deltas() {
             stop: StopReason::EndTurn,
             usage: Usage {
                 input_tokens: 12,
-                output_tokens: 3
+                output_tokens: 3,
+                ..Usage::default()
             },
         }
     );

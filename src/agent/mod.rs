@@ -300,6 +300,16 @@ impl Agent {
                     )
                 }
             };
+            let u = resp.usage;
+            if u != crate::provider::Usage::default() {
+                self.emit(Event::Usage {
+                    input_tokens: u.input_tokens,
+                    output_tokens: u.output_tokens,
+                    cache_read_tokens: u.cache_read_tokens,
+                    cache_write_tokens: u.cache_write_tokens,
+                    cost_usd: u.cost_usd,
+                });
+            }
             let stop = match resp.stop {
                 _ if !resp.tool_calls.is_empty() => "tool_use",
                 StopReason::ToolUse | StopReason::EndTurn => "end_turn",

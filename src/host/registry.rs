@@ -38,6 +38,8 @@ pub const BUILTIN_COMMANDS: &[&str] = &[
     "new",
     "compact",
     "cd",
+    "copy",
+    "export",
 ];
 
 /// An active command.

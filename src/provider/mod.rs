@@ -216,10 +216,17 @@ pub enum StopReason {
 }
 
 /// Token accounting, when the provider reports it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// The request's price, when known.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
 }
 
 /// One complete assistant answer.

@@ -11,6 +11,9 @@
 //! {"echo":true}              the text of the last user message with text
 //! {"error":"overloaded"}     fails with ProviderError::Model("overloaded")
 //! {"delay_ms":500,"text":"…"}  answers after a cancellable delay
+//! {"text":"…","usage":{"input_tokens":9,"output_tokens":2,"cost_usd":0.01}}
+//!                            also reports token use (cache_read_tokens,
+//!                            cache_write_tokens likewise)
 //! ```
 //!
 //! Invariants: the whole script is parsed at construction, so a bad line
@@ -57,6 +60,9 @@ struct Entry {
     error: Option<String>,
     #[serde(default)]
     delay_ms: Option<u64>,
+    /// What the `usage` event of this answer reports.
+    #[serde(default)]
+    usage: Option<Usage>,
 }
 
 /// One tool call of a script line.
@@ -249,7 +255,7 @@ impl Provider for Script {
             text,
             tool_calls,
             stop,
-            usage: Usage::default(),
+            usage: entry.usage.unwrap_or_default(),
         })
     }
 }

@@ -61,6 +61,8 @@ pub enum Intent {
     SaveSettings,
     /// One terminal bell.
     Bell,
+    /// Bytes for the terminal itself (OSC 52 clipboard, mouse capture).
+    Terminal(Vec<u8>),
     /// Shut the core down and leave with this exit status.
     Quit(i32),
 }
@@ -95,6 +97,9 @@ pub enum Entry {
         args: String,
         state: ToolState,
     },
+    /// The model's streamed reasoning: dimmed while it streams, folded to
+    /// one line after the step (Ctrl+O unfolds).
+    Thinking(String),
     /// A muted line of the UI's own (aborted, session switched, …).
     Info(String),
     Error(String),
@@ -183,6 +188,7 @@ pub struct PickItem {
 pub enum PickAction {
     Switch(String),
     ToggleAlerts,
+    ToggleMouse,
     ChooseTheme,
     /// Index into the theme list (0 dark, 1 light, then files).
     Theme(usize),
@@ -209,6 +215,11 @@ pub const BUILTINS: &[(&str, &str)] = &[
     ("model", "show or set the model (/model NAME)"),
     ("settings", "alerts on/off, colour theme"),
     ("skills", "list the skills the model can use"),
+    (
+        "copy",
+        "copy the last answer (/copy N: its N-th code block)",
+    ),
+    ("export", "write the session as markdown (/export [FILE])"),
     ("quit", "leave zut"),
 ];
 
@@ -220,10 +231,12 @@ const HELP: &[&str] = &[
     "/                  command menu; Tab completes, Up/Down choose",
     "Esc                close dialog/panel/notes first, else abort the turn",
     "Ctrl+O             expand or collapse tool results",
-    "PageUp / PageDown  scroll the chat",
+    "PageUp / PageDown  scroll the chat by a screen; mouse wheel scrolls too",
+    "Home / End         top / bottom of the chat (Ctrl+Home/End while typing)",
     "Ctrl+A/E/U/K/W     line start/end, kill to start/end, delete word",
     "Ctrl+C twice, Ctrl+D on an empty editor, /quit: leave",
-    "In a confirmation: y allow once, a always this session, n or Esc deny",
+    "In a confirmation: y allow once, a always (the scope it names), n or Esc deny;",
+    "                   PgUp/PgDn and arrows scroll a long diff or command",
 ];
 
 /// What the app is started with.
@@ -236,6 +249,8 @@ pub struct AppConfig {
     /// Theme to start with: `dark`, `light` or a file theme's name.
     pub theme: Option<String>,
     pub alerts: bool,
+    /// Mouse capture for wheel scrolling (off: the terminal selects text).
+    pub mouse: bool,
 }
 
 impl Default for AppConfig {
@@ -246,6 +261,7 @@ impl Default for AppConfig {
             themes: Vec::new(),
             theme: None,
             alerts: true,
+            mouse: true,
         }
     }
 }
@@ -285,6 +301,11 @@ pub struct App {
     pub(super) md: std::cell::RefCell<std::collections::HashMap<usize, super::markdown::MdCache>>,
     pub(super) ctrl_c_armed: bool,
     pub(super) alerts: bool,
+    pub(super) mouse: bool,
+    /// Token use and cost of this session so far, for the footer.
+    pub(super) usage: super::footer::UsageTotals,
+    /// Where [`Intent::Terminal`] bytes go (the real terminal only).
+    pub(super) terminal_out: Option<Box<dyn FnMut(&[u8])>>,
     pub(super) theme: Theme,
     pub(super) theme_files: Vec<ThemeFile>,
     pub(super) depth: ColorDepth,
@@ -324,6 +345,9 @@ impl App {
             calls: Default::default(),
             ctrl_c_armed: false,
             alerts: config.alerts,
+            mouse: config.mouse,
+            usage: Default::default(),
+            terminal_out: None,
             theme: Theme::builtin(config.dark_terminal, config.depth),
             theme_files: config.themes,
             depth: config.depth,
@@ -347,6 +371,16 @@ impl App {
 
     pub fn alerts(&self) -> bool {
         self.alerts
+    }
+
+    /// Whether the mouse wheel is captured.
+    pub fn mouse(&self) -> bool {
+        self.mouse
+    }
+
+    /// Where terminal bytes (clipboard, mouse capture) are written.
+    pub fn set_terminal_out(&mut self, out: Box<dyn FnMut(&[u8])>) {
+        self.terminal_out = Some(out);
     }
 
     /// The theme's label (`dark`, `light` or a file theme's name).
@@ -468,6 +502,29 @@ impl App {
                     strip_controls(&reason)
                 )));
             }
+            Event::ThinkingDelta { delta } => {
+                let delta = strip_controls(&delta);
+                match self.chat.last_mut() {
+                    Some(Entry::Thinking(t)) => t.push_str(&delta),
+                    _ => {
+                        self.close_assistant();
+                        self.chat.push(Entry::Thinking(delta));
+                    }
+                }
+            }
+            Event::Usage {
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                cost_usd,
+            } => self.usage.add(
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                cost_usd,
+            ),
             Event::TextDelta { delta } => {
                 let delta = strip_controls(&delta);
                 match self.chat.last_mut() {
@@ -1106,6 +1163,17 @@ impl App {
                 self.open_settings();
                 vec![Intent::SaveSettings]
             }
+            PickAction::ToggleMouse => {
+                self.mouse = !self.mouse;
+                self.open_settings();
+                if let Some(p) = &mut self.picker {
+                    p.selected = 2;
+                }
+                vec![
+                    Intent::SaveSettings,
+                    Intent::Terminal(super::mouse_capture(self.mouse)),
+                ]
+            }
             PickAction::ChooseTheme => {
                 let items = self
                     .theme_names()
@@ -1179,6 +1247,11 @@ impl App {
                     label: format!("colour theme: {}", self.theme.name),
                     detail: "choose…".into(),
                     action: PickAction::ChooseTheme,
+                },
+                PickItem {
+                    label: format!("mouse wheel: {}", if self.mouse { "on" } else { "off" }),
+                    detail: "off lets the terminal select text with the mouse".into(),
+                    action: PickAction::ToggleMouse,
                 },
             ],
             selected: 0,
@@ -1338,6 +1411,8 @@ impl App {
                 }
             },
             "settings" => self.open_settings(),
+            "copy" => return self.copy_command(arg.as_deref()),
+            "export" => self.export_command(arg.as_deref()),
             _ => {
                 self.notes.clear();
                 return vec![Intent::Command(line.to_string())];

@@ -307,6 +307,22 @@ impl App {
                     }
                 }
             }
+            Entry::Thinking(text) => {
+                let style = self
+                    .fg(t.muted)
+                    .add_modifier(Modifier::DIM | Modifier::ITALIC);
+                let streaming = self.busy && index + 1 == self.chat.len();
+                if streaming || self.expand_tools {
+                    out.extend(prefixed(text, "∴ ", "  ", w, style));
+                } else {
+                    let n = text.lines().count().max(1);
+                    let s = if n == 1 { "" } else { "s" };
+                    out.push(Line::styled(
+                        truncate(&format!("∴ thought for {n} line{s} (Ctrl+O unfolds)"), w),
+                        style,
+                    ));
+                }
+            }
             Entry::Info(text) => out.extend(prefixed(text, "· ", "  ", w, self.fg(t.muted))),
             Entry::Error(text) => out.extend(prefixed(text, "✖ ", "  ", w, self.fg(t.error))),
         }
@@ -415,14 +431,23 @@ impl App {
         let session = if self.session_id.is_empty() {
             "no session".to_string()
         } else {
-            format!("session {}", self.session_id)
+            format!(
+                "session {}",
+                self.session_id.chars().take(8).collect::<String>()
+            )
         };
+        let usage = self.usage_text();
         // The script provider has no model: nothing is shown for it.
-        let left = [self.state.provider.as_str(), &self.state.model, &session]
-            .into_iter()
-            .filter(|part| !part.is_empty())
-            .collect::<Vec<_>>()
-            .join(" · ");
+        let left = [
+            self.state.provider.as_str(),
+            &self.state.model,
+            &session,
+            &usage,
+        ]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" · ");
         let mut right = String::new();
         if self.busy {
             right.push_str("● working (Esc aborts)");
