@@ -466,4 +466,6 @@ impl SignalThread {
 }
 
 #[cfg(test)]
+mod reading_tests;
+#[cfg(test)]
 mod tests;
