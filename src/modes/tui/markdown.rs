@@ -742,7 +742,8 @@ fn hard_wrap(pieces: &[(String, Style)], max: usize) -> Vec<Vec<Span<'static>>> 
     rows
 }
 
-/// The text of rows, one string per row (tests, export).
+/// The text of rows, one string per row.
+#[cfg(test)]
 pub fn plain_rows(lines: &Lines) -> Vec<String> {
     lines
         .iter()
