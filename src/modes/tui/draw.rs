@@ -431,10 +431,7 @@ impl App {
         let session = if self.session_id.is_empty() {
             "no session".to_string()
         } else {
-            format!(
-                "session {}",
-                self.session_id.chars().take(8).collect::<String>()
-            )
+            format!("session {}", super::footer::short_session(&self.session_id))
         };
         let usage = self.usage_text();
         // The script provider has no model: nothing is shown for it.

@@ -101,7 +101,7 @@ impl App {
         let session = if self.session_id.is_empty() {
             "unsaved".to_string()
         } else {
-            self.session_id.chars().take(8).collect()
+            super::footer::short_session(&self.session_id)
         };
         let path = match arg {
             Some(p) => PathBuf::from(p),

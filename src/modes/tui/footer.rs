@@ -31,6 +31,20 @@ impl UsageTotals {
     }
 }
 
+/// A session id short enough for the footer and file names: without the
+/// date of a `YYYYMMDD-HHMMSS-xxxx` id, else its first 8 characters.
+pub fn short_session(id: &str) -> String {
+    let id = super::text::strip_controls(id);
+    match id.split_once('-') {
+        Some((date, rest))
+            if date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()) && !rest.is_empty() =>
+        {
+            rest.to_string()
+        }
+        _ => id.chars().take(8).collect(),
+    }
+}
+
 /// `1234` → `1.2k`, `40000` → `40k`, `2500000` → `2.5M`.
 pub fn tokens(n: u64) -> String {
     match n {
@@ -98,5 +112,7 @@ mod tests {
         assert_eq!(tokens(2_500_000), "2.5M");
         assert_eq!(context_window("claude-sonnet-4-5"), Some(200_000));
         assert_eq!(context_window("scripted-model"), None);
+        assert_eq!(short_session("20261201-224531-28d1"), "224531-28d1");
+        assert_eq!(short_session("0123456789abcdef"), "01234567");
     }
 }
