@@ -298,6 +298,8 @@ pub struct App {
     pub(super) confirm_page: std::cell::Cell<usize>,
     /// Arguments (and the change of a write/edit) of each call, by id.
     pub(super) calls: std::collections::HashMap<String, super::approve::Detail>,
+    /// While drawing bottom-up: how many rows of an answer are needed.
+    pub(super) row_limit: std::cell::Cell<usize>,
     pub(super) md: std::cell::RefCell<std::collections::HashMap<usize, super::markdown::MdCache>>,
     pub(super) ctrl_c_armed: bool,
     pub(super) alerts: bool,
@@ -340,6 +342,7 @@ impl App {
             scroll: Default::default(),
             chat_view: Default::default(),
             md: Default::default(),
+            row_limit: std::cell::Cell::new(usize::MAX),
             confirm_drawn: Default::default(),
             confirm_page: Default::default(),
             calls: Default::default(),

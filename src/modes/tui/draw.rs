@@ -177,7 +177,11 @@ impl App {
                 }
             }
             for (i, e) in self.chat.iter().enumerate().rev() {
-                if push(self.entry_lines(e, i, w), &mut rev) {
+                // A screen needs only the last rows of a long answer.
+                self.row_limit.set(need.saturating_sub(rev.len()) + 2);
+                let lines = self.entry_lines(e, i, w);
+                self.row_limit.set(usize::MAX);
+                if push(lines, &mut rev) {
                     break 'fill;
                 }
             }
@@ -213,12 +217,13 @@ impl App {
             }
             Entry::Assistant { text, blocked, .. } => {
                 if !text.is_empty() {
-                    let rows = self.md.borrow_mut().entry(index).or_default().render(
-                        text,
-                        w.saturating_sub(2),
-                        t,
-                    );
-                    for (i, row) in rows.into_iter().enumerate() {
+                    let (first_row, rows) = self
+                        .md
+                        .borrow_mut()
+                        .entry(index)
+                        .or_default()
+                        .render_tail(text, w.saturating_sub(2), t, self.row_limit.get());
+                    for (i, row) in (first_row..).zip(rows) {
                         let prefix = if i == 0 { "● " } else { "  " };
                         let mut spans = vec![Span::styled(prefix, self.fg(t.assistant))];
                         spans.extend(row.spans);

@@ -35,6 +35,18 @@ impl MdCache {
     /// The rows of `text` at `w` columns, reusing every block that did not
     /// change since the last call.
     pub fn render(&mut self, text: &str, w: usize, theme: &Theme) -> Lines {
+        self.render_tail(text, w, theme, usize::MAX).1
+    }
+
+    /// Like [`MdCache::render`], but only the last `limit` rows are copied
+    /// out (a screen needs no more); also the index of the first one.
+    pub fn render_tail(
+        &mut self,
+        text: &str,
+        w: usize,
+        theme: &Theme,
+        limit: usize,
+    ) -> (usize, Lines) {
         if self.width != w || self.theme.as_ref() != Some(theme) {
             self.width = w;
             self.theme = Some(theme.clone());
@@ -42,7 +54,6 @@ impl MdCache {
         }
         let parts = split_blocks(text);
         self.blocks.truncate(parts.len());
-        let mut out = Lines::new();
         for (i, part) in parts.iter().enumerate() {
             let fresh = match self.blocks.get(i) {
                 Some((src, _)) => src != part,
@@ -57,12 +68,32 @@ impl MdCache {
                     self.blocks.push((part.to_string(), rows));
                 }
             }
-            if i > 0 && !self.blocks[i].1.is_empty() {
-                out.push(Line::default());
-            }
-            out.extend(self.blocks[i].1.iter().cloned());
         }
-        out
+        // Blocks joined by one blank row; copied from the end backwards.
+        let gap = |b: &(String, Lines), i: usize| usize::from(i > 0 && !b.1.is_empty());
+        let total: usize = self
+            .blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b.1.len() + gap(b, i))
+            .sum();
+        let mut rev = Lines::new();
+        for (i, b) in self.blocks.iter().enumerate().rev() {
+            if rev.len() >= limit {
+                break;
+            }
+            for l in b.1.iter().rev() {
+                if rev.len() >= limit {
+                    break;
+                }
+                rev.push(l.clone());
+            }
+            if gap(b, i) == 1 && rev.len() < limit {
+                rev.push(Line::default());
+            }
+        }
+        rev.reverse();
+        (total - rev.len(), rev)
     }
 }
 
