@@ -29,6 +29,10 @@ pub struct MdCache {
     theme: Option<Theme>,
     /// Each top-level block's source and its rows.
     blocks: Vec<(String, Lines)>,
+    /// The text of every block but the last, as last seen, and where the
+    /// last block started: a text that still begins with it (a streaming
+    /// answer) is split again only from there.
+    stable: String,
 }
 
 impl MdCache {
@@ -51,10 +55,17 @@ impl MdCache {
             self.width = w;
             self.theme = Some(theme.clone());
             self.blocks.clear();
+            self.stable.clear();
         }
-        let parts = split_blocks(text);
+        let (skip, parts) = if !self.blocks.is_empty() && text.starts_with(self.stable.as_str()) {
+            let keep = self.blocks.len() - 1;
+            (keep, split_blocks(&text[self.stable.len()..]))
+        } else {
+            (0, split_blocks(text))
+        };
+        let parts: Vec<&str> = std::iter::repeat("").take(skip).chain(parts).collect();
         self.blocks.truncate(parts.len());
-        for (i, part) in parts.iter().enumerate() {
+        for (i, part) in parts.iter().enumerate().skip(skip) {
             let fresh = match self.blocks.get(i) {
                 Some((src, _)) => src != part,
                 None => true,
@@ -67,6 +78,14 @@ impl MdCache {
                 } else {
                     self.blocks.push((part.to_string(), rows));
                 }
+            }
+        }
+        // Where the last block starts, for the next call.
+        self.stable.clear();
+        if let Some(last) = parts.last().filter(|_| parts.len() > skip) {
+            let off = last.as_ptr() as usize - text.as_ptr() as usize;
+            if off <= text.len() {
+                self.stable.push_str(&text[..off]);
             }
         }
         // Blocks joined by one blank row; copied from the end backwards.
@@ -810,6 +829,19 @@ mod tests {
     use super::*;
     use crate::modes::tui::theme::ColorDepth;
 
+    /// Blocks rendered one by one, joined by a blank row (no cache).
+    fn render_blocks(text: &str, w: usize, theme: &Theme) -> Lines {
+        let mut out = Lines::new();
+        for (i, p) in split_blocks(text).iter().enumerate() {
+            let rows = render(p, w, theme);
+            if i > 0 && !rows.is_empty() {
+                out.push(Line::default());
+            }
+            out.extend(rows);
+        }
+        out
+    }
+
     fn rows(text: &str, w: usize) -> Vec<String> {
         let theme = Theme::builtin(true, ColorDepth::TrueColor);
         plain_rows(&render(text, w, &theme))
@@ -906,5 +938,17 @@ mod tests {
         let b = c.render("# A\n\nbody more", 30, &theme);
         assert_eq!(plain_rows(&b), vec!["A", "", "body more"]);
         assert_eq!(c.blocks.len(), 2);
+        // Streaming on: the same rows as a whole render, at every step.
+        let full = "# A\n\nbody more\n\n```rust\nfn x() {}\n```\n\n- a\n- b";
+        for end in (0..=full.len()).filter(|i| full.is_char_boundary(*i)) {
+            let part = &full[..end];
+            assert_eq!(
+                plain_rows(&c.render(part, 30, &theme)),
+                plain_rows(&render_blocks(part, 30, &theme)),
+                "{part:?}"
+            );
+        }
+        // A text that is not a continuation is split afresh.
+        assert_eq!(plain_rows(&c.render("other", 30, &theme)), vec!["other"]);
     }
 }
