@@ -155,6 +155,18 @@ pub const BUILTINS: &[Builtin] = &[
         modes: EVERYWHERE,
     },
     Builtin {
+        name: "copy",
+        aliases: &[],
+        description: "copy the last answer (/copy N: its N-th code block)",
+        modes: TERMINAL,
+    },
+    Builtin {
+        name: "export",
+        aliases: &[],
+        description: "write the session as markdown (/export [FILE])",
+        modes: TERMINAL,
+    },
+    Builtin {
         name: "quit",
         aliases: &["exit"],
         description: "leave zut",

@@ -51,7 +51,8 @@ fn confirmed_tools_list() -> String {
 pub enum Decision {
     Allow,
     Deny,
-    /// Allow, and do not ask again for this tool in this session.
+    /// Allow, and do not ask again in this session for the same scope
+    /// ([`approval_scope`]): this exact command, this file, this tool.
     Always,
 }
 
@@ -560,7 +561,8 @@ impl Agent {
             name: name.into(),
             args: args.clone(),
         });
-        if CONFIRMED_TOOLS.contains(&name) && !self.opts.yolo && !self.approved.contains(name) {
+        let scope = approval_scope(name, &args).0;
+        if CONFIRMED_TOOLS.contains(&name) && !self.opts.yolo && !self.approved.contains(&scope) {
             let ctx = ToolContext {
                 cwd: self.opts.cwd.clone(),
             };
@@ -596,7 +598,7 @@ impl Agent {
             match confirmer.confirm(&req, cancel) {
                 Decision::Allow => {}
                 Decision::Always => {
-                    self.approved.insert(name.to_string());
+                    self.approved.insert(scope);
                 }
                 Decision::Deny => return Err(format!("the user declined to run {name}")),
             }
@@ -645,6 +647,21 @@ fn execute(
                 });
             (ToolOutput::error(why), None, Vec::new(), None)
         }
+    }
+}
+
+/// What "always" remembers for a call, and how the dialog names it: this
+/// exact `bash` command, this file for `write`/`edit` (either tool), else
+/// this tool.
+pub fn approval_scope(name: &str, args: &Value) -> (String, String) {
+    let field = |k: &str| args.get(k).and_then(Value::as_str).map(str::trim);
+    match (name, field("command"), field("path")) {
+        ("bash", Some(cmd), _) => (format!("bash\0{cmd}"), "this exact command".into()),
+        ("write" | "edit", _, Some(path)) => (
+            format!("file\0{path}"),
+            format!("writes and edits of {path}"),
+        ),
+        _ => (format!("tool\0{name}"), format!("the tool {name}")),
     }
 }
 

@@ -62,6 +62,8 @@ pub enum Intent {
     SaveSettings,
     /// One terminal bell.
     Bell,
+    /// Bytes for the terminal itself (OSC 52 clipboard, mouse capture).
+    Terminal(Vec<u8>),
     /// Shut the core down and leave with this exit status.
     Quit(i32),
 }
@@ -96,6 +98,9 @@ pub enum Entry {
         args: String,
         state: ToolState,
     },
+    /// The model's streamed reasoning: dimmed while it streams, folded to
+    /// one line after the step (Ctrl+O unfolds).
+    Thinking(String),
     /// A muted line of the UI's own (aborted, session switched, …).
     Info(String),
     Error(String),
@@ -145,6 +150,8 @@ pub struct Confirmation {
     pub request_id: u64,
     pub tool_name: String,
     pub preview: String,
+    /// Its diff, whole command or arguments, scope and scroll position.
+    pub detail: super::approve::Detail,
 }
 
 /// The one-line temporary status above the editor.
@@ -182,6 +189,7 @@ pub struct PickItem {
 pub enum PickAction {
     Switch(String),
     ToggleAlerts,
+    ToggleMouse,
     ChooseTheme,
     /// Index into the theme list (0 dark, 1 light, then files).
     Theme(usize),
@@ -202,10 +210,12 @@ const HELP: &[&str] = &[
     "/                  command menu; Tab completes, Up/Down choose",
     "Esc                close dialog/panel/notes first, else abort the turn",
     "Ctrl+O             expand or collapse tool results",
-    "PageUp / PageDown  scroll the chat",
+    "PageUp / PageDown  scroll the chat by a screen; mouse wheel scrolls too",
+    "Home / End         top / bottom of the chat (Ctrl+Home/End while typing)",
     "Ctrl+A/E/U/K/W     line start/end, kill to start/end, delete word",
     "Ctrl+C twice, Ctrl+D on an empty editor, /quit: leave",
-    "In a confirmation: y allow once, a always this session, n or Esc deny",
+    "In a confirmation: y allow once, a always (the scope it names), n or Esc deny;",
+    "                   PgUp/PgDn and arrows scroll a long diff or command",
 ];
 
 /// What the app is started with.
@@ -218,6 +228,8 @@ pub struct AppConfig {
     /// Theme to start with: `dark`, `light` or a file theme's name.
     pub theme: Option<String>,
     pub alerts: bool,
+    /// Mouse capture for wheel scrolling (off: the terminal selects text).
+    pub mouse: bool,
 }
 
 impl Default for AppConfig {
@@ -228,6 +240,7 @@ impl Default for AppConfig {
             themes: Vec::new(),
             theme: None,
             alerts: true,
+            mouse: true,
         }
     }
 }
@@ -256,10 +269,26 @@ pub struct App {
     /// The editor text for which the menu was dismissed with Esc.
     pub(super) menu_dismissed: Option<String>,
     pub(super) expand_tools: bool,
-    /// Rows scrolled up from the bottom of the chat.
-    pub(super) scroll: usize,
+    /// Where the chat view is (following the bottom, or held).
+    pub(super) scroll: super::scroll::Scroll,
+    /// The chat's width and height at the last frame (for paging).
+    pub(super) chat_view: std::cell::Cell<(usize, usize)>,
+    /// Rendered markdown of assistant entries, by chat index.
+    /// The front question last drawn whole, and its body's height.
+    pub(super) confirm_drawn: std::cell::Cell<Option<u64>>,
+    pub(super) confirm_page: std::cell::Cell<usize>,
+    /// Arguments (and the change of a write/edit) of each call, by id.
+    pub(super) calls: std::collections::HashMap<String, super::approve::Detail>,
+    /// While drawing bottom-up: how many rows of an answer are needed.
+    pub(super) row_limit: std::cell::Cell<usize>,
+    pub(super) md: std::cell::RefCell<std::collections::HashMap<usize, super::markdown::MdCache>>,
     pub(super) ctrl_c_armed: bool,
     pub(super) alerts: bool,
+    pub(super) mouse: bool,
+    /// Token use and cost of this session so far, for the footer.
+    pub(super) usage: super::footer::UsageTotals,
+    /// Where [`Intent::Terminal`] bytes go (the real terminal only).
+    pub(super) terminal_out: Option<Box<dyn FnMut(&[u8])>>,
     pub(super) theme: Theme,
     pub(super) theme_files: Vec<ThemeFile>,
     pub(super) depth: ColorDepth,
@@ -292,9 +321,18 @@ impl App {
             menu_selected: 0,
             menu_dismissed: None,
             expand_tools: false,
-            scroll: 0,
+            scroll: Default::default(),
+            chat_view: Default::default(),
+            md: Default::default(),
+            row_limit: std::cell::Cell::new(usize::MAX),
+            confirm_drawn: Default::default(),
+            confirm_page: Default::default(),
+            calls: Default::default(),
             ctrl_c_armed: false,
             alerts: config.alerts,
+            mouse: config.mouse,
+            usage: Default::default(),
+            terminal_out: None,
             theme: Theme::builtin(config.dark_terminal, config.depth),
             theme_files: config.themes,
             depth: config.depth,
@@ -318,6 +356,16 @@ impl App {
 
     pub fn alerts(&self) -> bool {
         self.alerts
+    }
+
+    /// Whether the mouse wheel is captured.
+    pub fn mouse(&self) -> bool {
+        self.mouse
+    }
+
+    /// Where terminal bytes (clipboard, mouse capture) are written.
+    pub fn set_terminal_out(&mut self, out: Box<dyn FnMut(&[u8])>) {
+        self.terminal_out = Some(out);
     }
 
     /// The theme's label (`dark`, `light` or a file theme's name).
@@ -432,7 +480,7 @@ impl App {
                 self.close_assistant();
                 self.chat.push(Entry::User(text));
                 self.busy = true;
-                self.scroll = 0;
+                self.scroll = super::scroll::Scroll::Bottom;
             }
             Event::TurnStart { .. } => self.busy = true,
             Event::TurnBlocked { reason } => {
@@ -441,6 +489,30 @@ impl App {
                     strip_controls(&reason)
                 )));
             }
+            Event::ThinkingDelta { delta } => {
+                let delta = strip_controls(&delta);
+                match self.chat.last_mut() {
+                    Some(Entry::Thinking(t)) => t.push_str(&delta),
+                    _ => {
+                        self.close_assistant();
+                        self.chat.push(Entry::Thinking(delta));
+                    }
+                }
+            }
+            Event::Usage {
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                cost_usd,
+                ..
+            } => self.usage.add(
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                cost_usd,
+            ),
             Event::TextDelta { delta } => {
                 let delta = strip_controls(&delta);
                 match self.chat.last_mut() {
@@ -456,6 +528,7 @@ impl App {
             }
             Event::ToolCall { id, name, args } => {
                 self.close_assistant();
+                self.note_call(&id, &name, &args);
                 let extension = self
                     .state
                     .tools
@@ -707,14 +780,17 @@ impl App {
             }
             Event::ConfirmationRequested {
                 request_id,
+                tool_id,
                 tool_name,
                 preview,
-                ..
             } => {
+                let detail = self.calls.get(&tool_id).cloned().unwrap_or_default();
+                let detail = super::approve::Detail::new(&tool_name, detail.args, detail.diff);
                 self.confirmations.push_back(Confirmation {
                     request_id,
                     tool_name: strip_controls(&tool_name),
                     preview: strip_controls(&preview),
+                    detail,
                 });
                 if self.alerts {
                     out.push(Intent::Bell);
@@ -767,7 +843,17 @@ impl App {
             Event::Queued { text, .. } => self.push_queued(&text),
             // Thinking, usage and retries are drawn by the terminal's own
             // helpers (the footer reads the totals from the core's state).
-            Event::ThinkingDelta { .. } | Event::Usage { .. } | Event::Retry { .. } => {}
+            Event::Retry {
+                attempt,
+                wait_ms,
+                reason,
+            } => {
+                let text = format!(
+                    "provider: {reason}; trying again (attempt {attempt}) in {:.1} s",
+                    wait_ms as f64 / 1000.0
+                );
+                self.set_flash(text, "warn", None);
+            }
             Event::Error { message } => self.chat.push(Entry::Error(strip_controls(&message))),
             Event::Idle => {
                 self.busy = false;
@@ -830,7 +916,7 @@ impl App {
     /// Rebuilds the chat from the core's transcript (after a switch).
     fn rebuild_chat(&mut self) {
         self.chat = transcript_entries(&self.state.messages, &self.state);
-        self.scroll = 0;
+        self.scroll = super::scroll::Scroll::Bottom;
     }
 
     // ----- keys -----
@@ -901,7 +987,14 @@ impl App {
         }
 
         // The confirmation dialog is modal.
+        if self.confirmation_scroll(key.code) {
+            return Vec::new();
+        }
         if let Some(c) = self.confirmations.front() {
+            // Never an answer to a question the person could not see whole.
+            if !self.confirmation_visible() {
+                return Vec::new();
+            }
             let decision = match key.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') => Decision::Allow,
                 KeyCode::Char('a') | KeyCode::Char('A') => Decision::Always,
@@ -983,8 +1076,10 @@ impl App {
                     self.editor.history_next();
                 }
             }
-            KeyCode::PageUp => self.scroll = self.scroll.saturating_add(10),
-            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            KeyCode::PageUp => self.scroll_page(true),
+            KeyCode::PageDown => self.scroll_page(false),
+            KeyCode::Home if ctrl || self.editor.is_empty() => self.scroll_home(),
+            KeyCode::End if ctrl || self.editor.is_empty() => self.scroll_end(),
             KeyCode::Char('o') if ctrl => self.expand_tools = !self.expand_tools,
             KeyCode::Char('d') if ctrl => {
                 if self.editor.is_empty() {
@@ -1075,6 +1170,17 @@ impl App {
                 self.open_settings();
                 vec![Intent::SaveSettings]
             }
+            PickAction::ToggleMouse => {
+                self.mouse = !self.mouse;
+                self.open_settings();
+                if let Some(p) = &mut self.picker {
+                    p.selected = 2;
+                }
+                vec![
+                    Intent::SaveSettings,
+                    Intent::Terminal(super::mouse_capture(self.mouse)),
+                ]
+            }
             PickAction::ChooseTheme => {
                 let items = self
                     .theme_names()
@@ -1148,6 +1254,11 @@ impl App {
                     label: format!("colour theme: {}", self.theme.name),
                     detail: "choose…".into(),
                     action: PickAction::ChooseTheme,
+                },
+                PickItem {
+                    label: format!("mouse wheel: {}", if self.mouse { "on" } else { "off" }),
+                    detail: "off lets the terminal select text with the mouse".into(),
+                    action: PickAction::ToggleMouse,
                 },
             ],
             selected: 0,
@@ -1242,7 +1353,7 @@ impl App {
         let text = self.editor.take();
         self.menu_selected = 0;
         self.menu_dismissed = None;
-        self.scroll = 0;
+        self.scroll = super::scroll::Scroll::Bottom;
         let trimmed = text.trim();
         if trimmed.starts_with('/') && !trimmed.starts_with("//") {
             return self.run_slash(trimmed);
@@ -1268,7 +1379,7 @@ impl App {
                 self.load_errors.clear();
                 self.sheet = None;
                 self.flash = None;
-                self.scroll = 0;
+                self.scroll = super::scroll::Scroll::Bottom;
             }
             "quit" => return vec![Intent::Quit(0)],
             "reload-ext" => {
@@ -1309,6 +1420,8 @@ impl App {
                 }
             },
             "settings" => self.open_settings(),
+            "copy" => return self.copy_command(arg.as_deref()),
+            "export" => self.export_command(arg.as_deref()),
             _ => {
                 self.notes.clear();
                 return vec![Intent::Command(line.to_string())];

@@ -24,7 +24,7 @@ const EDITOR_ROWS: usize = 8;
 type Lines = Vec<Line<'static>>;
 
 impl App {
-    fn fg(&self, c: Color) -> Style {
+    pub(super) fn fg(&self, c: Color) -> Style {
         if self.theme.plain() {
             Style::default()
         } else {
@@ -149,7 +149,11 @@ impl App {
         if height == 0 {
             return Vec::new();
         }
-        let need = height + self.scroll;
+        self.chat_view.set((w, height));
+        if let super::scroll::Scroll::Top(top) = self.scroll {
+            return self.held_window(top, w, height);
+        }
+        let need = height;
         // Built bottom-up, reversed at the end.
         let mut rev: Lines = Vec::new();
         let push = |block: Lines, rev: &mut Lines| {
@@ -173,20 +177,25 @@ impl App {
                 }
             }
             for (i, e) in self.chat.iter().enumerate().rev() {
-                if push(self.entry_lines(e, i == 0, w), &mut rev) {
+                // A screen needs only the last rows of a long answer.
+                self.row_limit.set(need.saturating_sub(rev.len()) + 2);
+                let lines = self.entry_lines(e, i, w);
+                self.row_limit.set(usize::MAX);
+                if push(lines, &mut rev) {
                     break 'fill;
                 }
             }
         }
         let total = rev.len();
-        let scroll = self.scroll.min(total.saturating_sub(height));
+        let scroll = 0;
         rev.reverse();
         let end = total - scroll;
         let start = end.saturating_sub(height);
         rev.drain(start..end).collect()
     }
 
-    fn entry_lines(&self, e: &Entry, first: bool, w: usize) -> Lines {
+    pub(super) fn entry_lines(&self, e: &Entry, index: usize, w: usize) -> Lines {
+        let first = index == 0;
         let t = &self.theme;
         let mut out = Vec::new();
         match e {
@@ -208,12 +217,17 @@ impl App {
             }
             Entry::Assistant { text, blocked, .. } => {
                 if !text.is_empty() {
-                    for (i, row) in wrap(text, w.saturating_sub(2)).into_iter().enumerate() {
+                    let (first_row, rows) = self
+                        .md
+                        .borrow_mut()
+                        .entry(index)
+                        .or_default()
+                        .render_tail(text, w.saturating_sub(2), t, self.row_limit.get());
+                    for (i, row) in (first_row..).zip(rows) {
                         let prefix = if i == 0 { "● " } else { "  " };
-                        out.push(Line::from(vec![
-                            Span::styled(prefix, self.fg(t.assistant)),
-                            Span::styled(row, self.fg(t.fg)),
-                        ]));
+                        let mut spans = vec![Span::styled(prefix, self.fg(t.assistant))];
+                        spans.extend(row.spans);
+                        out.push(Line::from(spans));
                     }
                 }
                 if let Some(reason) = blocked {
@@ -227,18 +241,23 @@ impl App {
                 }
             }
             Entry::Tool {
+                id,
                 name,
                 extension,
                 args,
                 state,
-                ..
             } => {
+                let change = self.finished_change(id, state);
                 let mut parts = vec![(
                     format!("⚙ {name}"),
                     self.fg(t.tool).add_modifier(Modifier::BOLD),
                 )];
                 if let Some(x) = extension {
                     parts.push((format!(" ({x})"), self.fg(t.muted)));
+                }
+                if let Some(d) = change {
+                    parts.push((format!(" +{}", d.added), self.fg(t.tool)));
+                    parts.push((format!(" -{}", d.removed), self.fg(t.error)));
                 }
                 if !args.is_empty() {
                     parts.push((format!(" {args}"), self.fg(t.tool_out)));
@@ -267,6 +286,9 @@ impl App {
                             let wrapped = prefixed(output, mark, "    ", w, style);
                             let n = wrapped.len();
                             out.extend(wrapped.into_iter().take(EXPANDED_ROWS));
+                            if let Some(d) = change {
+                                out.extend(self.diff_lines(d, w, "    "));
+                            }
                             if n > EXPANDED_ROWS {
                                 out.push(Line::styled(
                                     format!("    … {} more rows", n - EXPANDED_ROWS),
@@ -290,17 +312,33 @@ impl App {
                     }
                 }
             }
+            Entry::Thinking(text) => {
+                let style = self
+                    .fg(t.muted)
+                    .add_modifier(Modifier::DIM | Modifier::ITALIC);
+                let streaming = self.busy && index + 1 == self.chat.len();
+                if streaming || self.expand_tools {
+                    out.extend(prefixed(text, "∴ ", "  ", w, style));
+                } else {
+                    let n = text.lines().count().max(1);
+                    let s = if n == 1 { "" } else { "s" };
+                    out.push(Line::styled(
+                        truncate(&format!("∴ thought for {n} line{s} (Ctrl+O unfolds)"), w),
+                        style,
+                    ));
+                }
+            }
             Entry::Info(text) => out.extend(prefixed(text, "· ", "  ", w, self.fg(t.muted))),
             Entry::Error(text) => out.extend(prefixed(text, "✖ ", "  ", w, self.fg(t.error))),
         }
         out
     }
 
-    fn error_lines(&self, text: &str, w: usize) -> Lines {
+    pub(super) fn error_lines(&self, text: &str, w: usize) -> Lines {
         prefixed(text, "✖ ", "  ", w, self.fg(self.theme.error))
     }
 
-    fn note_lines(&self, owner: &str, level: &str, text: &str, w: usize) -> Lines {
+    pub(super) fn note_lines(&self, owner: &str, level: &str, text: &str, w: usize) -> Lines {
         let tag = format!("[{owner}] ");
         let tw = width(&tag);
         let (avail, indent) = if w >= tw + 8 {
@@ -322,7 +360,7 @@ impl App {
             .collect()
     }
 
-    fn sheet_lines(&self, s: &super::app::Sheet, w: usize) -> Lines {
+    pub(super) fn sheet_lines(&self, s: &super::app::Sheet, w: usize) -> Lines {
         let mut out = vec![Line::styled(
             truncate(&s.title, w),
             self.fg(self.theme.accent).add_modifier(Modifier::BOLD),
@@ -398,14 +436,20 @@ impl App {
         let session = if self.session_id.is_empty() {
             "no session".to_string()
         } else {
-            format!("session {}", self.session_id)
+            format!("session {}", super::footer::short_session(&self.session_id))
         };
+        let usage = self.usage_text();
         // The script provider has no model: nothing is shown for it.
-        let left = [self.state.provider.as_str(), &self.state.model, &session]
-            .into_iter()
-            .filter(|part| !part.is_empty())
-            .collect::<Vec<_>>()
-            .join(" · ");
+        let left = [
+            self.state.provider.as_str(),
+            &self.state.model,
+            &session,
+            &usage,
+        ]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" · ");
         let mut right = String::new();
         if self.busy {
             right.push_str("● working (Esc aborts)");
@@ -490,7 +534,7 @@ impl App {
         Some(Rect::new(x, y, width, height))
     }
 
-    fn bordered(&self, title: String, style: Style) -> Block<'static> {
+    pub(super) fn bordered(&self, title: String, style: Style) -> Block<'static> {
         Block::default()
             .borders(Borders::ALL)
             .border_style(style)
@@ -597,48 +641,6 @@ impl App {
         f.render_widget(Clear, r);
         f.render_widget(
             Paragraph::new(lines).block(self.bordered(title, self.fg(self.theme.accent))),
-            r,
-        );
-    }
-
-    fn draw_confirmation(&self, f: &mut Frame, over: Rect) {
-        let Some(c) = self.confirmations.front() else {
-            return;
-        };
-        let inner_w = usize::from(over.width.min(100)).saturating_sub(2).max(1);
-        let mut lines: Lines = wrap(&c.preview, inner_w)
-            .into_iter()
-            .take(6)
-            .map(|r| Line::styled(r, self.fg(self.theme.fg)))
-            .collect();
-        lines.push(Line::default());
-        let more = if self.confirmations.len() > 1 {
-            format!("  (+{} waiting)", self.confirmations.len() - 1)
-        } else {
-            String::new()
-        };
-        lines.push(Line::styled(
-            truncate(
-                &format!("[y] allow once  [a] always this session  [n/Esc] deny{more}"),
-                inner_w,
-            ),
-            self.fg(self.theme.accent),
-        ));
-        let Some(r) = self.float(over, lines.len(), 100) else {
-            return;
-        };
-        let title = truncate(
-            &format!(" allow {}? ", c.tool_name),
-            usize::from(r.width - 2),
-        );
-        f.render_widget(Clear, r);
-        // Keep the key line visible when the box is short.
-        let inner_h = usize::from(r.height - 2);
-        if lines.len() > inner_h {
-            lines.drain(..lines.len() - inner_h);
-        }
-        f.render_widget(
-            Paragraph::new(lines).block(self.bordered(title, self.fg(self.theme.warning))),
             r,
         );
     }

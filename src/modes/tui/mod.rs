@@ -18,8 +18,14 @@
 //! never waits on an extension (every [`Core`] method returns at once).
 
 mod app;
+mod approve;
 mod draw;
 mod editor;
+mod export;
+mod footer;
+mod highlight;
+mod markdown;
+mod scroll;
 pub mod text;
 pub mod theme;
 
@@ -101,6 +107,16 @@ pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i3
         }
     };
     let mut app = App::new(app_config(&opts), Instant::now());
+    app.set_terminal_out(Box::new(|bytes: &[u8]| {
+        let mut out = std::io::stdout();
+        let _ = out.write_all(bytes);
+        let _ = out.flush();
+    }));
+    if app.mouse() {
+        let mut out = std::io::stdout();
+        let _ = out.write_all(&mouse_capture(true));
+        let _ = out.flush();
+    }
     let settings_home = opts.zut_home.clone();
     let mut bell = || {
         let mut out = std::io::stdout();
@@ -143,6 +159,7 @@ fn app_config(opts: &TuiOptions) -> AppConfig {
             .get("alerts")
             .and_then(|v| v.as_bool())
             .unwrap_or(true),
+        mouse: saved.get("mouse").and_then(|v| v.as_bool()).unwrap_or(true),
     }
 }
 
@@ -157,7 +174,7 @@ fn save_settings(zut_home: &std::path::Path, app: &App) {
     };
     config.extra.insert(
         "tui".into(),
-        serde_json::json!({"alerts": app.alerts(), "theme": app.theme_name()}),
+        serde_json::json!({"alerts": app.alerts(), "theme": app.theme_name(), "mouse": app.mouse()}),
     );
     if let Err(e) = crate::config::save(zut_home, &config) {
         log::warn!("settings not saved: {e}");
@@ -240,6 +257,10 @@ fn on_terminal(app: &mut App, ev: TermEvent) -> Vec<Intent> {
     match ev {
         TermEvent::Key(k) => app.on_key(k),
         TermEvent::Paste(text) => app.on_paste(&text),
+        TermEvent::Mouse(m) => {
+            app.on_mouse(m);
+            Vec::new()
+        }
         _ => Vec::new(),
     }
 }
@@ -297,6 +318,11 @@ fn execute(
             }
             Intent::SaveSettings => save(app),
             Intent::Bell => bell(),
+            Intent::Terminal(bytes) => {
+                if let Some(out) = &mut app.terminal_out {
+                    out(&bytes);
+                }
+            }
             Intent::Quit(code) => return Some(code),
         }
     }
@@ -331,10 +357,23 @@ pub fn restore_terminal() {
     let _ = crossterm::execute!(
         std::io::stdout(),
         crossterm::event::DisableBracketedPaste,
+        crossterm::event::DisableMouseCapture,
         crossterm::terminal::LeaveAlternateScreen,
         crossterm::cursor::Show
     );
     let _ = crossterm::terminal::disable_raw_mode();
+}
+
+/// The sequence that turns mouse capture (wheel scrolling) on or off.
+pub fn mouse_capture(on: bool) -> Vec<u8> {
+    use crossterm::Command;
+    let mut s = String::new();
+    let _ = if on {
+        crossterm::event::EnableMouseCapture.write_ansi(&mut s)
+    } else {
+        crossterm::event::DisableMouseCapture.write_ansi(&mut s)
+    };
+    s.into_bytes()
 }
 
 /// Restores the terminal before the default panic report is printed, so
@@ -412,5 +451,7 @@ impl InputThread {
     }
 }
 
+#[cfg(test)]
+mod reading_tests;
 #[cfg(test)]
 mod tests;

@@ -562,7 +562,7 @@ fn confirmation_dialog_answers_y_a_n_and_esc() {
     assert!(
         s.contains("allow bash?")
             && s.contains("rm -rf build")
-            && s.contains("[a] always this session"),
+            && s.contains("[a] always allows the tool bash this session"),
         "{s}"
     );
     assert!(
@@ -581,6 +581,8 @@ fn confirmation_dialog_answers_y_a_n_and_esc() {
         (10, KeyCode::Esc, Decision::Deny),
     ] {
         a.on_event(confirm_event(id));
+        assert!(a.on_key(key(k)).is_empty(), "no answer before it is drawn");
+        screen(&a);
         assert_eq!(a.on_key(key(k)), vec![Intent::Confirm(id, d)]);
     }
 }
@@ -599,6 +601,7 @@ fn confirmations_are_answered_in_order_and_take_priority_over_a_panel() {
         a.on_key(key(KeyCode::Char('n'))),
         vec![Intent::Confirm(1, Decision::Deny)]
     );
+    screen(&a);
     assert_eq!(
         a.on_key(key(KeyCode::Char('y'))),
         vec![Intent::Confirm(2, Decision::Allow)]
