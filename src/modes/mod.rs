@@ -308,6 +308,7 @@ pub fn run_interactive(mut run: Run) -> i32 {
         tui::TuiOptions {
             zut_home,
             theme_paths,
+            project: run.host.cwd.clone(),
         },
     );
     engine.shutdown();

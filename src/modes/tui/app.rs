@@ -11,6 +11,7 @@
 //! panel; confirmations are answered in the order they were asked.
 
 use super::editor::Editor;
+use super::keys::Typing;
 use super::text::strip_controls;
 use super::theme::{ColorDepth, Theme, ThemeFile};
 use crate::agent::Decision;
@@ -28,6 +29,8 @@ pub const RELOAD_STATUS_TTL: Duration = Duration::from_secs(5);
 /// Persistent chrome bounds, marker row included.
 pub const WIDGET_ROWS: usize = 12;
 pub const STATUS_ROWS: usize = 6;
+/// At most this many notes are kept (the oldest go first).
+pub const NOTES_MAX: usize = 200;
 
 /// Something the loop does for the app.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +66,16 @@ pub enum Intent {
     Bell,
     /// Shut the core down and leave with this exit status.
     Quit(i32),
+    /// Ctrl+G: the prompt in `$VISUAL`/`$EDITOR`, back via
+    /// [`App::edited_externally`].
+    EditExternally,
+    /// Ctrl+Z: stop until resumed, the terminal restored meanwhile.
+    Suspend,
+    /// Withdraw the last queued prompt from the core (Up took it back).
+    TakeBackQueued,
+    /// Abort the turn and drop every queued prompt (they went back into
+    /// the editor).
+    AbortAll,
 }
 
 /// What to do once a fresh core state arrived.
@@ -234,6 +247,9 @@ pub struct AppConfig {
     /// Theme to start with: `dark`, `light` or a file theme's name.
     pub theme: Option<String>,
     pub alerts: bool,
+    /// Where the prompt history is kept, and under which project; `None`:
+    /// only for this run.
+    pub history: Option<(std::path::PathBuf, String)>,
 }
 
 impl Default for AppConfig {
@@ -244,6 +260,7 @@ impl Default for AppConfig {
             themes: Vec::new(),
             theme: None,
             alerts: true,
+            history: None,
         }
     }
 }
@@ -281,6 +298,8 @@ pub struct App {
     /// The last `ext_display` text, so the `command_result` that follows
     /// it does not show it twice.
     last_display: Option<String>,
+    /// Ctrl+R search and the editor's other state.
+    pub(super) typing: Typing,
 }
 
 impl App {
@@ -301,7 +320,12 @@ impl App {
             flash: None,
             sheet: None,
             picker: None,
-            editor: Editor::default(),
+            editor: match config.history {
+                Some((file, project)) => {
+                    Editor::with_history(super::history::History::load(file, project))
+                }
+                None => Editor::default(),
+            },
             menu_selected: 0,
             menu_dismissed: None,
             expand_tools: false,
@@ -313,6 +337,7 @@ impl App {
             depth: config.depth,
             dark_terminal: config.dark_terminal,
             last_display: None,
+            typing: Typing::default(),
         };
         if let Some(name) = config.theme {
             if let Some(i) = app.theme_names().iter().position(|n| *n == name) {
@@ -406,7 +431,12 @@ impl App {
         }
     }
 
-    fn set_flash(&mut self, text: impl Into<String>, level: &str, ttl: Option<Duration>) {
+    pub(super) fn set_flash(
+        &mut self,
+        text: impl Into<String>,
+        level: &str,
+        ttl: Option<Duration>,
+    ) {
         self.flash = Some(Flash {
             text: text.into(),
             level: level.to_string(),
@@ -817,12 +847,17 @@ impl App {
             return;
         }
         let owner = strip_controls(owner);
-        for line in message.split('\n') {
+        let lines: Vec<&str> = message.split('\n').collect();
+        for line in &lines[lines.len().saturating_sub(NOTES_MAX)..] {
             self.notes.push(Note {
                 owner: owner.clone(),
                 level: level.to_string(),
                 text: line.to_string(),
             });
+        }
+        if self.notes.len() > NOTES_MAX {
+            let extra = self.notes.len() - NOTES_MAX;
+            self.notes.drain(..extra);
         }
         if self.flash.as_ref().is_some_and(|f| f.until.is_none()) {
             self.flash = None;
@@ -843,19 +878,25 @@ impl App {
             return Vec::new();
         }
         if let Some(p) = &self.panel {
-            return strip_controls(text)
+            // One frame with the whole text: an owner that handles keys
+            // concurrently must not see a pasted secret out of order.
+            let text: String = strip_controls(text)
                 .chars()
                 .filter(|c| !c.is_control())
                 .take(4096)
-                .map(|c| Intent::PanelKey {
-                    extension: p.extension.clone(),
-                    panel_id: p.panel.id.clone(),
-                    key: "rune".into(),
-                    text: Some(c.to_string()),
-                })
                 .collect();
+            if text.is_empty() {
+                return Vec::new();
+            }
+            return vec![Intent::PanelKey {
+                extension: p.extension.clone(),
+                panel_id: p.panel.id.clone(),
+                key: "rune".into(),
+                text: Some(text),
+            }];
         }
-        self.editor.insert_str(text);
+        self.typing.search = None;
+        self.editor.paste(text);
         Vec::new()
     }
 
@@ -937,6 +978,9 @@ impl App {
             return self.picker_key(key);
         }
 
+        if let Some(out) = self.typing_key(&key) {
+            return out;
+        }
         let menu_len = self.menu().len();
         match key.code {
             KeyCode::Esc => {
@@ -946,7 +990,7 @@ impl App {
                     self.notes.clear();
                     self.sheet = None;
                 } else if self.busy {
-                    return vec![Intent::Abort];
+                    return self.abort_and_take_back();
                 } else {
                     self.flash = None;
                 }
@@ -994,13 +1038,6 @@ impl App {
                 }
                 self.editor.delete();
             }
-            KeyCode::Char('a') if ctrl => self.editor.home(),
-            KeyCode::Char('e') if ctrl => self.editor.end(),
-            KeyCode::Char('u') if ctrl => self.editor.kill_to_start(),
-            KeyCode::Char('k') if ctrl => self.editor.kill_to_end(),
-            KeyCode::Char('w') if ctrl => self.editor.delete_word(),
-            KeyCode::Char('b') if ctrl => self.editor.left(),
-            KeyCode::Char('f') if ctrl => self.editor.right(),
             KeyCode::Char(_) if ctrl || alt => {}
             KeyCode::Char(c) => {
                 self.editor.insert_char(c);
@@ -1310,7 +1347,6 @@ impl App {
             },
             "settings" => self.open_settings(),
             _ => {
-                self.notes.clear();
                 return vec![Intent::Command(line.to_string())];
             }
         }

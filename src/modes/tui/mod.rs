@@ -20,6 +20,9 @@
 mod app;
 mod draw;
 mod editor;
+mod history;
+mod keys;
+mod term;
 pub mod text;
 pub mod theme;
 
@@ -52,13 +55,15 @@ pub struct TuiOptions {
     pub zut_home: PathBuf,
     /// Theme files shipped by loaded extensions, in extension-name order.
     pub theme_paths: Vec<PathBuf>,
+    /// The project directory: the prompt history is kept per project.
+    pub project: PathBuf,
 }
 
 /// Something the UI thread hears besides core events.
 #[derive(Debug, Clone)]
 pub enum Input {
     Term(TermEvent),
-    /// SIGTERM or SIGHUP arrived.
+    /// SIGTERM, SIGHUP, SIGINT or SIGQUIT arrived.
     Signal(i32),
 }
 
@@ -95,6 +100,7 @@ pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i3
         }
     };
     let mut app = App::new(app_config(&opts), Instant::now());
+    app.set_real_terminal();
     let settings_home = opts.zut_home.clone();
     let mut bell = || {
         let mut out = std::io::stdout();
@@ -137,6 +143,10 @@ fn app_config(opts: &TuiOptions) -> AppConfig {
             .get("alerts")
             .and_then(|v| v.as_bool())
             .unwrap_or(true),
+        history: Some((
+            opts.zut_home.join("history.jsonl"),
+            opts.project.display().to_string(),
+        )),
     }
 }
 
@@ -215,6 +225,10 @@ pub fn drive<B: Backend>(
         }
         let now = Instant::now();
         dirty |= app.tick(now);
+        if app.take_redraw_all() {
+            let _ = terminal.clear();
+            dirty = true;
+        }
         if dirty && last_draw.map_or(true, |t| now.duration_since(t) >= FRAME) {
             if let Err(e) = terminal.draw(|f| app.draw(f)) {
                 // Nothing can be shown any more: end as on a hang-up rather
@@ -256,9 +270,28 @@ fn execute(
                 app.on_submitted(&text, s);
             }
             Intent::Command(line) => {
-                let _ = core.command(line);
+                if !core.command_now(&line) {
+                    let _ = core.command(line);
+                }
             }
             Intent::Abort => core.abort(false),
+            Intent::AbortAll => core.abort(true),
+            Intent::TakeBackQueued => {
+                core.withdraw_last();
+            }
+            Intent::Suspend => {
+                if app.on_real_terminal() {
+                    term::suspend();
+                    app.redraw_all();
+                }
+            }
+            Intent::EditExternally => {
+                if app.on_real_terminal() {
+                    let r = term::edit_externally(&app.editor_text().to_string());
+                    app.edited_externally(r);
+                    app.redraw_all();
+                }
+            }
             Intent::Confirm(id, d) => core.confirm(id, d),
             Intent::PanelKey {
                 extension,
@@ -303,6 +336,7 @@ impl TerminalGuard {
             crossterm::terminal::EnterAlternateScreen,
             crossterm::event::EnableBracketedPaste
         )?;
+        term::push_keyboard_flags();
         Ok(guard)
     }
 }
@@ -315,6 +349,7 @@ impl Drop for TerminalGuard {
 
 /// Puts the terminal back the way a shell expects it. Safe to call twice.
 pub fn restore_terminal() {
+    term::pop_keyboard_flags();
     let _ = crossterm::execute!(
         std::io::stdout(),
         crossterm::event::DisableBracketedPaste,
@@ -350,6 +385,13 @@ impl InputThread {
             // row mean a hang-up, not a quiet keyboard.
             let mut instant_returns = 0u32;
             while !flag.load(Ordering::Relaxed) {
+                // Away (Ctrl+G, Ctrl+Z): the keyboard is someone else's.
+                if term::INPUT_PAUSED.load(Ordering::SeqCst) {
+                    term::INPUT_IDLE.store(true, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(10));
+                    instant_returns = 0;
+                    continue;
+                }
                 let asked = std::time::Instant::now();
                 match term_event::poll(Duration::from_millis(50)) {
                     Ok(false) => {
@@ -399,7 +441,8 @@ impl InputThread {
     }
 }
 
-/// Turns SIGTERM and SIGHUP into [`Input::Signal`].
+/// Turns SIGTERM, SIGHUP, and an external SIGINT or SIGQUIT (raw mode
+/// means the keyboard sends neither) into [`Input::Signal`].
 struct SignalThread {
     handle: signal_hook::iterator::Handle,
     thread: std::thread::JoinHandle<()>,
@@ -407,8 +450,8 @@ struct SignalThread {
 
 impl SignalThread {
     fn start(tx: Sender<Input>) -> std::io::Result<SignalThread> {
-        use signal_hook::consts::{SIGHUP, SIGTERM};
-        let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP])?;
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT, SIGQUIT])?;
         let handle = signals.handle();
         let thread = std::thread::spawn(move || {
             for sig in signals.forever() {
