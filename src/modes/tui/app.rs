@@ -142,6 +142,9 @@ pub struct StatusItem {
 pub struct Widget {
     pub title: String,
     pub lines: Vec<String>,
+    /// `above_input` (also for empty and unknown), `right_bar` or
+    /// `below_input`.
+    pub position: String,
 }
 
 /// The panel in the one slot and the extension that owns it.
@@ -250,6 +253,8 @@ pub struct AppConfig {
     /// Where the prompt history is kept, and under which project; `None`:
     /// only for this run.
     pub history: Option<(std::path::PathBuf, String)>,
+    /// Box drawing and symbols in ASCII (`TERM=linux`).
+    pub ascii: bool,
 }
 
 impl Default for AppConfig {
@@ -261,6 +266,7 @@ impl Default for AppConfig {
             theme: None,
             alerts: true,
             history: None,
+            ascii: false,
         }
     }
 }
@@ -337,7 +343,10 @@ impl App {
             depth: config.depth,
             dark_terminal: config.dark_terminal,
             last_display: None,
-            typing: Typing::default(),
+            typing: Typing {
+                ascii: config.ascii,
+                ..Typing::default()
+            },
         };
         if let Some(name) = config.theme {
             if let Some(i) = app.theme_names().iter().position(|n| *n == name) {
@@ -671,7 +680,7 @@ impl App {
                 id,
                 title,
                 lines,
-                ..
+                position,
             } => {
                 if extension.is_empty() || id.is_empty() {
                     return out;
@@ -681,6 +690,7 @@ impl App {
                     Widget {
                         title: strip_controls(&title),
                         lines: lines.iter().map(|l| strip_controls(l)).collect(),
+                        position: strip_controls(&position),
                     },
                 );
             }

@@ -28,6 +28,8 @@ pub struct Typing {
     pub real_terminal: bool,
     /// The screen was given away: the next frame is drawn from scratch.
     pub redraw_all: bool,
+    /// Symbols and box drawing in ASCII (`TERM=linux`).
+    pub ascii: bool,
 }
 
 impl App {

@@ -22,6 +22,7 @@ mod draw;
 mod editor;
 mod history;
 mod keys;
+mod layout;
 mod term;
 pub mod text;
 pub mod theme;
@@ -143,6 +144,7 @@ fn app_config(opts: &TuiOptions) -> AppConfig {
             .get("alerts")
             .and_then(|v| v.as_bool())
             .unwrap_or(true),
+        ascii: theme::ascii_only(std::env::var("TERM").ok().as_deref()),
         history: Some((
             opts.zut_home.join("history.jsonl"),
             opts.project.display().to_string(),

@@ -362,7 +362,10 @@ fn chrome_is_bounded_with_truncation_markers() {
         .filter(|r| r.starts_with("  line ") || r.contains("[wx] Big"))
         .count();
     assert_eq!(widget_rows, 11, "{s}");
-    assert!(s.contains("  ... extension widgets truncated ..."));
+    assert!(
+        s.contains("  ... 10 more line(s) of Big cut to fit ..."),
+        "{s}"
+    );
     let status_rows = s.lines().filter(|r| r.contains("[wx] status")).count();
     assert_eq!(status_rows, 5, "{s}");
     assert!(s.contains("  ... extension statuses truncated ..."));
