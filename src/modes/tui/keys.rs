@@ -42,6 +42,11 @@ impl App {
         self.typing.real_terminal
     }
 
+    /// The editor's cursor as a byte offset into [`App::editor_text`].
+    pub fn editor_cursor(&self) -> usize {
+        self.editor.cursor()
+    }
+
     /// Asks for the next frame to be drawn from scratch.
     pub fn redraw_all(&mut self) {
         self.typing.redraw_all = true;

@@ -250,6 +250,43 @@ impl App {
         );
     }
 
+    /// The first screen's line: how to start and what loaded (shown while
+    /// the chat is empty).
+    pub(super) fn first_screen(&self, w: usize) -> Option<Line<'static>> {
+        let empty = self.chat.is_empty()
+            && self.notes.is_empty()
+            && self.sheet.is_none()
+            && self.load_errors.is_empty()
+            && self.editor.is_empty();
+        if !empty {
+            return None;
+        }
+        let provider = match (self.state.provider.as_str(), self.state.model.as_str()) {
+            ("", _) => "no provider".to_string(),
+            (p, "") => p.to_string(),
+            (p, m) => format!("{p} {m}"),
+        };
+        let n = self.state.extensions.len();
+        let loaded = match n {
+            0 => "no extensions".to_string(),
+            1 => "1 extension".to_string(),
+            n => format!("{n} extensions"),
+        };
+        let skills = match self.state.skills.len() {
+            0 => String::new(),
+            k => format!(", {k} skill(s)"),
+        };
+        Some(Line::styled(
+            truncate(
+                &format!(
+                    "Type a prompt, Enter to send · /help for keys and commands · {provider} · {loaded}{skills} loaded"
+                ),
+                w,
+            ),
+            self.fg(self.theme.muted),
+        ))
+    }
+
     /// Whether symbols are drawn in ASCII (`TERM=linux`).
     pub(super) fn ascii(&self) -> bool {
         self.typing.ascii

@@ -473,3 +473,5 @@ impl SignalThread {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_typing;
