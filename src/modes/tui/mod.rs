@@ -23,6 +23,7 @@ mod editor;
 mod history;
 mod keys;
 mod layout;
+mod palette;
 mod term;
 pub mod text;
 pub mod theme;
@@ -90,7 +91,9 @@ pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i3
         }
     };
     let reader = InputThread::start(input_tx);
-    let mut terminal = match Terminal::new(CrosstermBackend::new(std::io::stdout())) {
+    let sixteen = theme::ColorDepth::detect() == theme::ColorDepth::Ansi16;
+    let out = palette::Sgr16::new(std::io::stdout(), sixteen);
+    let mut terminal = match Terminal::new(CrosstermBackend::new(out)) {
         Ok(t) => t,
         Err(e) => {
             drop(guard);
