@@ -487,15 +487,52 @@ impl Editor {
     }
 
     /// Rows of the editor wrapped at `width` columns, and the cursor's
-    /// (row, column) among them. Tabs are drawn as spaces.
+    /// (row, column) among them. Tabs are drawn as spaces. A long text is
+    /// laid out only around the cursor (the editor shows a few rows), so
+    /// a key costs the same in a 5,000-line prompt as in a short one.
     pub fn layout(&self, width: usize) -> (Vec<String>, (usize, usize)) {
+        const AROUND: usize = 40;
+        let mut from = self.cursor;
+        for _ in 0..=AROUND {
+            match self.text[..from].rfind('\n') {
+                Some(i) => from = i,
+                None => {
+                    from = 0;
+                    break;
+                }
+            }
+        }
+        if from > 0 {
+            from += 1;
+        }
+        let mut to = self.cursor;
+        for _ in 0..=AROUND {
+            match self.text[to..].find('\n') {
+                Some(i) => to += i + 1,
+                None => {
+                    to = self.text.len();
+                    break;
+                }
+            }
+        }
+        if from == 0 && to == self.text.len() {
+            return layout_text(&self.text, self.cursor, width);
+        }
+        let to = if to < self.text.len() { to - 1 } else { to };
+        layout_text(&self.text[from..to], self.cursor - from, width)
+    }
+}
+
+/// [`Editor::layout`] of `text` with the cursor at byte `cursor`.
+fn layout_text(text: &str, cursor: usize, width: usize) -> (Vec<String>, (usize, usize)) {
+    {
         let width = width.max(2);
         let mut rows = vec![String::new()];
         let mut col = 0;
-        let mut cursor = (0, 0);
-        for (i, g) in self.text.grapheme_indices(true) {
-            if i == self.cursor {
-                cursor = (rows.len() - 1, col);
+        let mut pos = (0, 0);
+        for (i, g) in text.grapheme_indices(true) {
+            if i == cursor {
+                pos = (rows.len() - 1, col);
             }
             if g == "\n" || g == "\r\n" {
                 rows.push(String::new());
@@ -507,8 +544,8 @@ impl Editor {
             if col + w >= width {
                 rows.push(String::new());
                 col = 0;
-                if i == self.cursor {
-                    cursor = (rows.len() - 1, 0);
+                if i == cursor {
+                    pos = (rows.len() - 1, 0);
                 }
             }
             let row = rows.last_mut().expect("rows is never empty");
@@ -519,10 +556,10 @@ impl Editor {
             }
             col += w;
         }
-        if self.cursor >= self.text.len() {
-            cursor = (rows.len() - 1, col);
+        if cursor >= text.len() {
+            pos = (rows.len() - 1, col);
         }
-        (rows, cursor)
+        (rows, pos)
     }
 }
 
