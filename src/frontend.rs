@@ -74,6 +74,17 @@ pub trait Core: Send + Sync {
     fn commands(&self) -> Vec<CommandSummary> {
         self.state().commands
     }
+    /// Withdraw the newest queued prompt that has not started (the person
+    /// took it back to edit); false when there is none.
+    fn withdraw_last(&self) -> bool {
+        false
+    }
+    /// Run an extension command now, beside a running turn, when `line`
+    /// names one; false leaves it to [`Core::command`] (built-ins, skills
+    /// and unknown names queue as usual).
+    fn command_now(&self, _line: &str) -> bool {
+        false
+    }
     /// Stop the running turn, shut extensions down; `done` never follows.
     fn shutdown(&self);
 }

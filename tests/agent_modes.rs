@@ -427,8 +427,8 @@ fn json_mode_reports_command_results_and_notes() {
     }
     let widget = ev.iter().find(|e| e["type"] == "ext_widget").unwrap();
     assert_eq!(
-        widget["position"], "above_input",
-        "every position is normalised"
+        widget["position"], "RIGHT_BAR",
+        "the position is passed through unchanged"
     );
     let notify = ev.iter().find(|e| e["type"] == "ext_notify").unwrap();
     assert_eq!(

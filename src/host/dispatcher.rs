@@ -1249,14 +1249,19 @@ impl Dispatcher {
                     text,
                 },
             ),
+            // The position as sent: the terminal places it, JSON and RPC
+            // clients see what the extension asked for.
             ExtFrame::Widget {
-                id, title, lines, ..
+                id,
+                title,
+                lines,
+                position,
             } => self.emit_from(
                 i,
                 Event::ExtWidget {
                     extension: name,
                     id,
-                    position: "above_input".into(),
+                    position,
                     title,
                     lines,
                 },

@@ -582,6 +582,29 @@ impl HostHandle {
         }
     }
 
+    /// The non-blocking form of [`HostHandle::invoke_command`]: the reply
+    /// arrives on the returned channel, so a UI never waits on an extension.
+    pub fn invoke_command_async(
+        &self,
+        name: &str,
+        args: &str,
+        cancel: CancelToken,
+    ) -> Receiver<Result<CommandReply, String>> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let (handle, name, args) = (self.clone(), name.to_string(), args.to_string());
+        let spawned = std::thread::Builder::new()
+            .name("zut-command".into())
+            .spawn(move || {
+                let _ = tx.send(handle.invoke_command(&name, &args, &cancel));
+            });
+        if let Err(e) = spawned {
+            let (tx, rx2) = crossbeam_channel::bounded(1);
+            let _ = tx.send(Err(format!("cannot start a thread: {e}")));
+            return rx2;
+        }
+        rx
+    }
+
     /// Calls extension tool `name`; `None` if no extension registered it.
     /// Every failure (refused, timed out, aborted, disconnected) is an error
     /// reply the model can read, naming the extension.

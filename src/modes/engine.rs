@@ -23,6 +23,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+mod now;
+
 /// What the engine needs besides the host.
 pub struct EngineConfig {
     pub provider: crate::provider::Settings,
@@ -64,6 +66,10 @@ struct Shared {
     /// skipped (abort with `drop_queued`).
     seq: u64,
     dropped: u64,
+    /// Prompt jobs submitted and not started, oldest first, and the ones
+    /// taken back (skipped when their turn comes).
+    queued_prompts: Vec<u64>,
+    withdrawn: Vec<u64>,
     current: Option<Canceller>,
     model: String,
     provider: String,
@@ -292,6 +298,9 @@ impl Engine {
         s.pending += 1;
         s.seq += 1;
         let seq = s.seq;
+        if matches!(job, Job::Prompt(_)) {
+            s.queued_prompts.push(seq);
+        }
         drop(s);
         if let Some(tx) = lock(&self.jobs).as_ref() {
             let _ = tx.send((seq, job));
@@ -326,6 +335,7 @@ impl Core for Engine {
         let mut s = lock(&self.shared);
         if drop_queued {
             s.dropped = s.seq;
+            s.queued_prompts.clear();
         }
         if let Some(c) = s.current.as_ref() {
             c.cancel();
@@ -518,6 +528,21 @@ impl Core for Engine {
         tools
     }
 
+    fn withdraw_last(&self) -> bool {
+        let mut s = lock(&self.shared);
+        match s.queued_prompts.pop() {
+            Some(seq) => {
+                s.withdrawn.push(seq);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn command_now(&self, line: &str) -> bool {
+        self.extension_command_now(line)
+    }
+
     fn shutdown(&self) {
         self.abort(true);
         lock(&self.jobs).take();
@@ -588,6 +613,11 @@ impl Worker {
             {
                 let mut s = lock(&self.shared);
                 s.pending = s.pending.saturating_sub(1);
+                s.queued_prompts.retain(|&q| q != seq);
+                if let Some(i) = s.withdrawn.iter().position(|&w| w == seq) {
+                    s.withdrawn.remove(i);
+                    continue;
+                }
                 if seq <= s.dropped {
                     finish(&mut s, seq);
                     continue;

@@ -365,6 +365,7 @@ pub fn run_interactive(run: Run) -> i32 {
         tui::TuiOptions {
             zut_home,
             theme_paths,
+            project: run.host.cwd.clone(),
         },
     );
     engine.shutdown();

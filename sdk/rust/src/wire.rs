@@ -342,7 +342,8 @@ pub enum ExtFrame {
         /// The correlation id.
         #[serde(default)]
         id: String,
-        /// Placement; `above_input` (the only one rendered).
+        /// Placement: `above_input` (also for empty and unknown),
+        /// `below_input`, or `right_bar` (a side rail on wide terminals).
         #[serde(default, skip_serializing_if = "String::is_empty")]
         position: String,
         /// The heading.

@@ -11,6 +11,7 @@
 //! panel; confirmations are answered in the order they were asked.
 
 use super::editor::Editor;
+use super::keys::Typing;
 use super::text::strip_controls;
 use super::theme::{ColorDepth, Theme, ThemeFile};
 use crate::agent::{content_text, Decision};
@@ -29,6 +30,8 @@ pub const RELOAD_STATUS_TTL: Duration = Duration::from_secs(5);
 /// Persistent chrome bounds, marker row included.
 pub const WIDGET_ROWS: usize = 12;
 pub const STATUS_ROWS: usize = 6;
+/// At most this many notes are kept (the oldest go first).
+pub const NOTES_MAX: usize = 200;
 
 /// Something the loop does for the app.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +69,16 @@ pub enum Intent {
     Terminal(Vec<u8>),
     /// Shut the core down and leave with this exit status.
     Quit(i32),
+    /// Ctrl+G: the prompt in `$VISUAL`/`$EDITOR`, back via
+    /// [`App::edited_externally`].
+    EditExternally,
+    /// Ctrl+Z: stop until resumed, the terminal restored meanwhile.
+    Suspend,
+    /// Withdraw the last queued prompt from the core (Up took it back).
+    TakeBackQueued,
+    /// Abort the turn and drop every queued prompt (they went back into
+    /// the editor).
+    AbortAll,
 }
 
 /// What to do once a fresh core state arrived.
@@ -135,6 +148,9 @@ pub struct StatusItem {
 pub struct Widget {
     pub title: String,
     pub lines: Vec<String>,
+    /// `above_input` (also for empty and unknown), `right_bar` or
+    /// `below_input`.
+    pub position: String,
 }
 
 /// The panel in the one slot and the extension that owns it.
@@ -208,11 +224,17 @@ const HELP: &[&str] = &[
     "Alt+Enter, Ctrl+J  new line (Shift+Enter where the terminal reports it)",
     "Up / Down          move between lines; history on the first/last line",
     "/                  command menu; Tab completes, Up/Down choose",
-    "Esc                close dialog/panel/notes first, else abort the turn",
+    "Esc                close dialog/panel/notes first, else abort the turn (queue back to editor)",
     "Ctrl+O             expand or collapse tool results",
     "PageUp / PageDown  scroll the chat by a screen; mouse wheel scrolls too",
     "Home / End         top / bottom of the chat (Ctrl+Home/End while typing)",
-    "Ctrl+A/E/U/K/W     line start/end, kill to start/end, delete word",
+    "Ctrl+A/E/B/F       line start/end, character back/forward",
+    "Alt+B/F, Ctrl+←/→  word back/forward",
+    "Ctrl+U/K/W, Alt+Backspace/D  kill to start/end, word before/after",
+    "Ctrl+Y, Ctrl+_     put back the last kill, undo",
+    "Ctrl+R             search the history (again: older; Esc cancels)",
+    "Up on empty        take the last queued prompt back (during a turn)",
+    "Ctrl+G, Ctrl+Z     edit in $VISUAL/$EDITOR, suspend",
     "Ctrl+C twice, Ctrl+D on an empty editor, /quit: leave",
     "In a confirmation: y allow once, a always (the scope it names), n or Esc deny;",
     "                   PgUp/PgDn and arrows scroll a long diff or command",
@@ -230,6 +252,11 @@ pub struct AppConfig {
     pub alerts: bool,
     /// Mouse capture for wheel scrolling (off: the terminal selects text).
     pub mouse: bool,
+    /// Where the prompt history is kept, and under which project; `None`:
+    /// only for this run.
+    pub history: Option<(std::path::PathBuf, String)>,
+    /// Box drawing and symbols in ASCII (`TERM=linux`).
+    pub ascii: bool,
 }
 
 impl Default for AppConfig {
@@ -241,6 +268,8 @@ impl Default for AppConfig {
             theme: None,
             alerts: true,
             mouse: true,
+            history: None,
+            ascii: false,
         }
     }
 }
@@ -296,6 +325,8 @@ pub struct App {
     /// The last `ext_display` text, so the `command_result` that follows
     /// it does not show it twice.
     last_display: Option<String>,
+    /// Ctrl+R search and the editor's other state.
+    pub(super) typing: Typing,
 }
 
 impl App {
@@ -317,7 +348,12 @@ impl App {
             flash: None,
             sheet: None,
             picker: None,
-            editor: Editor::default(),
+            editor: match config.history {
+                Some((file, project)) => {
+                    Editor::with_history(super::history::History::load(file, project))
+                }
+                None => Editor::default(),
+            },
             menu_selected: 0,
             menu_dismissed: None,
             expand_tools: false,
@@ -338,6 +374,10 @@ impl App {
             depth: config.depth,
             dark_terminal: config.dark_terminal,
             last_display: None,
+            typing: Typing {
+                ascii: config.ascii,
+                ..Typing::default()
+            },
         };
         if let Some(name) = config.theme {
             if let Some(i) = app.theme_names().iter().position(|n| *n == name) {
@@ -441,7 +481,12 @@ impl App {
         }
     }
 
-    fn set_flash(&mut self, text: impl Into<String>, level: &str, ttl: Option<Duration>) {
+    pub(super) fn set_flash(
+        &mut self,
+        text: impl Into<String>,
+        level: &str,
+        ttl: Option<Duration>,
+    ) {
         self.flash = Some(Flash {
             text: text.into(),
             level: level.to_string(),
@@ -703,7 +748,7 @@ impl App {
                 id,
                 title,
                 lines,
-                ..
+                position,
             } => {
                 if extension.is_empty() || id.is_empty() {
                     return out;
@@ -713,6 +758,7 @@ impl App {
                     Widget {
                         title: strip_controls(&title),
                         lines: lines.iter().map(|l| strip_controls(l)).collect(),
+                        position: strip_controls(&position),
                     },
                 );
             }
@@ -901,12 +947,17 @@ impl App {
             return;
         }
         let owner = strip_controls(owner);
-        for line in message.split('\n') {
+        let lines: Vec<&str> = message.split('\n').collect();
+        for line in &lines[lines.len().saturating_sub(NOTES_MAX)..] {
             self.notes.push(Note {
                 owner: owner.clone(),
                 level: level.to_string(),
                 text: line.to_string(),
             });
+        }
+        if self.notes.len() > NOTES_MAX {
+            let extra = self.notes.len() - NOTES_MAX;
+            self.notes.drain(..extra);
         }
         if self.flash.as_ref().is_some_and(|f| f.until.is_none()) {
             self.flash = None;
@@ -927,19 +978,25 @@ impl App {
             return Vec::new();
         }
         if let Some(p) = &self.panel {
-            return strip_controls(text)
+            // One frame with the whole text: an owner that handles keys
+            // concurrently must not see a pasted secret out of order.
+            let text: String = strip_controls(text)
                 .chars()
                 .filter(|c| !c.is_control())
                 .take(4096)
-                .map(|c| Intent::PanelKey {
-                    extension: p.extension.clone(),
-                    panel_id: p.panel.id.clone(),
-                    key: "rune".into(),
-                    text: Some(c.to_string()),
-                })
                 .collect();
+            if text.is_empty() {
+                return Vec::new();
+            }
+            return vec![Intent::PanelKey {
+                extension: p.extension.clone(),
+                panel_id: p.panel.id.clone(),
+                key: "rune".into(),
+                text: Some(text),
+            }];
         }
-        self.editor.insert_str(text);
+        self.typing.search = None;
+        self.editor.paste(text);
         Vec::new()
     }
 
@@ -1028,6 +1085,9 @@ impl App {
             return self.picker_key(key);
         }
 
+        if let Some(out) = self.typing_key(&key) {
+            return out;
+        }
         let menu_len = self.menu().len();
         match key.code {
             KeyCode::Esc => {
@@ -1037,7 +1097,7 @@ impl App {
                     self.notes.clear();
                     self.sheet = None;
                 } else if self.busy {
-                    return vec![Intent::Abort];
+                    return self.abort_and_take_back();
                 } else {
                     self.flash = None;
                 }
@@ -1087,13 +1147,6 @@ impl App {
                 }
                 self.editor.delete();
             }
-            KeyCode::Char('a') if ctrl => self.editor.home(),
-            KeyCode::Char('e') if ctrl => self.editor.end(),
-            KeyCode::Char('u') if ctrl => self.editor.kill_to_start(),
-            KeyCode::Char('k') if ctrl => self.editor.kill_to_end(),
-            KeyCode::Char('w') if ctrl => self.editor.delete_word(),
-            KeyCode::Char('b') if ctrl => self.editor.left(),
-            KeyCode::Char('f') if ctrl => self.editor.right(),
             KeyCode::Char(_) if ctrl || alt => {}
             KeyCode::Char(c) => {
                 self.editor.insert_char(c);
@@ -1423,7 +1476,6 @@ impl App {
             "copy" => return self.copy_command(arg.as_deref()),
             "export" => self.export_command(arg.as_deref()),
             _ => {
-                self.notes.clear();
                 return vec![Intent::Command(line.to_string())];
             }
         }

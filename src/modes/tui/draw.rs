@@ -9,6 +9,7 @@
 //! the screen is full, so a long transcript costs no more than a short one.
 
 use super::app::{App, Entry, ToolState, STATUS_ROWS, WIDGET_ROWS};
+use super::layout::{Place, BELOW_ROWS};
 use super::text::{truncate, width, wrap};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -32,7 +33,7 @@ impl App {
         }
     }
 
-    fn selected(&self) -> Style {
+    pub(super) fn selected(&self) -> Style {
         if self.theme.plain() {
             Style::default().add_modifier(Modifier::REVERSED)
         } else {
@@ -62,7 +63,8 @@ impl App {
 
         let (editor_rows, cursor) = self.editor.layout(w - 2);
         let editor_h = editor_rows.len().clamp(1, EDITOR_ROWS.min((h / 3).max(1)));
-        let fixed = (editor_h + 2).min(h);
+        let below = self.widget_lines(Place::Below, w, w, BELOW_ROWS.min(h / 4));
+        let fixed = (editor_h + 2 + below.len()).min(h);
         let avail = h - fixed;
         let mut chrome = self.chrome_lines(w);
         let chrome_max = avail / 2;
@@ -74,8 +76,17 @@ impl App {
         let rect = |y: usize, height: usize| {
             Rect::new(area.x, area.y + y as u16, area.width, height as u16)
         };
-        let chat_area = rect(0, chat_h);
-        f.render_widget(Paragraph::new(self.chat_window(w, chat_h)), chat_area);
+        let rail = self.rail_width(w);
+        let chat_w = rail.map_or(w, |r| w - r - 1);
+        let chat_area = Rect::new(area.x, area.y, chat_w as u16, chat_h as u16);
+        f.render_widget(Paragraph::new(self.chat_window(chat_w, chat_h)), chat_area);
+        if let (Some(l), true) = (self.first_screen(chat_w), chat_h > 0) {
+            f.render_widget(Paragraph::new(l), rect(0, 1));
+        }
+        if let Some(r) = rail {
+            let x = area.x + (w - r - 1) as u16;
+            self.draw_rail(f, Rect::new(x, area.y, (r + 1) as u16, chat_h as u16), w);
+        }
         f.render_widget(Paragraph::new(chrome.clone()), rect(chat_h, chrome.len()));
 
         // Rule, editor, footer.
@@ -109,8 +120,15 @@ impl App {
                 rect(editor_y, editor_h.min(h - editor_y)),
             );
         }
-        if editor_y + editor_h < h {
-            f.render_widget(Paragraph::new(self.footer(w)), rect(editor_y + editor_h, 1));
+        let below_y = editor_y + editor_h;
+        if !below.is_empty() && below_y + below.len() <= h {
+            f.render_widget(Paragraph::new(below.clone()), rect(below_y, below.len()));
+        }
+        if below_y + below.len() < h {
+            f.render_widget(
+                Paragraph::new(self.footer(w)),
+                rect(below_y + below.len(), 1),
+            );
         }
 
         // Overlays, lowest first; the focused one ends on top.
@@ -130,7 +148,8 @@ impl App {
             self.draw_picker(f, p, over);
         }
         if self.panel.is_some() {
-            self.draw_panel(f, over);
+            // Over the chrome too: widgets never squeeze a panel.
+            self.draw_panel(f, App::panel_area(area, avail));
         }
         if !self.confirmations.is_empty() {
             self.draw_confirmation(f, over);
@@ -141,6 +160,9 @@ impl App {
             let x = area.x + (2 + cursor.1).min(w - 1) as u16;
             let y = area.y + (editor_y + cursor.0 - first) as u16;
             f.set_cursor_position((x, y));
+        }
+        if self.ascii() {
+            super::layout::ascii_fallback(f.buffer_mut());
         }
     }
 
@@ -379,23 +401,7 @@ impl App {
     fn chrome_lines(&self, w: usize) -> Lines {
         let t = &self.theme;
         let one = |s: &str| truncate(&s.replace('\n', " ↩ "), w);
-        let mut widgets: Lines = Vec::new();
-        for ((ext, _), wd) in &self.widgets {
-            widgets.push(Line::styled(
-                one(&format!("  [{ext}] {}", wd.title)),
-                self.fg(t.accent),
-            ));
-            for l in &wd.lines {
-                widgets.push(Line::styled(one(&format!("  {l}")), self.fg(t.fg)));
-            }
-        }
-        if widgets.len() > WIDGET_ROWS {
-            widgets.truncate(WIDGET_ROWS - 1);
-            widgets.push(Line::styled(
-                one("  ... extension widgets truncated ..."),
-                self.fg(t.muted),
-            ));
-        }
+        let widgets = self.widget_lines(Place::Above, w, w, WIDGET_ROWS);
         let mut statuses: Lines = self
             .statuses
             .iter()
@@ -427,6 +433,9 @@ impl App {
         }
         if let Some(fl) = &self.flash {
             out.push(Line::styled(one(&fl.text), self.level(&fl.level)));
+        }
+        if let Some(s) = self.search_prompt() {
+            out.push(Line::styled(one(&s), self.fg(t.accent)));
         }
         out
     }
@@ -580,65 +589,6 @@ impl App {
         ));
         f.render_widget(Clear, r);
         let title = truncate(&format!(" {} ", p.title), inner_w);
-        f.render_widget(
-            Paragraph::new(lines).block(self.bordered(title, self.fg(self.theme.accent))),
-            r,
-        );
-    }
-
-    fn draw_panel(&self, f: &mut Frame, over: Rect) {
-        let Some(open) = &self.panel else {
-            return;
-        };
-        let p = &open.panel;
-        let footer_rows = if p.footer.is_empty() { 0 } else { 2 };
-        let Some(r) = self.float(over, p.lines.len().max(1) + footer_rows, 100) else {
-            return;
-        };
-        let inner_w = usize::from(r.width - 2);
-        let inner_h = usize::from(r.height - 2);
-        let body_h = inner_h.saturating_sub(footer_rows).max(1.min(inner_h));
-        let is_selected = |l: &str| {
-            let s = l.trim_start();
-            s.starts_with("▸ ") || s.starts_with("● ") || s.starts_with('\u{200b}')
-        };
-        let sel = p.lines.iter().position(|l| is_selected(l));
-        let first = match sel {
-            Some(s) if s >= body_h => s + 1 - body_h,
-            _ => 0,
-        };
-        let mut lines: Lines = p
-            .lines
-            .iter()
-            .enumerate()
-            .skip(first)
-            .take(body_h)
-            .map(|(i, l)| {
-                let text = truncate(&l.replace('\u{200b}', ""), inner_w);
-                if Some(i) == sel {
-                    let pad = inner_w.saturating_sub(width(&text));
-                    Line::styled(format!("{text}{}", " ".repeat(pad)), self.selected())
-                } else if text.contains('✓') {
-                    Line::styled(text, self.fg(self.theme.tool))
-                } else {
-                    Line::styled(text, self.fg(self.theme.fg))
-                }
-            })
-            .collect();
-        if footer_rows > 0 && inner_h > body_h {
-            lines.push(Line::default());
-            lines.push(Line::styled(
-                truncate(&p.footer, inner_w),
-                self.fg(self.theme.muted),
-            ));
-        }
-        let title = if p.title.is_empty() {
-            &open.extension
-        } else {
-            &p.title
-        };
-        let title = truncate(&format!(" {title} "), inner_w);
-        f.render_widget(Clear, r);
         f.render_widget(
             Paragraph::new(lines).block(self.bordered(title, self.fg(self.theme.accent))),
             r,

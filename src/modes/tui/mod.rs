@@ -24,8 +24,13 @@ mod editor;
 mod export;
 mod footer;
 mod highlight;
+mod history;
+mod keys;
+mod layout;
 mod markdown;
+mod palette;
 mod scroll;
+mod term;
 pub mod text;
 pub mod theme;
 
@@ -58,13 +63,15 @@ pub struct TuiOptions {
     pub zut_home: PathBuf,
     /// Theme files shipped by loaded extensions, in extension-name order.
     pub theme_paths: Vec<PathBuf>,
+    /// The project directory: the prompt history is kept per project.
+    pub project: PathBuf,
 }
 
 /// Something the UI thread hears besides core events.
 #[derive(Debug, Clone)]
 pub enum Input {
     Term(TermEvent),
-    /// SIGTERM or SIGHUP arrived.
+    /// SIGTERM, SIGHUP, SIGINT or SIGQUIT arrived.
     Signal(i32),
 }
 
@@ -72,19 +79,20 @@ pub enum Input {
 /// status (0 on a normal quit, 128 + signal number on SIGTERM/SIGHUP).
 pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i32 {
     let (input_tx, input_rx) = unbounded();
-    // SIGTERM and SIGHUP become input, so the loop restores the terminal.
+    // SIGTERM, SIGHUP and an external SIGINT or SIGQUIT (raw mode means
+    // the keyboard sends neither) become input, so the loop restores the
+    // terminal.
     let signal_tx = input_tx.clone();
     let on_signal = move |sig| signal_tx.send(Input::Signal(sig)).is_ok();
-    let signals = match crate::signals::SignalBridge::start(
-        &[signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP],
-        on_signal,
-    ) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("zut: cannot watch signals: {e}");
-            return 1;
-        }
-    };
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    let signals =
+        match crate::signals::SignalBridge::start(&[SIGTERM, SIGHUP, SIGINT, SIGQUIT], on_signal) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("zut: cannot watch signals: {e}");
+                return 1;
+            }
+        };
     install_panic_hook();
     let guard = match TerminalGuard::enter() {
         Ok(g) => g,
@@ -96,7 +104,9 @@ pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i3
         }
     };
     let reader = InputThread::start(input_tx);
-    let mut terminal = match Terminal::new(CrosstermBackend::new(std::io::stdout())) {
+    let sixteen = theme::ColorDepth::detect() == theme::ColorDepth::Ansi16;
+    let out = palette::Sgr16::new(std::io::stdout(), sixteen);
+    let mut terminal = match Terminal::new(CrosstermBackend::new(out)) {
         Ok(t) => t,
         Err(e) => {
             drop(guard);
@@ -117,6 +127,7 @@ pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i3
         let _ = out.write_all(&mouse_capture(true));
         let _ = out.flush();
     }
+    app.set_real_terminal();
     let settings_home = opts.zut_home.clone();
     let mut bell = || {
         let mut out = std::io::stdout();
@@ -160,6 +171,11 @@ fn app_config(opts: &TuiOptions) -> AppConfig {
             .and_then(|v| v.as_bool())
             .unwrap_or(true),
         mouse: saved.get("mouse").and_then(|v| v.as_bool()).unwrap_or(true),
+        ascii: theme::ascii_only(std::env::var("TERM").ok().as_deref()),
+        history: Some((
+            opts.zut_home.join("history.jsonl"),
+            opts.project.display().to_string(),
+        )),
     }
 }
 
@@ -238,6 +254,10 @@ pub fn drive<B: Backend>(
         }
         let now = Instant::now();
         dirty |= app.tick(now);
+        if app.take_redraw_all() {
+            let _ = terminal.clear();
+            dirty = true;
+        }
         if dirty && last_draw.is_none_or(|t| now.duration_since(t) >= FRAME) {
             if let Err(e) = terminal.draw(|f| app.draw(f)) {
                 // Nothing can be shown any more: end as on a hang-up rather
@@ -283,9 +303,28 @@ fn execute(
                 app.on_submitted(&text, s);
             }
             Intent::Command(line) => {
-                let _ = core.command(line);
+                if !core.command_now(&line) {
+                    let _ = core.command(line);
+                }
             }
             Intent::Abort => core.abort(false),
+            Intent::AbortAll => core.abort(true),
+            Intent::TakeBackQueued => {
+                core.withdraw_last();
+            }
+            Intent::Suspend => {
+                if app.on_real_terminal() {
+                    term::suspend();
+                    app.redraw_all();
+                }
+            }
+            Intent::EditExternally => {
+                if app.on_real_terminal() {
+                    let r = term::edit_externally(&app.editor_text().to_string());
+                    app.edited_externally(r);
+                    app.redraw_all();
+                }
+            }
             Intent::Confirm(id, d) => core.confirm(id, d),
             Intent::PanelKey {
                 extension,
@@ -342,6 +381,7 @@ impl TerminalGuard {
             crossterm::terminal::EnterAlternateScreen,
             crossterm::event::EnableBracketedPaste
         )?;
+        term::push_keyboard_flags();
         Ok(guard)
     }
 }
@@ -354,6 +394,7 @@ impl Drop for TerminalGuard {
 
 /// Puts the terminal back the way a shell expects it. Safe to call twice.
 pub fn restore_terminal() {
+    term::pop_keyboard_flags();
     let _ = crossterm::execute!(
         std::io::stdout(),
         crossterm::event::DisableBracketedPaste,
@@ -402,6 +443,13 @@ impl InputThread {
             // row mean a hang-up, not a quiet keyboard.
             let mut instant_returns = 0u32;
             while !flag.load(Ordering::Relaxed) {
+                // Away (Ctrl+G, Ctrl+Z): the keyboard is someone else's.
+                if term::INPUT_PAUSED.load(Ordering::SeqCst) {
+                    term::INPUT_IDLE.store(true, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(10));
+                    instant_returns = 0;
+                    continue;
+                }
                 let asked = std::time::Instant::now();
                 match term_event::poll(Duration::from_millis(50)) {
                     Ok(false) => {
@@ -453,5 +501,8 @@ impl InputThread {
 
 #[cfg(test)]
 mod reading_tests;
+
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_typing;
