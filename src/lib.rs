@@ -16,6 +16,7 @@ pub mod frontend;
 #[cfg(test)]
 mod fuzz;
 pub mod host;
+pub mod mcp;
 pub mod modes;
 pub mod paths;
 pub mod proc;
