@@ -246,9 +246,9 @@ fn confirmation_y_runs_the_tool_and_n_denies_it() {
     let t = Tmux::start(
         &["--no-extensions"],
         &[
-            r#"{"tool_calls":[{"id":"c1","name":"bash","args":{"command":"echo ran-once"}}]}"#,
+            r#"{"tool_calls":[{"id":"c1","name":"bash","args":{"command":"echo ran-once","timeout":10}}]}"#,
             r#"{"text":"first done"}"#,
-            r#"{"tool_calls":[{"id":"c2","name":"bash","args":{"command":"echo never-ran"}}]}"#,
+            r#"{"tool_calls":[{"id":"c2","name":"bash","args":{"command":"echo never-ran","timeout":10}}]}"#,
             r#"{"text":"second done"}"#,
         ],
     );

@@ -551,7 +551,14 @@ impl Session<'_> {
         self.lines_seen += 1;
         let shown = || shorten(&String::from_utf8_lossy(line), 120);
         match wire::decode_ext_frame(line) {
-            Ok(ExtFrame::Unknown) if self.added(line) => None,
+            // The additions the host's wire types know too are judged by
+            // the SDK-side decoder, which checks their every field.
+            Ok(
+                ExtFrame::Unknown
+                | ExtFrame::ToolProgress { .. }
+                | ExtFrame::UnregisterTool { .. }
+                | ExtFrame::UnregisterCommand { .. },
+            ) if self.added(line) => None,
             Ok(ExtFrame::Unknown) => {
                 let t = serde_json::from_slice::<Value>(line)
                     .ok()

@@ -342,7 +342,7 @@ fn without_repeated_context(message: &str) -> String {
             || t.starts_with("directory: ")
             || t.starts_with("executable: ")
             || t.starts_with("log: ")
-            || t == "language: (not declared)")
+            || t.starts_with("language: "))
     });
     std::iter::once(first)
         .chain(rest.map(str::to_string))

@@ -915,9 +915,15 @@ impl Worker {
             "help" => return self.display(name, self.help_text()),
             "model" if arg.is_empty() => {
                 // The provider's list when it answers, else what is in use.
-                let current = lock(&self.shared).model.clone();
+                let (current, provider) = {
+                    let s = lock(&self.shared);
+                    (s.model.clone(), s.provider.clone())
+                };
                 let text = match crate::provider::models::list(&self.config.provider) {
-                    Ok(ids) => crate::provider::models::listing(&ids, &current),
+                    Ok(ids) => format!(
+                        "model: {current} ({provider})\n{}",
+                        crate::provider::models::listing(&ids, &current)
+                    ),
                     Err(e) => {
                         let s = lock(&self.shared);
                         format!(
