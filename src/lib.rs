@@ -14,6 +14,7 @@ pub mod events;
 pub mod frontend;
 #[cfg(test)]
 mod fuzz;
+pub mod hooks;
 pub mod host;
 pub mod modes;
 pub mod paths;
