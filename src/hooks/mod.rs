@@ -15,6 +15,7 @@
 //! - across handlers: deny > ask > allow; `updatedInput`s in configuration
 //!   order; contexts joined in configuration order.
 
+pub mod agent;
 pub mod matcher;
 pub mod result;
 pub mod runner;
@@ -111,5 +112,23 @@ impl Hooks {
             });
         }
         result::combine(&answers)
+    }
+}
+
+/// At engine start: the session the hooks' input names, and every
+/// settings warning as an `ext_warning` of `hooks`.
+pub fn announce(
+    hooks: &Hooks,
+    session: Option<&crate::session::Session>,
+    events: &crossbeam_channel::Sender<Event>,
+) {
+    if let (Some(s), Ok(mut ident)) = (session, hooks.session.lock()) {
+        *ident = (s.id().to_string(), s.path().display().to_string());
+    }
+    for w in &hooks.set.warnings {
+        let _ = events.send(Event::ExtWarning {
+            extension: "hooks".into(),
+            message: w.clone(),
+        });
     }
 }

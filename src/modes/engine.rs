@@ -36,6 +36,8 @@ pub struct EngineConfig {
     pub store: Option<Store>,
     /// The session to start with (already opened or created).
     pub session: Option<Session>,
+    /// Claude Code hooks (zut-hooks(7)).
+    pub hooks: Arc<crate::hooks::Hooks>,
 }
 
 /// One unit of work for the worker.
@@ -200,6 +202,7 @@ impl Engine {
             sh.messages = s.messages().to_vec();
         }
         let store = config.store.clone();
+        crate::hooks::announce(&config.hooks, lock(&session).as_ref(), &events);
         let engine = Arc::new(Engine {
             jobs: Mutex::new(Some(tx)),
             shared: shared.clone(),
@@ -548,6 +551,7 @@ impl Worker {
                     .config
                     .can_confirm
                     .then(|| self.confirms.clone() as Arc<dyn Confirmer>),
+                hooks: self.config.hooks.clone(),
             };
             let sink: Arc<dyn EventSink> = Arc::new(ChannelSink(self.events.clone()));
             let mut agent = Agent::new(

@@ -50,6 +50,8 @@ pub struct Run {
     pub no_skills: bool,
     /// Which session to keep (`--no-session`, `--continue`, `--session`).
     pub session: SessionChoice,
+    /// `--no-hooks`: no Claude Code hooks.
+    pub no_hooks: bool,
 }
 
 /// The session a run starts with.
@@ -190,6 +192,12 @@ pub fn run_once(mut run: Run, cancel: &CancelToken) -> i32 {
             can_confirm: false,
             store,
             session,
+            hooks: std::sync::Arc::new(crate::hooks::Hooks::load(
+                &run.host.cwd,
+                &run.host.zut_home,
+                run.yolo,
+                run.no_hooks,
+            )),
         },
     );
     // `/name` runs a command; `//text` and ` /text` send text that starts
@@ -292,6 +300,12 @@ pub fn run_interactive(mut run: Run) -> i32 {
             can_confirm: true,
             store,
             session,
+            hooks: std::sync::Arc::new(crate::hooks::Hooks::load(
+                &run.host.cwd,
+                &run.host.zut_home,
+                run.yolo,
+                run.no_hooks,
+            )),
         },
     );
     if let Some(p) = run.prompt.clone().filter(|p| !p.trim().is_empty()) {

@@ -690,6 +690,12 @@ pub fn serve(
             can_confirm: !run.yolo,
             store,
             session,
+            hooks: std::sync::Arc::new(crate::hooks::Hooks::load(
+                &run.host.cwd,
+                &run.host.zut_home,
+                run.yolo,
+                run.no_hooks,
+            )),
         },
     );
     let mut server = Server::new(out, engine.as_ref(), token);
