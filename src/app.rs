@@ -1,7 +1,7 @@
 //! The command line: flags (documented in zut(1)), logging, signals, mode selection.
 //! `main` only maps [`main`]'s result to the process exit status.
 
-use crate::cancel::{self, Canceller};
+use crate::cancel;
 use crate::host::{deadlines::Deadlines, discovery, HostConfig};
 use crate::modes::{self, Mode, Run, EXIT_USAGE};
 use argh::FromArgs;
@@ -15,7 +15,8 @@ use std::path::PathBuf;
 /// json for the event stream, or --mode rpc to drive zut from a program.
 /// `zut ext` lists the extension management commands; `zut skills` lists
 /// the skills zut finds for this project; `zut sessions` lists this
-/// project's sessions.
+/// project's sessions; `zut models [--json]` lists the provider's models
+/// (it takes --provider, --base-url, --api-key).
 #[argh(
     help_triggers("-h", "--help"),
     example = "git diff | zut -p \"review this change\"",
@@ -55,6 +56,12 @@ struct Cli {
     /// the scripted provider's JSON-lines script
     #[argh(option, arg_name = "FILE")]
     script: Option<String>,
+    /// no Anthropic prompt-cache breakpoints (config "cache": false)
+    #[argh(switch)]
+    no_cache: bool,
+    /// how hard the model may think: off, low, medium or high (config "thinking")
+    #[argh(option, arg_name = "LEVEL")]
+    thinking: Option<String>,
     /// append every request the scripted provider receives to FILE
     #[argh(option, arg_name = "FILE")]
     script_log: Option<String>,
@@ -99,6 +106,7 @@ const DEFAULT_MAX_STEPS: u32 = 50;
 /// its process group with `setsid()` does not outlive zut.
 pub fn main() -> i32 {
     crate::proc::become_subreaper();
+    raise_open_file_limit();
     let code = main_inner();
     let grace = crate::host::deadlines::Deadlines::from_env().kill_grace;
     let ended = crate::proc::end_adopted(grace);
@@ -108,12 +116,32 @@ pub fn main() -> i32 {
     code
 }
 
+/// Each extension costs a handful of descriptors (pipes, a pidfd, its
+/// log): the default soft limit of 1024 runs out near 250 extensions.
+/// Raise it to the hard limit, as Go programs do at start.
+fn raise_open_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let raised = rustix::process::Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            log::debug!("cannot raise the open-file limit: {e}");
+        }
+    }
+}
+
 fn main_inner() -> i32 {
     let args: Vec<String> = std::env::args().collect();
     let zut_home = crate::paths::zut_home();
     init_logging(&zut_home);
     if let Some(code) = try_ext(&args[1..], &zut_home) {
         return code;
+    }
+    if let Some((rest, json)) = crate::provider::models::split_cli(&args[1..]) {
+        return models_command(&rest, json, &zut_home);
     }
     let strs: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
     let cli = match Cli::from_args(&["zut"], &strs) {
@@ -125,7 +153,7 @@ fn main_inner() -> i32 {
                     modes::EXIT_OK
                 }
                 Err(()) => {
-                    eprintln!("{}", early.output.trim_end());
+                    eprintln!("{}{}", early.output.trim_end(), flag_hint(&early.output));
                     eprintln!("Run zut --help for usage.");
                     EXIT_USAGE
                 }
@@ -143,6 +171,28 @@ fn main_inner() -> i32 {
             EXIT_USAGE
         }
     }
+}
+
+/// `; did you mean "--provider"?` for argh's "Unrecognized argument:
+/// --provder", from the flags `zut --help` lists (so it never disagrees).
+fn flag_hint(error: &str) -> String {
+    let Some(typed) = error
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Unrecognized argument:"))
+        .map(str::trim)
+        .filter(|t| t.starts_with("--"))
+    else {
+        return String::new();
+    };
+    let help = match Cli::from_args(&["zut"], &["--help"]) {
+        Err(e) => e.output,
+        Ok(_) => return String::new(),
+    };
+    let flags: Vec<&str> = help
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .collect();
+    crate::cli::suggest::did_you_mean(&crate::cli::suggest::suggestions(typed, flags))
 }
 
 fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
@@ -229,6 +279,18 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         skills: !cli.no_skills,
         session: None,
     };
+    for p in &cli.ext {
+        let dir = here.join(p);
+        if !dir.is_dir() {
+            return Err(format!("--ext {p}: no such directory"));
+        }
+        if !dir.join("extension.json").exists() {
+            return Err(format!(
+                "--ext {p}: {} has no extension.json (zut ext new NAME writes a working one)",
+                dir.display()
+            ));
+        }
+    }
     let discovery = discovery::Options {
         cwd: cwd.clone(),
         zut_home: zut_home.clone(),
@@ -253,13 +315,16 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         modes::run_interactive(run)
     } else {
         let (canceller, token) = cancel::pair();
-        let signals = Signals::start(canceller)?;
+        // SIGINT, SIGTERM and SIGHUP cancel the current work; the mode
+        // then runs the normal graceful shutdown and zut exits 130.
+        let signals = crate::signals::SignalBridge::cancel(canceller)
+            .map_err(|e| format!("cannot watch signals: {e}"))?;
         let code = if rpc {
             modes::rpc::run(run, &token)
         } else {
             modes::run_once(run, &token)
         };
-        signals.stop();
+        drop(signals);
         code
     };
     // Remembered only once it worked: a prompt that ended well got at least
@@ -290,8 +355,18 @@ fn resolve_provider(
             known.join(", ")
         ));
     }
+    // `--script` is the scripted provider's: alone it picks it.
+    let flag_provider = match (cli.provider.as_deref(), &cli.script) {
+        (None, Some(_)) => Some("script".to_string()),
+        (Some(p), Some(_)) if p != "script" => {
+            return Err(format!(
+                "--script is for the scripted provider, not --provider {p}: drop --provider or pass --provider script"
+            ))
+        }
+        (p, _) => p.map(str::to_string),
+    };
     let saved = crate::config::load(zut_home).map_err(|e| e.to_string())?;
-    if cli.provider.is_none() {
+    if flag_provider.is_none() {
         if let Some(p) = saved.provider.as_deref().filter(|p| !known.contains(p)) {
             return Err(format!(
                 "{} names an unknown provider {p:?}: use one of {}; fix the file, or pass --provider",
@@ -309,8 +384,7 @@ fn resolve_provider(
         .find(|(_, var)| std::env::var_os(var).is_some_and(|v| !v.is_empty()))
         .map(|(p, _)| p.to_string())
     };
-    let provider = cli
-        .provider
+    let provider = flag_provider
         .clone()
         .or_else(|| saved.provider.clone())
         .or_else(from_env)
@@ -334,7 +408,7 @@ fn resolve_provider(
         next.base_url = base_url.clone();
         next
     });
-    let settings = crate::provider::Settings {
+    let mut settings = crate::provider::Settings {
         provider,
         model,
         base_url,
@@ -342,8 +416,35 @@ fn resolve_provider(
         script: cli.script.as_ref().map(|s| here.join(s)),
         script_log: cli.script_log.as_ref().map(|s| here.join(s)),
         zut_home: zut_home.to_path_buf(),
+        ..Default::default()
     };
+    crate::provider::apply_options(
+        &mut settings,
+        &saved.extra,
+        cli.no_cache,
+        cli.thinking.as_deref(),
+    )?;
     Ok((settings, remember))
+}
+
+/// `zut models [--json]` with the provider flags in `rest`.
+fn models_command(rest: &[String], json: bool, zut_home: &std::path::Path) -> i32 {
+    let strs: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let cli = match Cli::from_args(&["zut"], &strs) {
+        Ok(cli) => cli,
+        Err(early) => {
+            eprintln!("{}", early.output.trim_end());
+            return EXIT_USAGE;
+        }
+    };
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    match resolve_provider(&cli, &here, zut_home) {
+        Ok((settings, _)) => crate::provider::models::print(&settings, json),
+        Err(e) => {
+            eprintln!("zut: {e}");
+            EXIT_USAGE
+        }
+    }
 }
 
 fn default_model(provider: &str) -> &'static str {
@@ -384,7 +485,7 @@ fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
         return Some(crate::cli::sessions::run(rest, &ctx));
     }
     if globals.command == "skills" {
-        return Some(crate::skills::cli::run(
+        return Some(crate::cli::skills::run(
             rest,
             &ctx,
             &mut std::io::stdout(),
@@ -398,14 +499,14 @@ fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
 /// is best effort: a read-only home must not stop zut.
 fn init_logging(zut_home: &std::path::Path) {
     let dir = crate::paths::logs_dir(zut_home);
-    let Ok(()) = std::fs::create_dir_all(&dir) else {
+    let Ok(()) = crate::paths::create_private_dir(&dir) else {
         return;
     };
-    let Ok(file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("zut.log"))
-    else {
+    let Ok(file) = std::os::unix::fs::OpenOptionsExt::mode(
+        std::fs::OpenOptions::new().create(true).append(true),
+        0o600,
+    )
+    .open(dir.join("zut.log")) else {
         return;
     };
     let level = match std::env::var("ZUT_LOG")
@@ -421,36 +522,4 @@ fn init_logging(zut_home: &std::path::Path) {
         _ => log::LevelFilter::Info,
     };
     let _ = simplelog::WriteLogger::init(level, simplelog::Config::default(), file);
-}
-
-/// SIGINT, SIGTERM and SIGHUP cancel the current work; the mode then runs
-/// the normal graceful shutdown and zut exits 130.
-struct Signals {
-    handle: signal_hook::iterator::Handle,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Signals {
-    fn start(canceller: Canceller) -> Result<Signals, String> {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-            .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-        let handle = signals.handle();
-        let thread = std::thread::Builder::new()
-            .name("zut-signals".into())
-            .stack_size(64 * 1024)
-            .spawn(move || {
-                for sig in signals.forever() {
-                    log::info!("signal {sig}: shutting down");
-                    canceller.cancel();
-                }
-            })
-            .map_err(|e| format!("cannot start the signal thread: {e}"))?;
-        Ok(Signals { handle, thread })
-    }
-
-    fn stop(self) {
-        self.handle.close();
-        let _ = self.thread.join();
-    }
 }

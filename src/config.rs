@@ -148,11 +148,13 @@ fn bad_auth_entry(path: &Path, provider: &str) -> ConfigError {
     ))
 }
 
-/// The file's text, or `None` when it does not exist.
+/// The file's text, or `None` when it does not exist (also when a
+/// component of its directory is not a directory: nothing is there).
 fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
     match crate::safe_fs::read_regular_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => Ok(None),
         Err(e) => Err(ConfigError(format!("cannot read {}: {e}", path.display()))),
     }
 }
@@ -181,7 +183,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), C
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    std::fs::create_dir_all(dir).map_err(|e| fail("create the directory for", &e))?;
+    crate::paths::create_private_dir(dir).map_err(|e| fail("create the directory for", &e))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail("write", &e))?;
     set_mode(tmp.as_file(), mode).map_err(|e| fail("set permissions of", &e))?;
     tmp.write_all(bytes).map_err(|e| fail("write", &e))?;

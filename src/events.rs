@@ -28,6 +28,13 @@ pub enum Event {
         extension: String,
         message: String,
     },
+    /// An extension registered or withdrew a tool or command after it was
+    /// loaded; its names now.
+    ExtToolsChanged {
+        extension: String,
+        tools: Vec<String>,
+        commands: Vec<String>,
+    },
     UserMessage {
         text: String,
     },
@@ -39,6 +46,28 @@ pub enum Event {
     },
     TextDelta {
         delta: String,
+    },
+    /// The model's reasoning as it streams (shown dimmed; never the answer).
+    ThinkingDelta {
+        delta: String,
+    },
+    /// One provider request's tokens and price (`cost_usd` null when the
+    /// model's price is unknown); `input_tokens` is the uncached part.
+    Usage {
+        input_tokens: u64,
+        output_tokens: u64,
+        cache_read_tokens: u64,
+        cache_write_tokens: u64,
+        cost_usd: Option<f64>,
+        /// The model's context window in tokens (0: unknown).
+        context_window: u64,
+    },
+    /// A failed provider request is tried again: `attempt` is the attempt
+    /// about to be made (2 for the first retry), after `wait_ms`.
+    Retry {
+        attempt: u32,
+        wait_ms: u64,
+        reason: String,
     },
     ToolCall {
         id: String,
@@ -180,6 +209,11 @@ pub enum Event {
         message: String,
     },
     Done,
+    /// The answer to [`crate::frontend::Core::list_sessions`]: this
+    /// project's sessions, newest first. Only front ends that asked get it.
+    Sessions {
+        sessions: Vec<crate::frontend::SessionSummary>,
+    },
     /// The core finished a job that does not end with `done` (a reload, a
     /// session change, a model change) and is idle again, its state final.
     /// For front ends that show that state; never written to the JSON

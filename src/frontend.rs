@@ -22,12 +22,12 @@ pub trait Core: Send + Sync {
     /// Send a prompt to the model: starts a turn now, or queues it behind the
     /// running one (the returned value says which). Ends with `done`.
     fn prompt(&self, text: String) -> Submitted;
-    /// Run a slash command line (`"/weather berlin"`): an extension command
-    /// or a core built-in (`/reload-ext`, `/new`, `/fork`, `/compact`,
-    /// `/resume ID`, `/model NAME`, `/skill:NAME …`). Its result arrives as
-    /// `command_result` (and, for a `prompt` action, a turn). Front-end-only
-    /// built-ins (`/help`, `/clear`, `/quit`, `/settings`, …) are the front
-    /// end's own business and never reach here.
+    /// Run a slash command line (`"/weather berlin"`): an extension command,
+    /// `/skill:NAME …`, or a built-in of [`crate::commands`] that works in
+    /// this front end's mode (one that does not is refused with where it
+    /// works). Its result arrives as `command_result` (and, for a `prompt`
+    /// action, a turn), then `done`. The terminal runs its own built-ins
+    /// (`/clear`, `/tree`, …) and sends the rest here.
     fn command(&self, line: String) -> Submitted;
     /// End the running turn (`turn_end` with `stop:"aborted"`, then `done`);
     /// queued prompts are dropped only when `drop_queued`.
@@ -51,8 +51,18 @@ pub trait Core: Send + Sync {
     fn compact(&self, instructions: Option<String>);
     /// Use another model from the next request on.
     fn set_model(&self, model: String);
-    /// A snapshot of what the front end shows in menus and headers.
+    /// A snapshot of what the front end shows in menus and headers. Cheap
+    /// whatever the project holds: it reads no file and waits on nothing
+    /// without a short deadline ([`CoreState::sessions`] stays empty; ask
+    /// [`Core::list_sessions`]).
     fn state(&self) -> CoreState;
+    /// A receiver that gets a message (or disconnects) once every request
+    /// submitted so far has taken effect, after the events it caused were
+    /// sent: for a front end that answers a change only when it is done.
+    fn settled(&self) -> crossbeam_channel::Receiver<()>;
+    /// Lists this project's sessions off the caller's thread; answered by a
+    /// `sessions` event (empty with `--no-session`).
+    fn list_sessions(&self);
     /// [`CoreState::tools`] alone, without asking every extension for its
     /// report (RPC `list_tools`). The same `Arc` comes back for as long as
     /// the tool set is unchanged, so a caller may cache what it derives
@@ -63,6 +73,17 @@ pub trait Core: Send + Sync {
     /// [`CoreState::commands`] alone (RPC `list_commands`).
     fn commands(&self) -> Vec<CommandSummary> {
         self.state().commands
+    }
+    /// Withdraw the newest queued prompt that has not started (the person
+    /// took it back to edit); false when there is none.
+    fn withdraw_last(&self) -> bool {
+        false
+    }
+    /// Run an extension command now, beside a running turn, when `line`
+    /// names one; false leaves it to [`Core::command`] (built-ins, skills
+    /// and unknown names queue as usual).
+    fn command_now(&self, _line: &str) -> bool {
+        false
     }
     /// Stop the running turn, shut extensions down; `done` never follows.
     fn shutdown(&self);
@@ -95,10 +116,15 @@ pub struct CoreState {
     /// Every tool the next request advertises.
     pub tools: Vec<ToolSummary>,
     pub skills: Vec<SkillSummary>,
-    /// Sessions of this project (newest first), for `/resume` and `/tree`.
+    /// Sessions of this project (newest first), for `/resume` and `/tree`:
+    /// filled by the front end from the `sessions` event, never by
+    /// [`Core::state`].
     pub sessions: Vec<SessionSummary>,
     /// The transcript of the active branch, for redrawing after a switch.
     pub messages: Vec<crate::provider::Message>,
+    /// Tokens and cost of this run's provider requests (the footer reads
+    /// `usage.footer()`, `tokens_in()`, `cache_share()`, `context_percent()`).
+    pub usage: crate::provider::usage::Totals,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -25,6 +25,17 @@ fn zut_home_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
     }
 }
 
+/// Creates `dir` and its missing parents readable by the user alone
+/// (0700): `$ZUT_HOME` holds transcripts, logs and keys. Directories that
+/// exist keep their mode.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// `$ZUT_HOME/extensions`.
 pub fn global_extensions(home: &Path) -> PathBuf {
     home.join("extensions")

@@ -427,8 +427,8 @@ fn json_mode_reports_command_results_and_notes() {
     }
     let widget = ev.iter().find(|e| e["type"] == "ext_widget").unwrap();
     assert_eq!(
-        widget["position"], "above_input",
-        "every position is normalised"
+        widget["position"], "RIGHT_BAR",
+        "the position is passed through unchanged"
     );
     let notify = ev.iter().find(|e| e["type"] == "ext_notify").unwrap();
     assert_eq!(
@@ -464,7 +464,11 @@ fn print_mode_notes_go_to_stderr_sanitised() {
 fn sigterm_during_a_command_shuts_down_gracefully() {
     let sb = Sandbox::new();
     let pidfile = sb.path("pid");
-    let ext = sb.fixture("fx-normal", &[opt("pidfile", &pidfile)]);
+    let marker = sb.path("marker");
+    let ext = sb.fixture(
+        "fx-normal",
+        &[opt("pidfile", &pidfile), opt("marker", &marker)],
+    );
     let mut child = zut(&sb)
         .arg("--ext")
         .arg(&ext)
@@ -480,8 +484,12 @@ fn sigterm_during_a_command_shuts_down_gracefully() {
         .trim()
         .parse()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300)); // let the command be sent
-                                                               // SAFETY: signalling our own child.
+    // The command reached the extension, which never answers it.
+    let invoked = || {
+        std::fs::read_to_string(&marker).is_ok_and(|m| m.lines().any(|l| l == "command_invoked"))
+    };
+    assert!(eventually(std::time::Duration::from_secs(10), invoked));
+    // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));

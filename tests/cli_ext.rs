@@ -288,6 +288,27 @@ fn install_from_a_local_git_repository() {
 }
 
 #[test]
+fn reinstalling_a_repository_named_like_an_installed_extension_refuses_before_cloning() {
+    if !have("git") {
+        eprintln!("SKIPPED: git is not installed");
+        return;
+    }
+    let env = Env::new();
+    let repo = env.source("hello", HELLO);
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "init"]);
+    let url = format!("file://{}.git", repo.display());
+    // `hello.git` does not exist: a clone would fail, so only a refusal
+    // made before cloning can pass this.
+    fs::create_dir_all(env.extensions().join("hello")).unwrap();
+    let r = env.run(&["install", &url]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.err.contains("nothing was cloned"), "{r:?}");
+    assert!(!r.err.contains("git clone"), "{r:?}");
+}
+
+#[test]
 fn git_clone_failure_and_escaping_link_in_a_repository_roll_back() {
     if !have("git") {
         eprintln!("SKIPPED: git is not installed");

@@ -165,7 +165,8 @@ fn interactive_tools_wait_without_deadline_until_cancelled() {
 #[test]
 fn out_of_order_answers_reach_their_callers() {
     let sb = Sandbox::new();
-    let (host, _) = sb.start(&[sb.fixture("fx-normal", &[])]);
+    let marker = sb.path("marker");
+    let (host, _) = sb.start(&[sb.fixture("fx-normal", &[opt("marker", &marker)])]);
     let host = Arc::new(host);
     let slow = {
         let host = host.clone();
@@ -174,7 +175,10 @@ fn out_of_order_answers_reach_their_callers() {
                 .unwrap()
         })
     };
-    std::thread::sleep(Duration::from_millis(50));
+    // The slow call reached the extension first.
+    let got_call =
+        || std::fs::read_to_string(&marker).is_ok_and(|m| m.lines().any(|l| l == "tool_call"));
+    assert!(eventually(Duration::from_secs(10), got_call));
     let fast = host
         .call_tool("fx_slow", &json!({"ms": 1}), &never())
         .unwrap();

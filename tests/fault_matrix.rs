@@ -14,7 +14,7 @@
 //!   grandchildren included) and none is left a zombie;
 //! - every line of every session file, if any, parses as JSON.
 //!
-//! Cells run two at a time; the matrix (phase × fault, ✓ / ✗ / blank for
+//! Cells run [`CELLS_AT_ONCE`] at a time; the matrix (phase × fault, ✓ / ✗ / blank for
 //! not applicable) and the totals are printed at the end, and the test
 //! fails if any cell failed.
 //!
@@ -71,6 +71,9 @@ const FAULTS: &[&str] = &[
 /// How long a cell's zut may run: every deadline below is shortened, so a
 /// healthy run is a few seconds even when it waits out a timeout.
 const CELL_DEADLINE: Duration = Duration::from_secs(25);
+
+/// Cells run at once: each is mostly a wait on a deadline.
+const CELLS_AT_ONCE: usize = 6;
 
 /// What the user must be told.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -198,13 +201,16 @@ fn short_deadlines(c: &mut Command) {
         // seconds, and a fixture killed before it records its pid proves
         // nothing.
         ("ZUT_HELLO_TIMEOUT_MS", "5000"),
-        ("ZUT_READY_TIMEOUT_MS", "1500"),
-        ("ZUT_COMMAND_TIMEOUT_MS", "2000"),
-        ("ZUT_TOOL_TIMEOUT_MS", "2000"),
-        ("ZUT_INTERCEPT_TIMEOUT_MS", "1500"),
+        // The rest wait on a fixture that is already running and answers
+        // in milliseconds when healthy: a hang costs each of them in full,
+        // so they are kept short.
+        ("ZUT_READY_TIMEOUT_MS", "1000"),
+        ("ZUT_COMMAND_TIMEOUT_MS", "1000"),
+        ("ZUT_TOOL_TIMEOUT_MS", "1000"),
+        ("ZUT_INTERCEPT_TIMEOUT_MS", "1000"),
         ("ZUT_SHUTDOWN_GRACE_MS", "700"),
         ("ZUT_KILL_GRACE_MS", "400"),
-        ("ZUT_WRITE_TIMEOUT_MS", "1500"),
+        ("ZUT_WRITE_TIMEOUT_MS", "1000"),
     ] {
         c.env(k, v);
     }
@@ -396,9 +402,11 @@ fn every_fault_at_every_phase_leaves_zut_standing() {
         .filter_map(|(p, f)| applicable(p, f).map(|e| (p, f, e)))
         .collect();
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(&str, &str, Result<(), String>)>> = Mutex::new(Vec::new());
+    type Outcome<'a> = (&'a str, &'a str, Result<(), String>);
+    let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
-        for _ in 0..2 {
+        // Cells spend their time waiting on deadlines, not computing.
+        for _ in 0..CELLS_AT_ONCE {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(&(phase, fault, expect)) = cells.get(i) else {
@@ -488,18 +496,6 @@ fn an_escaped_setsid_grandchild_does_not_outlive_zut() {
     assert!(left.is_empty(), "outlived zut: {left:?}");
 }
 
-/// Bytes waiting in a pipe, and its capacity.
-fn pipe_fill(fd: std::os::fd::RawFd) -> (usize, usize) {
-    let mut queued: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int through a valid pointer; F_GETPIPE_SZ
-    // takes no pointer.
-    let capacity = unsafe {
-        libc::ioctl(fd, libc::FIONREAD, &mut queued);
-        libc::fcntl(fd, libc::F_GETPIPE_SZ)
-    };
-    (queued.max(0) as usize, capacity.max(0) as usize)
-}
-
 /// `--mode json` into a pipe nobody reads, an extension flooding notes, a
 /// model that takes its time: once stdout is full, SIGINT still ends zut
 /// with 130 (its loop must not be stuck inside a write), and the
@@ -531,7 +527,7 @@ fn sigint_exits_130_while_stdout_is_blocked() {
     let stdout = child.stdout.take().unwrap();
     // Never read: wait until the pipe is full, so zut's next write blocks.
     let full = support::eventually(Duration::from_secs(30), || {
-        let (queued, capacity) = pipe_fill(stdout.as_raw_fd());
+        let (queued, capacity) = support::pipe_fill(stdout.as_raw_fd());
         // Writes up to a page are atomic: the pipe is full once less
         // than a page is free.
         capacity > 0 && queued + 4096 > capacity

@@ -16,13 +16,25 @@ use zut::provider::{
     StopReason, ToolDef, Usage,
 };
 
+/// A provider without cache breakpoints, so bodies read as plain shapes
+/// (caching has its own tests through [`provider_with`]).
 fn provider(server: &TestServer) -> Anthropic {
+    provider_with(
+        server,
+        Settings {
+            no_cache: true,
+            ..Settings::default()
+        },
+    )
+}
+
+fn provider_with(server: &TestServer, settings: Settings) -> Anthropic {
     fast_retries();
     Anthropic::new(&Settings {
         provider: "anthropic".into(),
         base_url: Some(server.url().to_string()),
         api_key: Some("sk-test".into()),
-        ..Settings::default()
+        ..settings
     })
     .expect("provider")
 }
@@ -114,12 +126,14 @@ fn plain_text_answer_streams_deltas() {
     assert_eq!(
         response,
         Response {
+            thinking: vec![],
             text: "Hello, world!".into(),
             tool_calls: vec![],
             stop: StopReason::EndTurn,
             usage: Usage {
                 input_tokens: 25,
-                output_tokens: 15
+                output_tokens: 15,
+                ..Usage::default()
             },
         }
     );
@@ -136,7 +150,7 @@ fn plain_text_answer_streams_deltas() {
     assert_eq!(body["model"], "claude-sonnet-4-5");
     assert_eq!(body["max_tokens"], 8192);
     assert_eq!(body["stream"], true);
-    assert_eq!(body["system"], "You are terse.");
+    assert_eq!(body["system"][0]["text"], "You are terse.");
     assert_eq!(
         body["messages"],
         json!([{"role":"user","content":[{"type":"text","text":"Say hello"}]}])
@@ -435,12 +449,20 @@ fn request_body_converts_tools_results_and_hidden_context() {
 
     let reqs = server.requests();
     let (a, b) = (reqs[0].json(), reqs[1].json());
+    let texts = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["text"].as_str().unwrap().to_string())
+            .collect()
+    };
     assert_eq!(
-        a["system"],
-        "You are terse.\n\nBranch: main\n\nToday is Monday."
+        texts(&a["system"]),
+        ["You are terse.", "Branch: main", "Today is Monday."]
     );
     assert_eq!(
-        b["system"], "You are terse.",
+        texts(&b["system"]),
+        ["You are terse."],
         "context is for one request only"
     );
     assert_eq!(
@@ -557,15 +579,18 @@ fn max_tokens_inside_a_tool_call_keeps_the_text_and_drops_the_call() {
 }
 
 #[test]
-fn invalid_tool_arguments_without_a_cut_still_fail() {
+fn invalid_tool_arguments_without_a_cut_become_a_call_that_is_not_run() {
     let stream = message_start(30)
         + &tool_block(0, "toolu_bad", "write", &["{\"path\": "])
         + &message_end("tool_use", 20);
     let server = TestServer::start(vec![Reply::sse(&stream)]);
     let mut p = provider(&server);
     let (result, _) = ask(&mut p, &hello(), &CancelToken::never());
-    match result {
-        Err(ProviderError::Protocol(m)) => assert!(m.contains("not valid JSON"), "{m}"),
-        other => panic!("expected a protocol error, got {other:?}"),
-    }
+    let response = result.expect("not a failed prompt");
+    assert_eq!(response.stop, StopReason::ToolUse);
+    let call = &response.tool_calls[0];
+    assert_eq!(call.id, "toolu_bad");
+    assert_eq!(call.args, json!({}));
+    let why = call.invalid_args.as_deref().expect("marked invalid");
+    assert!(why.contains("not valid JSON"), "{why}");
 }

@@ -95,12 +95,14 @@ fn plain_text_answer_streams_deltas() {
     assert_eq!(
         result.expect("answer"),
         Response {
+            thinking: vec![],
             text: "Hello!".into(),
             tool_calls: vec![],
             stop: StopReason::EndTurn,
             usage: Usage {
                 input_tokens: 12,
-                output_tokens: 3
+                output_tokens: 3,
+                ..Usage::default()
             },
         }
     );

@@ -66,6 +66,7 @@ fn hi() -> Vec<Message> {
 
 fn call(id: &str, name: &str, args: Value) -> ToolCall {
     ToolCall {
+        invalid_args: None,
         id: id.into(),
         name: name.into(),
         args,
@@ -81,6 +82,7 @@ fn text_entry_is_one_delta_and_ends_the_turn() {
     assert_eq!(
         result.unwrap(),
         Response {
+            thinking: vec![],
             text: "Hello there".into(),
             tool_calls: vec![],
             stop: StopReason::EndTurn,

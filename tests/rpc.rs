@@ -488,6 +488,46 @@ fn confirmations_round_trip_allow_and_deny() {
 }
 
 #[test]
+fn a_call_that_can_only_fail_is_refused_before_anyone_is_asked() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.cwd().join("f.txt"), "one\n").unwrap();
+    let mut rpc = Rpc::start(
+        &sb,
+        &[],
+        &[
+            json!({"tool_calls": [
+                {"id": "c1", "name": "bash", "args": {"command": "echo hi"}},
+                {"id": "c2", "name": "edit", "args": {"path": "f.txt",
+                    "edits": [{"oldText": "absent", "newText": "x"}]}}
+            ]}),
+            json!({"text": "fixed"}),
+        ],
+    );
+    ok_data(&rpc.request("prompt", json!({"message": "go"})));
+    let lines = rpc.until_type("done");
+    assert!(
+        !types(&lines).iter().any(|t| t == "confirmation_requested"),
+        "{lines:?}"
+    );
+    let results: Vec<&Value> = lines
+        .iter()
+        .filter(|v| v["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(results.iter().all(|r| r["is_error"] == true));
+    assert!(
+        results[0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("timeout"),
+        "{}",
+        results[0]
+    );
+    let (code, _) = rpc.close();
+    assert_eq!(code, Some(0));
+}
+
+#[test]
 fn yolo_runs_tools_without_asking() {
     let sb = Sandbox::new();
     let mut c = rpc_command(
@@ -739,7 +779,7 @@ fn a_signal_shuts_down_like_end_of_input_with_status_130() {
 fn list_tools_follows_a_reload_that_changes_the_tools() {
     let sb = Sandbox::new();
     let ext = sb.fixture_as("fx-normal", "tl-one", &[]);
-    let mut rpc = Rpc::start(&sb, &[ext.clone()], &[]);
+    let mut rpc = Rpc::start(&sb, std::slice::from_ref(&ext), &[]);
     rpc.until_type("ext_loaded");
     let names = |rpc: &mut Rpc| -> Vec<String> {
         let r = rpc.request("list_tools", json!({}));
@@ -766,4 +806,128 @@ fn list_tools_follows_a_reload_that_changes_the_tools() {
     assert!(!second.iter().any(|n| n == "tl_one_echo"), "{second:?}");
     let (code, _) = rpc.close();
     assert_eq!(code, Some(0));
+}
+
+#[test]
+fn list_commands_lists_every_built_in_rpc_runs_and_help_works() {
+    let sb = Sandbox::new();
+    let mut rpc = Rpc::start(&sb, &[], &[]);
+    let r = rpc.request("list_commands", json!({}));
+    let listed: Vec<String> = ok_data(&r)["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["extension"].is_null())
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    let expected: Vec<String> = zut::commands::available(zut::commands::Mode::Rpc)
+        .map(|b| b.name.to_string())
+        .collect();
+    assert_eq!(listed, expected);
+    for name in [
+        "help",
+        "model",
+        "new",
+        "fork",
+        "resume",
+        "switch",
+        "compact",
+        "reload-ext",
+    ] {
+        assert!(
+            listed.iter().any(|n| n == name),
+            "{name} missing: {listed:?}"
+        );
+    }
+    let r = rpc.request("command", json!({"text": "/help"}));
+    ok_data(&r);
+    let seen = rpc.until_type("done");
+    let help = seen
+        .iter()
+        .find(|v| v["type"] == "command_result")
+        .unwrap_or_else(|| panic!("no command_result in {seen:#?}"));
+    assert_eq!(help["action"], "display");
+    assert!(help["text"].as_str().unwrap().contains("/switch"), "{help}");
+    assert!(!help["text"].as_str().unwrap().contains("/tree"), "{help}");
+    let (code, _) = rpc.close();
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn clear_answers_after_it_took_effect_so_a_read_right_after_sees_it() {
+    let sb = Sandbox::new();
+    let replies: Vec<Value> = (0..5)
+        .map(|i| json!({"text": format!("answer {i}")}))
+        .collect();
+    let mut rpc = Rpc::start(&sb, &[], &replies);
+    for run in 0..5 {
+        ok_data(&rpc.request("prompt", json!({"message": format!("hi {run}")})));
+        rpc.until_type("done");
+        let before = rpc.request("get_messages", json!({}));
+        assert_eq!(ok_data(&before)["messages"].as_array().unwrap().len(), 2);
+        // Pipelined: the read is sent before the clear is answered.
+        rpc.send_raw(&json!({"id": format!("c{run}"), "type": "clear"}).to_string());
+        rpc.send_raw(&json!({"id": format!("m{run}"), "type": "get_messages"}).to_string());
+        let cleared = rpc.response(&json!(format!("c{run}")));
+        ok_data(&cleared);
+        // The new session's event came before the answer.
+        assert!(
+            rpc.backlog
+                .iter()
+                .any(|v| v["type"] == "session" && v["reason"] == "new"),
+            "run {run}: {:?}",
+            rpc.backlog
+        );
+        rpc.backlog.clear();
+        let messages = rpc.response(&json!(format!("m{run}")));
+        assert_eq!(ok_data(&messages)["messages"], json!([]), "run {run}");
+        let state = rpc.request("get_state", json!({}));
+        assert_eq!(ok_data(&state)["message_count"], 0, "run {run}");
+    }
+    let (code, _) = rpc.close();
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn sigterm_ends_rpc_within_a_second_while_its_client_does_not_read() {
+    use std::os::fd::AsRawFd;
+    let sb = Sandbox::new();
+    let mut child = rpc_command(&sb, &[], &[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Far more answers than the pipe and the writer's queue hold, and
+    // nobody reading them: zut's loop ends up waiting to write.
+    let pings: String = (0..20_000)
+        .map(|i| format!("{{\"id\":{i},\"type\":\"ping\"}}\n"))
+        .collect();
+    stdin.write_all(pings.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let full = eventually(Duration::from_secs(30), || {
+        let (queued, capacity) = support::pipe_fill(stdout.as_raw_fd());
+        capacity > 0 && queued + 4096 > capacity
+    });
+    assert!(full, "stdout never filled up");
+    let t = std::time::Instant::now();
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let pid = child.id() as i32;
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = rx.recv_timeout(Duration::from_secs(10));
+    let elapsed = t.elapsed();
+    if status.is_err() {
+        // SAFETY: killing our own child that outlived the test.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let code = status.ok().and_then(|s| s.ok()).and_then(|s| s.code());
+    assert_eq!(code, Some(130));
+    assert!(elapsed <= Duration::from_secs(1), "took {elapsed:?}");
+    drop((stdin, stdout));
 }

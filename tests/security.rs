@@ -398,7 +398,9 @@ fn a_world_readable_auth_file_is_reported() {
     std::fs::write(&auth, r#"{"anthropic":{"api_key":"k"}}"#).unwrap();
     let run = || {
         let mut cmd = zut(&sb);
-        // Nothing listens there: the request fails fast after the key is read.
+        // Nothing listens there: the request fails after the key is read,
+        // and its retries of the refused connection do not wait.
+        cmd.env("ZUT_RETRY_BASE_MS", "1");
         cmd.args([
             "--provider",
             "anthropic",

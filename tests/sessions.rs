@@ -75,7 +75,7 @@ fn state_survives_a_restart_with_continue_and_hello_ack_carries_the_session() {
     let (dir, log) = counter(&sb, "counter");
     let (out, ev, _) = run(
         &sb,
-        &[dir.clone()],
+        std::slice::from_ref(&dir),
         &[
             call("c1", "counter_count", json!({})),
             json!({"text": "ok"}),
@@ -355,6 +355,7 @@ fn compaction_asks_the_provider_for_a_summary_and_tells_extensions() {
         .find(|e| e["event"] == "session_compacted")
         .unwrap();
     assert_eq!(compacted["state"], json!({"n": 1}));
+    assert_eq!(compacted["reason"], "manual");
     // The next request starts with the summary and keeps the last turn.
     let (_, _, requests) = run(
         &sb,
@@ -410,7 +411,7 @@ fn a_reloaded_extension_hears_the_latest_session_event_with_its_state() {
     let (dir, log) = counter(&sb, "counter");
     let (_, ev, _) = run(
         &sb,
-        &[dir.clone()],
+        std::slice::from_ref(&dir),
         &[
             call("c1", "counter_count", json!({})),
             call("c2", "counter_count", json!({})),
@@ -447,4 +448,127 @@ fn a_reloaded_extension_hears_the_latest_session_event_with_its_state() {
     for o in &opened {
         assert_eq!(o["state"], json!({"n": 2}), "{h:?}");
     }
+}
+
+/// Runs zut in JSON mode until its stdout shows `marker`, then SIGKILLs it.
+fn kill_9_after(sb: &Sandbox, script_lines: &[Value], args: &[&str], marker: &str) {
+    let s = script(sb, script_lines);
+    let mut child = zut(sb)
+        .args(["--provider", "script", "--script", &s, "--mode", "json"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0 {
+        if line.contains(marker) {
+            break;
+        }
+        line.clear();
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_session_killed_mid_tool_call_continues_with_an_error_result_for_it() {
+    let sb = Sandbox::new();
+    // The bash call is running (it sleeps) when zut is killed: the file
+    // ends with the call and no result.
+    kill_9_after(
+        &sb,
+        &[call(
+            "c1",
+            "bash",
+            json!({"command": "sleep 30", "timeout": 60}),
+        )],
+        &["--yolo", "start"],
+        "\"tool_call\"",
+    );
+    let (out, _, requests) = run(
+        &sb,
+        &[],
+        &[json!({"text": "fine"})],
+        &["--continue", "next"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("warning").count(), 1, "{err}");
+    assert!(err.contains("1 interrupted tool call"), "{err}");
+    let messages = requests[0]["messages"].as_array().unwrap();
+    let result = messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap())
+        .find(|b| b["type"] == "tool_result")
+        .expect("the dangling call got a result");
+    assert_eq!(result["call_id"], "c1");
+    assert_eq!(result["is_error"], true);
+    // Written back: a third run has nothing left to repair.
+    let (out, _, _) = run(&sb, &[], &[json!({"text": "ok"})], &["--continue", "again"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+}
+
+#[test]
+fn a_second_process_on_a_busy_session_forks_instead_of_interleaving() {
+    let sb = Sandbox::new();
+    run(&sb, &[], &[json!({"text": "one"})], &["first"]);
+    let first = session_files(&sb);
+    assert_eq!(first.len(), 1);
+    // One zut holds the session (its turn waits on the model)...
+    let s = script(&sb, &[json!({"delay_ms": 30_000, "text": "slow"})]);
+    let mut holder = zut(&sb)
+        .args([
+            "--provider",
+            "script",
+            "--script",
+            &s,
+            "--continue",
+            "--mode",
+            "json",
+            "hold",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(holder.stdout.take().unwrap());
+    let mut line = String::new();
+    while std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0 {
+        if line.contains("\"turn_start\"") {
+            break;
+        }
+        line.clear();
+    }
+    // ...and a second one continues it at the same time.
+    let (out, events, requests) = run(
+        &sb,
+        &[],
+        &[json!({"text": "two"})],
+        &["--continue", "second"],
+    );
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("open in another zut process"), "{err}");
+    let session = session_of(&events);
+    assert_ne!(
+        Path::new(session["path"].as_str().unwrap()),
+        first[0].as_path(),
+        "the second process writes a branch of its own"
+    );
+    assert_eq!(session["parent_id"].as_str().is_some(), true, "{session}");
+    // The branch starts from what the first session held.
+    let texts: Vec<&str> = requests[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"][0]["text"].as_str())
+        .collect();
+    assert_eq!(texts[..2], ["first", "one"]);
 }

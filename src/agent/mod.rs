@@ -17,6 +17,8 @@
 //! `assistant_message`, one `tool_call` per call with the model's original
 //! arguments, `turn_end`, then per call its interception and execution.
 
+pub mod auto_compact;
+mod cap;
 pub mod tools;
 
 use crate::cancel::CancelToken;
@@ -49,7 +51,8 @@ fn confirmed_tools_list() -> String {
 pub enum Decision {
     Allow,
     Deny,
-    /// Allow, and do not ask again for this tool in this session.
+    /// Allow, and do not ask again in this session for the same scope
+    /// ([`approval_scope`]): this exact command, this file, this tool.
     Always,
 }
 
@@ -114,6 +117,16 @@ pub trait Observer: Send {
     fn state(&mut self, _extension: &str, _state: &Value) -> Result<(), String> {
         Ok(())
     }
+    /// Where an automatic compaction would cut the transcript (`None`: no
+    /// session, nothing to compact, or `auto_compact` off).
+    fn compact_point(&self) -> Option<usize> {
+        None
+    }
+    /// Replaces the history before [`Observer::compact_point`] with
+    /// `summary` (reason `auto` or `manual`); returns the new transcript.
+    fn compact(&mut self, _summary: &str, _reason: &str) -> Result<Vec<Message>, String> {
+        Err("no session to compact".into())
+    }
 }
 
 /// A conversation with a model.
@@ -133,6 +146,8 @@ pub struct Agent {
     next_call: u64,
     /// Hidden context from hooks: this prompt's, and the next request's.
     hook_context: (Vec<String>, Vec<String>),
+    /// The most bytes of text of one tool result the model sees.
+    result_cap: usize,
 }
 
 impl Agent {
@@ -158,6 +173,7 @@ impl Agent {
             approved: HashSet::new(),
             next_call: 0,
             hook_context: Default::default(),
+            result_cap: cap::limit(zut_home),
         };
         agent.system = agent.build_system();
         agent
@@ -281,26 +297,12 @@ impl Agent {
             hidden.extend(self.hook_context.0.iter().cloned());
             hidden.append(&mut self.hook_context.1);
             let tools = self.tool_defs();
-            let req = Request {
-                step,
-                system: &self.system,
-                messages: &self.transcript,
-                tools: &tools,
-                hidden_context: &hidden,
-            };
-            let sink = self.sink.clone();
             // While an extension may rewrite or withhold the answer, its
             // text is not streamed: the interceptor's verdict is shown
             // whole ([`Agent::show_assistant`]), so a redaction is airtight
             // for streaming clients too.
             let held = self.answers_intercepted();
-            let mut on_event = |e: StreamEvent<'_>| match e {
-                StreamEvent::TextDelta(_) if held => {}
-                StreamEvent::TextDelta(d) => sink.emit(Event::TextDelta {
-                    delta: d.to_string(),
-                }),
-            };
-            let resp = match self.provider.complete(&req, &mut on_event, cancel) {
+            let resp = match self.request(step, &tools, &hidden, held, cancel) {
                 Ok(r) => r,
                 Err(ProviderError::Aborted) => return self.end_aborted(),
                 Err(e) => {
@@ -318,7 +320,7 @@ impl Agent {
                 StopReason::Length => "length",
                 StopReason::Refusal => "refusal",
             };
-            let mut content = Vec::new();
+            let mut content = resp.thinking.clone();
             if !resp.text.is_empty() {
                 content.push(Block::Text {
                     text: resp.text.clone(),
@@ -501,6 +503,8 @@ impl Agent {
             let name = call.name.clone();
             let (out, extension) = if cancel.is_cancelled() {
                 (ToolOutput::error("aborted"), None)
+            } else if let Some(why) = &call.invalid_args {
+                (ToolOutput::error(why.clone()), None)
             } else {
                 let args = self.guard(id, &name, call.args.clone(), cancel);
                 let skills = self.skills();
@@ -529,6 +533,10 @@ impl Agent {
                     self.hook_context.1.extend(more);
                 }
                 (out, extension)
+            };
+            let out = ToolOutput {
+                content: cap::cap(out.content, self.result_cap),
+                ..out
             };
             self.emit(Event::ToolResult {
                 id: id.clone(),
@@ -608,9 +616,16 @@ impl Agent {
             args: args.clone(),
         });
         let hook_ask = matches!(&perm, Some((false, _)));
+        let scope = approval_scope(name, &args).0;
         let needs =
-            CONFIRMED_TOOLS.contains(&name) && !self.opts.yolo && !self.approved.contains(name);
+            CONFIRMED_TOOLS.contains(&name) && !self.opts.yolo && !self.approved.contains(&scope);
         if hook_ask || (needs && !matches!(perm, Some((true, _)))) {
+            let ctx = ToolContext {
+                cwd: self.opts.cwd.clone(),
+            };
+            if let Err(bad) = tools::check(name, &args, &ctx) {
+                return Err(content_text(&bad.content));
+            }
             let Some(confirmer) = self.opts.confirmer.clone() else {
                 if let Some((false, cmd)) = &perm {
                     return Err(format!("the hook {cmd} asks for confirmation of {name}, and nobody can confirm in this mode"));
@@ -649,7 +664,7 @@ impl Agent {
             match confirmer.confirm(&req, cancel) {
                 Decision::Allow => {}
                 Decision::Always => {
-                    self.approved.insert(name.to_string());
+                    self.approved.insert(scope);
                 }
                 Decision::Deny => return Err(format!("the user declined to run {name}")),
             }
@@ -701,6 +716,21 @@ fn execute(
     }
 }
 
+/// What "always" remembers for a call, and how the dialog names it: this
+/// exact `bash` command, this file for `write`/`edit` (either tool), else
+/// this tool.
+pub fn approval_scope(name: &str, args: &Value) -> (String, String) {
+    let field = |k: &str| args.get(k).and_then(Value::as_str).map(str::trim);
+    match (name, field("command"), field("path")) {
+        ("bash", Some(cmd), _) => (format!("bash\0{cmd}"), "this exact command".into()),
+        ("write" | "edit", _, Some(path)) => (
+            format!("file\0{path}"),
+            format!("writes and edits of {path}"),
+        ),
+        _ => (format!("tool\0{name}"), format!("the tool {name}")),
+    }
+}
+
 /// The confirmation dialog's one-line summary: the first of `command`,
 /// `path`, `file_path`, `url`, `query`, `name`, else compact JSON; ≤ 120 chars.
 pub fn preview(args: &Value) -> String {
@@ -720,8 +750,20 @@ pub fn preview(args: &Value) -> String {
     format!("{cut}...")
 }
 
+/// The instruction files read into the system prompt, in order: the
+/// user's `$ZUT_HOME/AGENTS.md`, then the project's `AGENTS.md` and
+/// `CLAUDE.md` (so a project set up for Claude Code works unchanged; both
+/// are read when both exist, AGENTS.md first). Only regular files count.
+pub fn instruction_files(cwd: &Path, zut_home: &Path) -> [PathBuf; 3] {
+    [
+        zut_home.join("AGENTS.md"),
+        cwd.join("AGENTS.md"),
+        cwd.join("CLAUDE.md"),
+    ]
+}
+
 /// Identity, project directory, tools, skills the model may load, and
-/// AGENTS.md files.
+/// the instruction files ([`instruction_files`]).
 pub fn system_prompt(
     cwd: &Path,
     zut_home: &Path,
@@ -742,8 +784,8 @@ pub fn system_prompt(
         s.push('\n');
         s.push_str(&section);
     }
-    for path in [zut_home.join("AGENTS.md"), cwd.join("AGENTS.md")] {
-        if let Ok(text) = std::fs::read_to_string(&path) {
+    for path in instruction_files(cwd, zut_home) {
+        if let Ok(text) = crate::safe_fs::read_regular_string(&path) {
             if !text.trim().is_empty() {
                 s.push_str(&format!(
                     "\nInstructions from {}:\n{}\n",
@@ -756,13 +798,15 @@ pub fn system_prompt(
     s
 }
 
-/// The text blocks of a tool result, joined (for front ends).
+/// The text of a tool result for front ends: its text blocks joined by
+/// newlines, each image as an `[image]` placeholder.
 pub fn content_text(content: &[ContentBlock]) -> String {
     content
         .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
+        .map(|b| match b {
+            ContentBlock::Text { text } => text.as_str(),
+            #[allow(unreachable_patterns)]
+            _ => "[image]",
         })
         .collect::<Vec<_>>()
         .join("\n")

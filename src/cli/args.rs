@@ -204,13 +204,13 @@ pub(crate) struct Untrust {
     subcommand,
     name = "new",
     help_triggers("-h", "--help", "help"),
-    note = "Writes <dir>/<name> (default ./<name>): extension.json, the program, a README and a test script that runs \"zut ext test\". The extension registers the command /<name> and the tool <name>_echo. Nothing is downloaded: the Python and TypeScript SDKs are copied next to the program, the Rust SDK into <name>/zut-ext (building it needs serde and serde_json from crates.io or a warm cargo cache). The target directory must not exist or be empty.",
+    note = "Writes <dir>/<name> (default ./<name>): extension.json, the program, a README and a test script that runs \"zut ext test\". The extension registers the command /<name> and the tool <name>_echo. Nothing is downloaded: the Python and TypeScript SDKs are copied next to the program, the Rust SDK into <name>/zut-ext (building it needs serde and serde_json from crates.io or a warm cargo cache). javascript runs as written; typescript writes index.ts, built with \"npm install && npm run build\" (the typescript package). The target directory must not exist or be empty, and the name cannot start with '-'.",
     example = "zut ext new hi && zut --ext ./hi -p \"/hi there\"",
     example = "zut ext new --lang rust --dir ~/src fast"
 )]
 pub(crate) struct New {
-    /// the language: python (default), typescript, rust or sh
-    #[argh(option, arg_name = "rust|python|typescript|sh")]
+    /// the language: python (default), typescript, javascript, rust or sh
+    #[argh(option, arg_name = "rust|python|typescript|javascript|sh")]
     pub lang: Option<String>,
     /// the directory to create the extension in (default: the current one)
     #[argh(option, arg_name = "path")]
@@ -384,6 +384,7 @@ const VALUED: &[&str] = &[
     "--cwd",
     "--session",
     "--max-steps",
+    "--thinking",
 ];
 const SWITCHES: &[&str] = &[
     "-p",
@@ -393,6 +394,7 @@ const SWITCHES: &[&str] = &[
     "--yolo",
     "--continue",
     "--no-session",
+    "--no-cache",
     "--version",
 ];
 

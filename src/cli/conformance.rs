@@ -5,10 +5,19 @@
 //! types rather than through the host, so each check can say exactly what
 //! was sent, what came back and when. The order: manifest, start, `hello`,
 //! `ready`, registrations, one `tool_call` with `{}` per tool, one
-//! `command_invoked` without arguments per command, an unknown host frame
+//! `command_invoked` without arguments per command, one `event_intercept`
+//! per subscribed intercept (each must be answered within the intercept
+//! deadline), one `event` of each subscribed kind, an unknown host frame
 //! followed by a request, `tool_cancel` for an unknown id followed by a
-//! request (when advertised), `shutdown`, the exit, and last what was seen
-//! on stdout that was not a frame.
+//! request (when advertised), registrations that came after `ready`,
+//! `shutdown`, the exit, and last what was seen on stdout that was not a
+//! frame.
+//!
+//! It plays a host with the protocol additions: `hello_ack.features`
+//! lists them, `tool_progress` frames for a running call are checked (their
+//! id must be that call's, and each restarts the call's deadline as zut
+//! does, up to ten times the tool timeout), and a registration after
+//! `ready` is only a warning when zut would refuse it.
 //!
 //! Invariants:
 //! - every wait has a deadline from [`Deadlines::from_env`], so the
@@ -20,11 +29,14 @@
 //!   file whose last line explains an early exit;
 //! - an interactive tool is never left waiting: it is called, then cancelled
 //!   with `tool_cancel`, or skipped with a warning when the extension did
-//!   not advertise that capability.
+//!   not advertise that capability;
+//! - no verdict is vacuous: the stdout check passes only when lines were
+//!   read and every one of them was a frame; a line that is not a frame is
+//!   a warning, as zut skips it with a warning (before `hello` too).
 
 use super::{Failure, Io, Outcome};
 use crate::host::deadlines::Deadlines;
-use crate::host::manifest::{self, Exec, Manifest};
+use crate::host::manifest::{self, Manifest};
 use crate::host::registry::{check_content, CommandEntry, Registry, ToolEntry};
 use crate::proc::{ChildGuard, ExitWatch};
 use crossbeam_channel::{after, select, unbounded, Receiver, Sender};
@@ -36,11 +48,21 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+use zut_ext::additions::AddedFrame;
 use zut_ext::lines::{Line, LineReader};
 use zut_ext::wire::{
     self, ExtFrame, HostFrame, CAP_TOOL_CANCEL, INTERCEPTABLE_EVENTS, KNOWN_EVENTS,
     PROTOCOL_VERSION,
 };
+
+/// Intercepts of the protocol additions (beyond the wire's base list).
+const ADDED_INTERCEPTS: &[&str] = &["user_message", "tool_result", "agent_end"];
+
+/// Events of the protocol additions a host may send.
+const ADDED_EVENTS: &[&str] = &["user_message", "tool_result", "agent_end"];
+
+/// The features `hello_ack` announces: what this zut's host supports.
+const FEATURES: &[&str] = &["late_registration", "tool_progress"];
 
 /// A check's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,27 +202,9 @@ fn check_extension(dir: &Path, cwd: &Path, deadlines: Deadlines, r: &mut Report<
             ),
         );
     }
-    let program = match exec {
-        Exec::Relative { path, .. } if !path.is_file() => {
-            return r.fail(
-                "start",
-                format!("executable {} does not exist", path.display()),
-            )
-        }
-        Exec::Relative { path, .. } if !manifest::is_executable(path) => {
-            return r.fail(
-                "start",
-                format!(
-                    "executable {} is not executable (chmod +x it)",
-                    path.display()
-                ),
-            )
-        }
-        Exec::Relative { path, .. } => path.clone(),
-        Exec::Launcher { configured } => match manifest::find_on_path(configured, None) {
-            Ok(p) => p,
-            Err(e) => return r.fail("start", e),
-        },
+    let program = match exec.program(None) {
+        Ok(p) => p,
+        Err(e) => return r.fail("start", e.to_string()),
     };
     let mut child = match Child::spawn(&program, &m) {
         Ok(c) => c,
@@ -218,6 +222,14 @@ fn check_extension(dir: &Path, cwd: &Path, deadlines: Deadlines, r: &mut Report<
         next_id: 0,
         gone_during: None,
         pending_registrations: Vec::new(),
+        lines_seen: 0,
+        events: Vec::new(),
+        intercepts: Vec::new(),
+        running: None,
+        progress: Vec::new(),
+        stray_progress: Vec::new(),
+        late: Vec::new(),
+        ready_seen: false,
     };
     session.run(cwd, r);
     // Whatever stdout said, shutdown included.
@@ -326,6 +338,10 @@ impl Child {
         self.send_raw(wire::encode_line(frame));
     }
 
+    fn send_value(&self, frame: &Value) {
+        self.send_raw(wire::encode_line(frame));
+    }
+
     fn send_raw(&self, bytes: Vec<u8>) {
         if let Some(input) = &self.input {
             let _ = input.send(bytes);
@@ -368,7 +384,9 @@ impl Drop for Child {
     }
 }
 
-/// What waiting for a frame ended with.
+/// What waiting for a frame ended with. Short-lived and moved once, so
+/// the frame is not boxed.
+#[allow(clippy::large_enum_variant)]
 enum Waited {
     Frame(ExtFrame),
     Timeout,
@@ -392,6 +410,27 @@ struct Session<'c> {
     gone_during: Option<String>,
     /// Registration frames not yet checked, in arrival order.
     pending_registrations: Vec<ExtFrame>,
+    /// Lines read from stdout, frames or not.
+    lines_seen: usize,
+    /// Subscribed events and intercepts, in order, without repeats.
+    events: Vec<String>,
+    intercepts: Vec<String>,
+    /// The id of the tool call waiting for its result.
+    running: Option<String>,
+    /// When each `tool_progress` for the running call arrived.
+    progress: Vec<Instant>,
+    /// `tool_progress` frames naming no running call: their ids.
+    stray_progress: Vec<String>,
+    /// Registrations and unregistrations after `ready`, in order.
+    late: Vec<Late>,
+    ready_seen: bool,
+}
+
+/// A registration change the extension made after `ready`.
+enum Late {
+    Frame(Box<ExtFrame>),
+    UnregisterTool(String),
+    UnregisterCommand(String),
 }
 
 impl Session<'_> {
@@ -399,7 +438,7 @@ impl Session<'_> {
         if !self.hello(r) {
             return;
         }
-        self.child.send(&HostFrame::HelloAck {
+        let ack = serde_json::to_value(HostFrame::HelloAck {
             protocol_version: PROTOCOL_VERSION,
             zut_version: env!("CARGO_PKG_VERSION").into(),
             provider: String::new(),
@@ -408,9 +447,13 @@ impl Session<'_> {
             extension_dir: self.m.dir.display().to_string(),
             data_dir: self.m.dir.display().to_string(),
             session: None,
-        });
+            features: FEATURES.iter().map(|f| f.to_string()).collect(),
+        })
+        .unwrap_or_default();
+        self.child.send_value(&ack);
         self.ready(r);
         self.registrations(r);
+        self.ready_seen = true;
         let tools: Vec<ToolEntry> = self.registry.tools().cloned().collect();
         let commands: Vec<CommandEntry> = self.registry.commands().cloned().collect();
         for t in &tools {
@@ -419,8 +462,11 @@ impl Session<'_> {
         for c in &commands {
             self.invoke(c, r);
         }
+        self.intercepts(r);
+        self.events(&tools, &commands, r);
         self.unknown_frame(&tools, &commands, r);
         self.tool_cancel(&tools, &commands, r);
+        self.late_registrations(r);
         self.shutdown(r);
     }
 
@@ -502,8 +548,10 @@ impl Session<'_> {
 
     /// Decodes a line; what is not a frame is recorded as a problem.
     fn frame(&mut self, line: &[u8]) -> Option<ExtFrame> {
+        self.lines_seen += 1;
         let shown = || shorten(&String::from_utf8_lossy(line), 120);
         match wire::decode_ext_frame(line) {
+            Ok(ExtFrame::Unknown) if self.added(line) => None,
             Ok(ExtFrame::Unknown) => {
                 let t = serde_json::from_slice::<Value>(line)
                     .ok()
@@ -539,14 +587,52 @@ impl Session<'_> {
         }
     }
 
-    /// Registrations are recorded whenever they come.
+    /// Registrations are recorded whenever they come: before `ready` for
+    /// the registrations check, after it as late registrations.
     fn observe(&mut self, f: &ExtFrame) {
         match f {
             ExtFrame::RegisterCommand { .. }
             | ExtFrame::RegisterTool { .. }
-            | ExtFrame::Subscribe { .. } => self.pending_registrations.push(f.clone()),
+            | ExtFrame::Subscribe { .. } => {
+                if self.ready_seen {
+                    self.late.push(Late::Frame(Box::new(f.clone())));
+                } else {
+                    self.pending_registrations.push(f.clone());
+                }
+            }
             _ => {}
         }
+    }
+
+    /// A frame of the protocol additions (`tool_progress`,
+    /// `unregister_*`): recorded; false when the line is none of them.
+    fn added(&mut self, line: &[u8]) -> bool {
+        let frame = match serde_json::from_slice::<AddedFrame>(line) {
+            Ok(f) => f,
+            Err(e) => {
+                let t = frame_type(line);
+                if ["tool_progress", "unregister_tool", "unregister_command"].contains(&t.as_str())
+                {
+                    let shown = shorten(&String::from_utf8_lossy(line), 120);
+                    self.problem("a malformed frame", format!("{shown} ({t}: {e})"));
+                    return true;
+                }
+                return false;
+            }
+        };
+        match frame {
+            AddedFrame::ToolProgress { id, .. } => {
+                if self.running.as_deref() == Some(id.as_str()) {
+                    self.progress.push(Instant::now());
+                } else {
+                    self.stray_progress.push(id);
+                }
+            }
+            AddedFrame::UnregisterTool { name } => self.late.push(Late::UnregisterTool(name)),
+            AddedFrame::UnregisterCommand { name } => self.late.push(Late::UnregisterCommand(name)),
+            AddedFrame::EventInterceptResponse { .. } => return false,
+        }
+        true
     }
 }
 
@@ -577,7 +663,19 @@ impl Session<'_> {
                     );
                     return false;
                 }
-                Some(Ev::Line(line)) => break line,
+                Some(Ev::Line(line)) => {
+                    self.lines_seen += 1;
+                    match wire::decode_ext_frame(&line) {
+                        // Not a frame at all (a banner, a stray print): zut
+                        // skips it with a warning, before hello too.
+                        Err(wire::DecodeError::NotAnObject(_))
+                        | Err(wire::DecodeError::InvalidUtf8) => {
+                            self.lines_seen -= 1;
+                            let _ = self.frame(&line);
+                        }
+                        _ => break line,
+                    }
+                }
                 Some(ev @ (Ev::Eof | Ev::Exited(_))) => {
                     self.note(ev);
                     let status = self.exit_status(Duration::from_millis(1000));
@@ -698,24 +796,23 @@ impl Session<'_> {
                     extension: self.m.name.clone(),
                 }),
                 ExtFrame::Subscribe { events, intercept } => {
-                    for e in events
-                        .iter()
-                        .filter(|e| !KNOWN_EVENTS.contains(&e.as_str()))
-                    {
+                    self.subscribe(&events, &intercept);
+                    for e in events.iter().filter(|e| !known_event(e)) {
                         r.warn(
                             "registrations",
                             format!("subscribe: zut sends no event {e:?}"),
                         );
                     }
-                    for e in intercept
-                        .iter()
-                        .filter(|e| !INTERCEPTABLE_EVENTS.contains(&e.as_str()))
-                    {
+                    for e in intercept.iter().filter(|e| !interceptable(e)) {
+                        let all: Vec<&str> = (INTERCEPTABLE_EVENTS.iter())
+                            .chain(ADDED_INTERCEPTS)
+                            .copied()
+                            .collect();
                         r.warn(
                             "registrations",
                             format!(
                                 "subscribe: {e:?} cannot be intercepted (only {}); zut ignores it",
-                                INTERCEPTABLE_EVENTS.join(", ")
+                                all.join(", ")
                             ),
                         );
                     }
@@ -791,10 +888,30 @@ impl Session<'_> {
             args: json!({}),
         });
         let started = Instant::now();
-        let waited = self.wait_for(
-            started + self.d.tool,
-            |f| matches!(f, ExtFrame::ToolResult { id: got, .. } if *got == id),
-        );
+        self.running = Some(id.clone());
+        self.progress.clear();
+        // Each tool_progress restarts the deadline, as zut does, never
+        // past ten times the tool timeout from the call.
+        let cap = started + self.d.tool * 10;
+        let waited = loop {
+            let last = self.progress.last().copied().unwrap_or(started);
+            let deadline = (last + self.d.tool).min(cap);
+            let w = self.wait_for(
+                deadline,
+                |f| matches!(f, ExtFrame::ToolResult { id: got, .. } if *got == id),
+            );
+            let moved = self.progress.last().is_some_and(|p| *p > last);
+            if matches!(w, Waited::Timeout) && moved && Instant::now() < cap {
+                continue;
+            }
+            break w;
+        };
+        self.running = None;
+        let progress = match self.progress.len() {
+            0 => String::new(),
+            1 => " after 1 tool_progress frame".to_string(),
+            n => format!(" after {n} tool_progress frames"),
+        };
         match waited {
             Waited::Frame(ExtFrame::ToolResult {
                 content, is_error, ..
@@ -802,7 +919,7 @@ impl Session<'_> {
                 if let Err(why) = check_content(&content) {
                     return r.fail(check, why);
                 }
-                let ms = started.elapsed().as_millis();
+                let ms = format!("{}{progress}", started.elapsed().as_millis());
                 if is_error {
                     let text = content
                         .iter()
@@ -817,6 +934,14 @@ impl Session<'_> {
                 }
             }
             Waited::Frame(_) => {}
+            Waited::Timeout if !self.progress.is_empty() => r.fail(
+                check,
+                format!(
+                    "no tool_result within {} ms of the last of {} tool_progress frames (ZUT_TOOL_TIMEOUT_MS, at most ten times it in all)",
+                    self.d.tool.as_millis(),
+                    self.progress.len()
+                ),
+            ),
             Waited::Timeout => r.fail(
                 check,
                 format!(
@@ -866,6 +991,7 @@ impl Session<'_> {
     }
 
     /// Sends `command_invoked` without args; `Ok(error text)` on an answer.
+    #[allow(clippy::result_large_err)] // see `Waited`
     fn request_command(&mut self, c: &CommandEntry) -> Result<Option<String>, Waited> {
         let id = self.id();
         self.child.send(&HostFrame::CommandInvoked {
@@ -926,6 +1052,179 @@ impl Session<'_> {
             };
         }
         Ok("nothing registered to ask; shutdown checks the rest".into())
+    }
+
+    /// Records one `subscribe` (repeats merge, as in zut).
+    fn subscribe(&mut self, events: &[String], intercept: &[String]) {
+        for e in events {
+            if !self.events.contains(e) {
+                self.events.push(e.clone());
+            }
+        }
+        for e in intercept {
+            if interceptable(e) && !self.intercepts.contains(e) {
+                self.intercepts.push(e.clone());
+            }
+        }
+    }
+
+    /// One `event_intercept` per subscribed intercept, each answered
+    /// within the intercept deadline (zut waits that long on every model
+    /// request, then goes on without the answer).
+    fn intercepts(&mut self, r: &mut Report<'_, '_>) {
+        for kind in self.intercepts.clone() {
+            if !self.alive() {
+                return;
+            }
+            let check = format!("intercept {kind}");
+            let id = self.id();
+            let mut frame = sample_payload(&kind);
+            frame["type"] = json!("event_intercept");
+            frame["id"] = json!(id);
+            self.child.send_value(&frame);
+            let started = Instant::now();
+            match self.wait_for(
+                started + self.d.intercept,
+                |f| matches!(f, ExtFrame::EventInterceptResponse { id: got, .. } if *got == id),
+            ) {
+                Waited::Frame(ExtFrame::EventInterceptResponse { block, .. }) => r.pass(
+                    check,
+                    format!(
+                        "answered in {} ms{}",
+                        started.elapsed().as_millis(),
+                        if block { " (block)" } else { "" }
+                    ),
+                ),
+                Waited::Frame(_) => {}
+                Waited::Timeout => r.fail(
+                    check,
+                    format!(
+                        "no event_intercept_response within {} ms (ZUT_INTERCEPT_TIMEOUT_MS); zut would wait that long on every model request and then skip it",
+                        self.d.intercept.as_millis()
+                    ),
+                ),
+                Waited::Gone => {
+                    r.fail(check, "the process went away (see exit)");
+                    self.gone_during = Some(format!("the {kind} intercept"));
+                }
+            }
+        }
+    }
+
+    /// One `event` of each subscribed kind, then a request to show the
+    /// extension took them in its stride.
+    fn events(&mut self, tools: &[ToolEntry], commands: &[CommandEntry], r: &mut Report<'_, '_>) {
+        let sent: Vec<String> = self
+            .events
+            .iter()
+            .filter(|e| known_event(e))
+            .cloned()
+            .collect();
+        if sent.is_empty() || !self.alive() {
+            return;
+        }
+        for kind in &sent {
+            let mut frame = sample_payload(kind);
+            frame["type"] = json!("event");
+            self.child.send_value(&frame);
+        }
+        match self.probe(tools, commands) {
+            Ok(how) => r.pass("events", format!("sent {}; {how}", sent.join(", "))),
+            Err(why) => {
+                if self.child.eof || self.child.status.is_some() {
+                    self.gone_during = Some("the subscribed events".into());
+                }
+                r.fail("events", format!("after {}: {why}", sent.join(", ")));
+            }
+        }
+    }
+
+    /// Registrations that came after `ready`: zut takes them (late
+    /// registration), so only one it would refuse is a warning.
+    fn late_registrations(&mut self, r: &mut Report<'_, '_>) {
+        // Whatever is already buffered.
+        while let Some(ev) = self.next_event(Instant::now()) {
+            match ev {
+                Ev::Line(line) => {
+                    let _ = self.frame(&line);
+                }
+                ev => self.note(ev),
+            }
+        }
+        let mut taken = Vec::new();
+        let mut fine = Vec::new();
+        for late in std::mem::take(&mut self.late) {
+            let late = match late {
+                Late::Frame(f) => Err(*f),
+                other => Ok(other),
+            };
+            match late {
+                Err(ExtFrame::RegisterCommand { name, description }) => {
+                    let shown = format!("/{name}");
+                    match self.registry.add_command(CommandEntry {
+                        name,
+                        description,
+                        ext: 1,
+                        extension: self.m.name.clone(),
+                    }) {
+                        Ok(()) => fine.push(shown),
+                        Err(why) => taken.push(why),
+                    }
+                }
+                Err(ExtFrame::RegisterTool {
+                    name,
+                    description,
+                    schema,
+                    deferred,
+                    interactive,
+                }) => {
+                    let shown = name.clone();
+                    match self.registry.add_tool(ToolEntry {
+                        name,
+                        description,
+                        schema: schema.unwrap_or(Value::Null),
+                        deferred,
+                        interactive,
+                        ext: 1,
+                        extension: self.m.name.clone(),
+                    }) {
+                        Ok(()) => fine.push(shown),
+                        Err(why) => taken.push(why),
+                    }
+                }
+                Err(ExtFrame::Subscribe { events, intercept }) => {
+                    self.subscribe(&events, &intercept);
+                    fine.push("subscribe".into());
+                }
+                Err(_) | Ok(Late::Frame(_)) => {}
+                Ok(Late::UnregisterTool(name)) => fine.push(format!("unregister {name}")),
+                Ok(Late::UnregisterCommand(name)) => fine.push(format!("unregister /{name}")),
+            }
+        }
+        for why in taken {
+            r.warn(
+                "late registration",
+                format!("after ready: {why}; zut refuses it with a warning"),
+            );
+        }
+        if !fine.is_empty() {
+            r.pass(
+                "late registration",
+                format!("after ready: {}; zut takes these", fine.join(", ")),
+            );
+        }
+        if !self.stray_progress.is_empty() {
+            let ids = std::mem::take(&mut self.stray_progress);
+            r.fail(
+                "tool progress",
+                format!(
+                    "{} tool_progress frame{} named no running call ({}); the id must be the tool_call's",
+                    ids.len(),
+                    if ids.len() == 1 { "" } else { "s" },
+                    shorten(&ids.join(", "), 120)
+                ),
+            );
+        }
     }
 
     /// A host frame of a type the extension cannot know must be ignored.
@@ -1112,7 +1411,17 @@ impl Session<'_> {
             }
         }
         if self.problems.is_empty() && self.unknown_types.is_empty() {
-            return r.pass("stdout", "every line was a frame");
+            if self.lines_seen > 0 {
+                r.pass(
+                    "stdout",
+                    format!(
+                        "all {} line{} were frames",
+                        self.lines_seen,
+                        if self.lines_seen == 1 { "" } else { "s" }
+                    ),
+                );
+            }
+            return;
         }
         for (kind, (count, first)) in &self.problems {
             let times = if *count == 1 {
@@ -1120,10 +1429,19 @@ impl Session<'_> {
             } else {
                 format!(" ({count} lines)")
             };
-            r.fail(
-                "stdout",
-                format!("{kind}{times}; stdout is for frames only, log to stderr: {first}"),
+            // zut skips a line that is not a frame with a warning and the
+            // extension stays connected; a malformed frame of a known type
+            // or an over-long line costs more.
+            let skipped = matches!(
+                *kind,
+                "a line that is not UTF-8" | "an empty line" | "a line that is not a JSON object"
             );
+            let why = format!("{kind}{times}; stdout is for frames only, log to stderr: {first}");
+            if skipped {
+                r.warn("stdout", format!("{why} (zut skips it with a warning)"));
+            } else {
+                r.fail("stdout", why);
+            }
         }
         for (t, (count, first)) in &self.unknown_types {
             let times = if *count == 1 {
@@ -1137,6 +1455,41 @@ impl Session<'_> {
             );
         }
     }
+}
+
+/// Whether zut sends events named `e`.
+fn known_event(e: &str) -> bool {
+    KNOWN_EVENTS.contains(&e) || ADDED_EVENTS.contains(&e)
+}
+
+/// Whether zut lets extensions intercept `e`.
+fn interceptable(e: &str) -> bool {
+    INTERCEPTABLE_EVENTS.contains(&e) || ADDED_INTERCEPTS.contains(&e)
+}
+
+/// A plausible payload of event `kind` (without `type` and `id`).
+fn sample_payload(kind: &str) -> Value {
+    let session = json!({"id": "zut-ext-test-session", "cwd": "/"});
+    let mut v = match kind {
+        "turn_start" => json!({"step": 1}),
+        "turn_end" => json!({"stop": "end_turn"}),
+        "tool_call" => {
+            json!({"tool_id": "call_1", "tool_name": "bash", "tool_args": {"command": "ls", "timeout": 5}})
+        }
+        "tool_confirmation_requested" => {
+            json!({"tool_id": "call_1", "tool_name": "bash", "tool_args": {"command": "ls", "timeout": 5}, "tool_preview": "ls"})
+        }
+        "assistant_message" => json!({"text": "zut ext test: an assistant message"}),
+        "user_message" => json!({"text": "zut ext test: a prompt"}),
+        "tool_result" => {
+            json!({"tool_id": "call_1", "tool_name": "read", "tool_args": {"path": "README.md"}, "is_error": false, "content": [{"type": "text", "text": "zut ext test: a result"}]})
+        }
+        "agent_end" => json!({"text": "zut ext test: a final answer", "steps": 1, "continued": 0}),
+        k if k.starts_with("session_") => json!({"session": session, "state": null}),
+        _ => json!({}),
+    };
+    v["event"] = json!(kind);
+    v
 }
 
 /// The `type` of a frame line, for messages.

@@ -211,9 +211,7 @@ fn outside(link: &Path, target: &Path) -> String {
 /// at `link` (relative to the root).
 fn relative_link(link: &Path, target: &Path) -> PathBuf {
     let depth = link.parent().map_or(0, |p| p.components().count());
-    let mut out: PathBuf = std::iter::repeat(Component::ParentDir)
-        .take(depth)
-        .collect();
+    let mut out: PathBuf = std::iter::repeat_n(Component::ParentDir, depth).collect();
     out.push(target);
     if out.as_os_str().is_empty() {
         out.push(".");

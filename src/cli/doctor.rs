@@ -178,7 +178,7 @@ fn report(host: &Host, l: &Loaded) -> Report {
         (_, LoadOutcome::ThemeOnly) => r.status = "theme-only",
         (_, LoadOutcome::Failed(message)) => {
             r.status = "error";
-            r.error = Some(message.clone());
+            r.error = Some(without_repeated_context(message));
             if let Some(m) = m {
                 r.log = Some(
                     crate::paths::ext_log(&host_home(host), &m.name)
@@ -328,4 +328,24 @@ pub fn render_json(reports: &[Report]) -> String {
         "{}\n",
         serde_json::to_string_pretty(&doc).unwrap_or_default()
     )
+}
+
+/// A load failure as the host reports it carries the extension's context
+/// block (name, directory, executable, log) for readers that see nothing
+/// else; the doctor report has those fields already, so they go.
+fn without_repeated_context(message: &str) -> String {
+    let mut lines = message.lines();
+    let first = lines.next().unwrap_or_default().to_string();
+    let rest = lines.filter(|l| {
+        let t = l.trim_start();
+        !(t.starts_with("extension ") && !t.contains(':')
+            || t.starts_with("directory: ")
+            || t.starts_with("executable: ")
+            || t.starts_with("log: ")
+            || t == "language: (not declared)")
+    });
+    std::iter::once(first)
+        .chain(rest.map(str::to_string))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

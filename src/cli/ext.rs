@@ -124,12 +124,9 @@ fn finish(name: &str, result: Outcome, io: &mut Io<'_>) -> i32 {
 }
 
 fn run_list(json: bool, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
-    let entries = discovery::discover(&Options {
-        cwd: ctx.cwd.clone(),
-        zut_home: ctx.zut_home.clone(),
-        ext_paths: ctx.ext_paths.clone(),
-        no_extensions: ctx.no_extensions,
-    });
+    // What is installed, whatever global flags (`--no-extensions`,
+    // `--ext`) stood before `ext`: they shape a run, not the listing.
+    let entries = installed(ctx);
     let rows = list::rows(&entries);
     if let Some(project) = entries.iter().find_map(|e| match &e.status {
         discovery::Status::Untrusted { project, .. } => Some(project),

@@ -138,6 +138,17 @@ pub(crate) fn install(req: &Request, ctx: &CliContext, io: &mut Io<'_>) -> Outco
     Ok(())
 }
 
+/// The last path segment of a git URL without `.git`: `https://host/a/todo.git`
+/// → `todo`. `None` when it is not a plausible directory name.
+fn name_from_url(url: &str) -> Option<&str> {
+    let last = url
+        .trim_end_matches('/')
+        .rsplit(['/', ':'])
+        .next()?
+        .trim_end_matches(".git");
+    (!last.is_empty() && !last.starts_with('.') && !last.contains('\\')).then_some(last)
+}
+
 /// Fills `staging` from the origin and validates the result.
 fn stage(
     origin: &Origin,
@@ -150,6 +161,18 @@ fn stage(
     match origin {
         Origin::Local(src) => stage_local(src, req, root, staging, io, warnings)?,
         Origin::Git(url) => {
+            // Most repositories are named after their extension: refuse a
+            // clash before a clone that may take minutes, not after it.
+            if let Some(name) = name_from_url(url).filter(|_| !req.force) {
+                let dest = root.join(name);
+                if dest.symlink_metadata().is_ok() {
+                    return Err(format!(
+                        "{} (the name {url} ends in); nothing was cloned",
+                        exists(&dest, name)
+                    )
+                    .into());
+                }
+            }
             stage_git(url, staging, io)?;
             // The name is known only from the cloned manifest: refuse an
             // existing one now, before any checks on the clone.
@@ -348,47 +371,41 @@ fn relabel(e: ManifestError, label: &str) -> String {
 
 fn check_executable(configured: &str, path: &Path, origin: &Origin) -> Outcome {
     let label = origin.label();
-    let meta = match fs::metadata(path) {
-        Ok(m) => m,
-        Err(_) => {
-            let hint = match origin {
-                Origin::Local(_) => {
-                    "build it before installing, or let install build it with --build=go or --build=cargo"
-                }
-                Origin::Git(_) => {
-                    "install builds only local paths: clone the repository, build it, then install the directory"
-                }
-            };
-            return Err(format!(
-                "extension executable {configured:?} is missing from {label}; {hint}"
-            )
-            .into());
-        }
+    let problem = match manifest::check_program(path) {
+        Ok(()) => return Ok(()),
+        Err(p) => p,
     };
-    if !meta.is_file() {
+    if let manifest::ExecProblem::Missing(_) = problem {
+        let hint = match origin {
+            Origin::Local(_) => {
+                "build it before installing, or let install build it with --build=go or --build=cargo"
+            }
+            Origin::Git(_) => {
+                "install builds only local paths: clone the repository, build it, then install the directory"
+            }
+        };
+        return Err(
+            format!("extension executable {configured:?} is missing from {label}; {hint}").into(),
+        );
+    }
+    if let manifest::ExecProblem::Directory(_) | manifest::ExecProblem::NotAFile(_) = problem {
         return Err(format!(
             "extension executable {configured:?} in {label} is not a regular file; point \"exec\" at the program"
         )
         .into());
     }
-    if !manifest::is_executable(path) {
-        let hint = match origin {
-            Origin::Local(src) => format!(
-                "run chmod +x {} and install again",
-                src.join(manifest::lexically_inside(Path::new(configured)).unwrap_or_default())
-                    .display()
-            ),
-            Origin::Git(_) => format!(
-                "mark it executable in the repository (git update-index --chmod=+x {}) and install again",
-                super::term::clean_cell(configured)
-            ),
-        };
-        return Err(format!(
-            "extension executable {configured:?} in {label} is not executable; {hint}"
-        )
-        .into());
-    }
-    Ok(())
+    let hint = match origin {
+        Origin::Local(src) => format!(
+            "run chmod +x {} and install again",
+            src.join(manifest::lexically_inside(Path::new(configured)).unwrap_or_default())
+                .display()
+        ),
+        Origin::Git(_) => format!(
+            "mark it executable in the repository (git update-index --chmod=+x {}) and install again",
+            super::term::clean_cell(configured)
+        ),
+    };
+    Err(format!("extension executable {configured:?} in {label} is not executable; {hint}").into())
 }
 
 fn exists(dest: &Path, name: &str) -> String {

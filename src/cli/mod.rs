@@ -26,7 +26,9 @@ mod logs;
 mod new;
 mod process;
 pub mod sessions;
-pub mod suggest;
+pub mod skills;
+/// The suggester moved below the CLI (skills use it too).
+pub use crate::suggest;
 mod term;
 pub mod trust;
 
@@ -67,7 +69,8 @@ pub struct Io<'a> {
 /// SIGINT/SIGTERM/SIGHUP into cancellation; returns the exit code.
 pub fn run_ext(args: &[String], ctx: &CliContext) -> i32 {
     let (canceller, token) = cancel::pair();
-    let bridge = term::SignalBridge::install(canceller);
+    // Signals keep their default action if the bridge cannot start.
+    let bridge = crate::signals::SignalBridge::cancel(canceller).ok();
     let stdout = std::io::stdout();
     let out_is_tty = stdout.is_terminal();
     let no_color = matches!(std::env::var_os("NO_COLOR"), Some(v) if !v.is_empty());
@@ -116,7 +119,7 @@ impl From<String> for Failure {
 /// Shorthand for fallible subcommand steps.
 pub(crate) type Outcome<T = ()> = Result<T, Failure>;
 
-/// Splits `zut [global flags] ext …` (see [`args::split_ext`]): `None` when
+/// Splits `zut [global flags] ext …` (see `args::split_ext`): `None` when
 /// it is not an `ext` invocation, `Some(Err(message))` for a global flag
 /// that does not apply to `ext` (a usage error).
 pub fn split_ext(args: &[String]) -> Option<Result<(Globals, &[String]), String>> {

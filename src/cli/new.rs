@@ -1,7 +1,7 @@
 //! `zut ext new NAME`: writes a small, working extension to start from.
 //!
-//! The scaffold registers the command `/NAME` (it displays "hello, <args or
-//! you> from NAME") and the tool `NAME_echo` (it returns its arguments as
+//! The scaffold registers the command `/NAME` (it displays `hello, <args or
+//! you> from NAME`) and the tool `NAME_echo` (it returns its arguments as
 //! text), and ships a README and a `test.sh` that runs `zut ext test .`.
 //!
 //! Invariants:
@@ -18,7 +18,6 @@
 
 use super::{Failure, Io, Outcome};
 use crate::host::manifest;
-use crate::host::registry::BUILTIN_COMMANDS;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -27,7 +26,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lang {
     Python,
+    /// Real TypeScript (`index.ts`, compiled with `npm run build`).
     TypeScript,
+    /// Plain JavaScript that node runs as it is, typed with `// @ts-check`.
+    JavaScript,
     Rust,
     Sh,
 }
@@ -38,22 +40,28 @@ impl Lang {
         match s.trim().to_ascii_lowercase().as_str() {
             "python" | "py" => Ok(Lang::Python),
             "typescript" | "ts" => Ok(Lang::TypeScript),
+            "javascript" | "js" => Ok(Lang::JavaScript),
             "rust" | "rs" => Ok(Lang::Rust),
             "sh" => Ok(Lang::Sh),
             other => Err(format!(
-                "unknown language {other:?}: choose rust, python, typescript or sh"
+                "unknown language {other:?}: choose rust, python, typescript, javascript or sh"
             )),
         }
     }
 }
 
 /// The Python SDK, written beside a Python scaffold.
-const PY_SDK: &str = include_str!("../../sdk/python/zut_ext.py");
+const PY_SDK: &str = include_str!("../../sdk/python/zut_ext/__init__.py");
 /// The TypeScript SDK's compiled JavaScript and its types.
 const TS_SDK: &str = include_str!("../../sdk/typescript/dist/index.js");
 const TS_SDK_TYPES: &str = include_str!("../../sdk/typescript/dist/index.d.ts");
 /// The Rust SDK's sources, written to `zut-ext/src/`.
 const RUST_SDK: &[(&str, &str)] = &[
+    (
+        "additions.rs",
+        include_str!("../../sdk/rust/src/additions.rs"),
+    ),
+    ("args.rs", include_str!("../../sdk/rust/src/args.rs")),
     ("lib.rs", include_str!("../../sdk/rust/src/lib.rs")),
     ("lines.rs", include_str!("../../sdk/rust/src/lines.rs")),
     ("results.rs", include_str!("../../sdk/rust/src/results.rs")),
@@ -64,7 +72,10 @@ const RUST_SDK: &[(&str, &str)] = &[
 const RUST_SDK_MANIFEST: &str = include_str!("../../sdk/rust/Cargo.toml");
 
 const PY_MAIN: &str = include_str!("scaffold/python_main.py");
-const TS_MAIN: &str = include_str!("scaffold/typescript_index.js");
+const JS_MAIN: &str = include_str!("scaffold/javascript_index.js");
+const TS_MAIN: &str = include_str!("scaffold/typescript_index.ts");
+const TS_PACKAGE: &str = include_str!("scaffold/typescript_package.json");
+const TS_CONFIG: &str = include_str!("scaffold/typescript_tsconfig.json");
 const SH_MAIN: &str = include_str!("scaffold/sh_main.sh");
 const RUST_MAIN: &str = include_str!("scaffold/rust_main.rs");
 const RUST_CARGO: &str = include_str!("scaffold/rust_Cargo.toml");
@@ -95,6 +106,13 @@ fn program(path: &str, text: impl Into<String>) -> File {
 
 /// Checks that `name` can name the extension, its command and its tool.
 pub(crate) fn check_name(name: &str, lang: Lang) -> Result<(), String> {
+    if name.starts_with('-') {
+        // `zut ext new -- -rf` would write a directory no shell command
+        // can name without care.
+        return Err(format!(
+            "invalid name {name:?}: a name cannot start with '-' (it reads as an option)"
+        ));
+    }
     manifest::check_name(name).map_err(|m| format!("invalid name: {m}"))?;
     if !name
         .chars()
@@ -109,7 +127,7 @@ pub(crate) fn check_name(name: &str, lang: Lang) -> Result<(), String> {
             "invalid name {name:?}: at most 59 characters (the tool {name}_echo must fit in 64)"
         ));
     }
-    if BUILTIN_COMMANDS.contains(&name.to_lowercase().as_str()) {
+    if crate::commands::is_reserved(name) {
         return Err(format!(
             "invalid name {name:?}: /{name} is a built-in zut command"
         ));
@@ -154,12 +172,24 @@ fn files(name: &str, lang: Lang) -> Vec<File> {
             out.push(program("main.py", fill(PY_MAIN)));
             out.push(file("zut_ext.py", PY_SDK));
         }
+        Lang::JavaScript => {
+            out.push(file(
+                "extension.json",
+                manifest_json("node", &["index.js"], "javascript"),
+            ));
+            out.push(program("index.js", fill(JS_MAIN)));
+            out.push(file("zut-ext.js", TS_SDK));
+            out.push(file("zut-ext.d.ts", TS_SDK_TYPES));
+        }
         Lang::TypeScript => {
             out.push(file(
                 "extension.json",
                 manifest_json("node", &["index.js"], "typescript"),
             ));
-            out.push(program("index.js", fill(TS_MAIN)));
+            out.push(file("index.ts", fill(TS_MAIN)));
+            out.push(file("package.json", fill(TS_PACKAGE)));
+            out.push(file("tsconfig.json", TS_CONFIG));
+            out.push(file(".gitignore", "/node_modules\n/index.js\n"));
             out.push(file("zut-ext.js", TS_SDK));
             out.push(file("zut-ext.d.ts", TS_SDK_TYPES));
         }
@@ -216,16 +246,31 @@ fn readme(name: &str, lang: Lang) -> String {
              - `zut_ext.py`: the zut Python SDK, copied here by `zut ext new`.\n",
             String::new(),
         ),
-        Lang::TypeScript => (
+        Lang::JavaScript => (
             "JavaScript for Node 18 or later, typed with `// @ts-check`",
-            "- `index.js`: the extension (handlers only); node runs it as it is;\n\
+            "- `index.js`: the extension (handlers only); node runs it as it is,\n  \
+             nothing to install or build;\n\
              - `zut-ext.js`, `zut-ext.d.ts`: the zut TypeScript SDK (compiled)\n  \
              and its types, copied here by `zut ext new`.\n\n\
-             To write TypeScript instead, rename `index.js` to `index.ts`, import\n\
-             with `import * as zx from \"./zut-ext.js\"`, and compile it back to\n\
-             `index.js` with `npx tsc --module commonjs --target es2020 index.ts`\n\
-             (the manifest runs `node index.js`).\n",
+             For TypeScript with a compile step, start from\n\
+             `zut ext new NAME --lang typescript` instead.\n",
             String::new(),
+        ),
+        Lang::TypeScript => (
+            "TypeScript for Node 18 or later",
+            "- `index.ts`: the extension (handlers only);\n\
+             - `package.json`, `tsconfig.json`: `npm run build` compiles `index.ts`\n  \
+             to `index.js`, which the manifest runs;\n\
+             - `zut-ext.js`, `zut-ext.d.ts`: the zut TypeScript SDK (compiled)\n  \
+             and its types, copied here by `zut ext new`; nothing else is needed\n  \
+             at run time.\n",
+            "Build it first (zut runs `index.js`):\n\n\
+             ```sh\nnpm install && npm run build\n```\n\n\
+             `npm install` fetches the TypeScript compiler (the `typescript`\n\
+             package, a development dependency) once; `npm run build` then\n\
+             works offline. With a warm npm cache, `npm install --offline` needs\n\
+             no network either. Run `npm run build` again after each change.\n\n"
+                .to_string(),
         ),
         Lang::Sh => (
             "plain POSIX sh, without an SDK",
@@ -339,6 +384,7 @@ pub(crate) fn run(
     };
     let next = match lang {
         Lang::Rust => format!("  cd {shown} && cargo build --release && cd -\n"),
+        Lang::TypeScript => format!("  cd {shown} && npm install && npm run build && cd -\n"),
         _ => String::new(),
     };
     let _ = writeln!(
@@ -347,6 +393,7 @@ pub(crate) fn run(
         match lang {
             Lang::Python => "python",
             Lang::TypeScript => "typescript",
+            Lang::JavaScript => "javascript",
             Lang::Rust => "rust",
             Lang::Sh => "sh",
         }

@@ -164,7 +164,7 @@ fn show(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), SessionError> {
-    let s = store.open(id)?;
+    let s = store.read(id)?;
     if let Some(w) = s.warning() {
         let _ = writeln!(err, "warning: {w}");
     }
@@ -222,6 +222,10 @@ fn message_lines(i: usize, m: &Message) -> Vec<String> {
                     lines.push(format!("  {l}"));
                 }
             }
+            Block::Thinking { thinking, .. } => {
+                lines.push(format!("  [thinking: {}]", clean(&one_line(thinking, 100))));
+            }
+            Block::RedactedThinking { .. } => lines.push("  [redacted thinking]".into()),
             Block::Image { mime_type, data } => {
                 lines.push(format!(
                     "  [image {} ({} bytes base64)]",

@@ -1,15 +1,11 @@
 //! Terminal concerns of the CLI: stripping control sequences from untrusted
-//! text, colouring table cells, and turning signals into cancellation.
+//! text and colouring table cells.
 //!
 //! Text from extensions (manifest descriptions, log files) is untrusted:
 //! table cells and lines go through [`crate::sanitize`] before they reach a
 //! terminal.
 
-use crate::cancel::Canceller;
 use crate::sanitize::sanitize;
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-use signal_hook::iterator::{Handle, Signals};
-use std::thread::JoinHandle;
 
 /// `s` without control sequences, newlines or tabs: one table cell.
 pub(crate) fn clean_cell(s: &str) -> String {
@@ -47,46 +43,6 @@ pub(crate) fn paint(text: &str, paint: Paint, color: bool) -> String {
         Paint::Red => "31",
     };
     format!("\x1b[{code}m{text}\x1b[0m")
-}
-
-/// Cancels a [`Canceller`] on SIGINT, SIGTERM or SIGHUP while alive.
-///
-/// Once installed, these signals no longer kill the process: every
-/// long-running step checks the token and rolls back. Child processes in
-/// the foreground process group receive a terminal's SIGINT themselves.
-pub(crate) struct SignalBridge {
-    handle: Handle,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl SignalBridge {
-    /// Starts the bridge; `None` (signals keep their default action) if the
-    /// handlers cannot be registered.
-    pub(crate) fn install(canceller: Canceller) -> Option<Self> {
-        let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).ok()?;
-        let handle = signals.handle();
-        let thread = std::thread::Builder::new()
-            .name("zut-ext-signals".into())
-            .spawn(move || {
-                for _ in signals.forever() {
-                    canceller.cancel();
-                }
-            })
-            .ok()?;
-        Some(SignalBridge {
-            handle,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for SignalBridge {
-    fn drop(&mut self) {
-        self.handle.close();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 #[cfg(test)]

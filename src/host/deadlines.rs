@@ -16,6 +16,9 @@ pub struct Deadlines {
     /// `hello_ack` → `ready`; after it the extension is auto-readied with a
     /// warning that doctor shows.
     pub ready: Duration,
+    /// Silence after `hello_ack` (or after its last frame) that readies an
+    /// extension which sent no `ready`.
+    pub idle_ready: Duration,
     /// `command_invoked` → `command_response`.
     pub command: Duration,
     /// `tool_call` → `tool_result` (not for interactive tools).
@@ -41,11 +44,12 @@ impl Default for Deadlines {
         Deadlines {
             hello: Duration::from_millis(10_000),
             ready: Duration::from_millis(3_000),
+            idle_ready: Duration::from_millis(250),
             command: Duration::from_millis(30_000),
             tool: Duration::from_millis(60_000),
             intercept: Duration::from_millis(5_000),
             shutdown_grace: Duration::from_millis(2_000),
-            kill_grace: Duration::from_millis(1_000),
+            kill_grace: Duration::from_millis(crate::proc::DEFAULT_KILL_GRACE_MS),
             write: Duration::from_millis(5_000),
             torn_frame: Duration::from_millis(250),
             exit_drain: Duration::from_millis(1_000),
@@ -67,11 +71,12 @@ impl Deadlines {
         Deadlines {
             hello: ms("ZUT_HELLO_TIMEOUT_MS", d.hello),
             ready: ms("ZUT_READY_TIMEOUT_MS", d.ready),
+            idle_ready: d.idle_ready,
             command: ms("ZUT_COMMAND_TIMEOUT_MS", d.command),
             tool: ms("ZUT_TOOL_TIMEOUT_MS", d.tool),
             intercept: ms("ZUT_INTERCEPT_TIMEOUT_MS", d.intercept),
             shutdown_grace: ms("ZUT_SHUTDOWN_GRACE_MS", d.shutdown_grace),
-            kill_grace: ms("ZUT_KILL_GRACE_MS", d.kill_grace),
+            kill_grace: ms(crate::proc::KILL_GRACE_ENV, d.kill_grace),
             write: ms("ZUT_WRITE_TIMEOUT_MS", d.write),
             torn_frame: d.torn_frame,
             exit_drain: d.exit_drain.min(ms("ZUT_HELLO_TIMEOUT_MS", d.hello)),

@@ -34,8 +34,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use zut_ext::wire::{
-    DecodeError, EventPayload, ExtFrame, HostFrame, Panel, SessionInfo, INTERCEPTABLE_EVENTS,
-    KNOWN_EVENTS, PROTOCOL_VERSION,
+    DecodeError, EventPayload, ExtFrame, HostFrame, Panel, SessionInfo, FEATURE_LATE_REGISTRATION,
+    INTERCEPTABLE_EVENTS, KNOWN_EVENTS, PROTOCOL_VERSION,
 };
 
 /// Requests from the handle.
@@ -70,6 +70,10 @@ pub(super) enum Urgent {
     Shutdown { reply: Sender<Vec<ExtReport>> },
 }
 
+/// What `hello_ack.features` lists: the additions beyond the reference
+/// protocol this host honours.
+pub(super) const HOST_FEATURES: &[&str] = &[FEATURE_LATE_REGISTRATION];
+
 /// Most events one extension may cause before it is reported loaded, and
 /// their bytes: past either it is disconnected (a flood before `ready`).
 const HELD_EVENTS: usize = 1024;
@@ -91,6 +95,11 @@ enum Registration {
         schema: Value,
         deferred: bool,
         interactive: bool,
+    },
+    /// A late `unregister_tool` / `unregister_command`.
+    Remove {
+        name: String,
+        command: bool,
     },
 }
 
@@ -116,6 +125,9 @@ struct ExtState {
     held_bytes: usize,
     /// Hello or ready deadline while handshaking.
     deadline: Option<Instant>,
+    /// While registering: the latest moment of auto-ready, however busy it
+    /// is (`ZUT_READY_TIMEOUT_MS` after `hello_ack`).
+    ready_by: Option<Instant>,
     /// Set once its threads reported the exit.
     exited: Option<Option<std::process::ExitStatus>>,
     /// It answered `shutdown` with `shutdown_ack`.
@@ -540,6 +552,7 @@ impl Dispatcher {
                 held: Some(Vec::new()),
                 held_bytes: 0,
                 deadline: None,
+                ready_by: None,
                 exited: None,
                 acked: false,
             };
@@ -612,8 +625,21 @@ impl Dispatcher {
             }
             None => return Err(fail("no exec".into())),
         };
-        let stderr = process::open_log(&log, &m.name, &m.version)
-            .map_err(|e| fail(format!("cannot open log: {e}")))?;
+        // A read-only $ZUT_HOME (a container, a locked-down home) must not
+        // stop extensions: their stderr then goes nowhere.
+        let stderr = match process::open_log(&log, &m.name, &m.version) {
+            Ok(file) => file,
+            Err(e) => {
+                log::warn!(
+                    "cannot open {}: {e}; the extension's stderr is discarded",
+                    log.display()
+                );
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/null")
+                    .map_err(|e| fail(format!("cannot open log: {e}")))?
+            }
+        };
         let spawned = process::spawn(&program, &m.args, &m.dir, stderr)
             .map_err(|e| fail(format!("spawn: {e}")))?;
         let ext = ExtId {
@@ -884,10 +910,18 @@ impl Dispatcher {
                     }
                 }
                 Phase::Registering => {
-                    let msg = format!(
-                        "sent no ready frame within {} ms; auto-readied",
-                        d.ready.as_millis()
-                    );
+                    let msg = if e.ready_by.is_some_and(|t| t <= now) {
+                        format!(
+                            "sent no ready frame within {} ms; auto-readied",
+                            d.ready.as_millis()
+                        )
+                    } else {
+                        format!(
+                            "sent no ready frame and nothing else for {} ms; auto-readied",
+                            d.idle_ready.as_millis()
+                        )
+                    };
+                    e.ready_by = None;
                     process::log_line(&e.log(), &msg);
                     e.warnings.push(msg);
                     e.phase = Phase::Ready { auto: true };
@@ -1142,9 +1176,22 @@ impl Dispatcher {
                 ),
             };
         }
+        if self.exts[i].phase == Phase::Registering {
+            Self::restart_idle(&mut self.exts[i], &self.config.deadlines, Instant::now());
+        }
         match frame {
             ExtFrame::Hello { .. } => {
                 process::log_line(&self.exts[i].log(), "duplicate hello ignored")
+            }
+            ExtFrame::UnregisterTool { name } => self.unregister(i, name, false),
+            ExtFrame::UnregisterCommand { name } => self.unregister(i, name, true),
+            ExtFrame::ToolProgress { id, .. } => {
+                // Progress normally reaches its call on the reader; one that
+                // gets here matched no call still waiting.
+                process::log_line(
+                    &self.exts[i].log(),
+                    &format!("tool_progress for id {id} ignored: no such call is running"),
+                )
             }
             ExtFrame::RegisterCommand { name, description } => {
                 self.register(i, Registration::Command { name, description })
@@ -1170,6 +1217,7 @@ impl Dispatcher {
                 if e.phase == Phase::Registering {
                     e.phase = Phase::Ready { auto: false };
                     e.deadline = None;
+                    e.ready_by = None;
                 }
             }
             ExtFrame::Subscribe { events, intercept } => self.on_subscribe(i, events, intercept),
@@ -1201,14 +1249,19 @@ impl Dispatcher {
                     text,
                 },
             ),
+            // The position as sent: the terminal places it, JSON and RPC
+            // clients see what the extension asked for.
             ExtFrame::Widget {
-                id, title, lines, ..
+                id,
+                title,
+                lines,
+                position,
             } => self.emit_from(
                 i,
                 Event::ExtWidget {
                     extension: name,
                     id,
-                    position: "above_input".into(),
+                    position,
                     title,
                     lines,
                 },
@@ -1330,10 +1383,14 @@ impl Dispatcher {
             extension_dir: e.entry.dir.display().to_string(),
             data_dir: e.entry.dir.display().to_string(),
             session: self.session.clone(),
+            features: HOST_FEATURES.iter().map(|f| f.to_string()).collect(),
         };
         if conn.try_send(&ack).is_ok() {
+            let now = Instant::now();
             e.phase = Phase::Registering;
-            e.deadline = Some(Instant::now() + self.config.deadlines.ready);
+            e.ready_by = Some(now + self.config.deadlines.ready);
+            e.deadline = e.ready_by;
+            Self::restart_idle(e, &self.config.deadlines, now);
         }
     }
 
@@ -1369,8 +1426,48 @@ impl Dispatcher {
             staged.push(reg);
             return;
         }
+        let before = registered(&self.registry, self.exts[i].id);
         self.apply_registration(i, reg);
         self.publish();
+        self.tools_changed(i, before);
+    }
+
+    /// A late `unregister_tool` / `unregister_command`: the name is gone
+    /// from the next provider request (a command at once).
+    fn unregister(&mut self, i: usize, name: String, command: bool) {
+        if let Some(staged) = self.exts[i].staged.as_mut() {
+            staged.push(Registration::Remove { name, command });
+            return;
+        }
+        let before = registered(&self.registry, self.exts[i].id);
+        self.apply_registration(i, Registration::Remove { name, command });
+        self.publish();
+        self.tools_changed(i, before);
+    }
+
+    /// Sends `ext_tools_changed` when extension `i`'s names differ from
+    /// `before` (commands, tools) and its `ext_loaded` is out.
+    fn tools_changed(&mut self, i: usize, before: (Vec<String>, Vec<String>)) {
+        let now = registered(&self.registry, self.exts[i].id);
+        if now == before || self.exts[i].held.is_some() {
+            return;
+        }
+        let (commands, tools) = now;
+        self.emit(Event::ExtToolsChanged {
+            extension: self.exts[i].entry.name(),
+            tools,
+            commands,
+        });
+    }
+
+    /// Moves the idle auto-ready deadline to 250 ms from `now`, never past
+    /// the ready timeout.
+    fn restart_idle(e: &mut ExtState, d: &Deadlines, now: Instant) {
+        let idle = now + d.idle_ready;
+        e.deadline = Some(match e.ready_by {
+            Some(by) => by.min(idle),
+            None => idle,
+        });
     }
 
     /// Applies a registration now; refusals go to the extension's log, its
@@ -1402,6 +1499,28 @@ impl Dispatcher {
                 ext: id,
                 extension: name,
             }),
+            Registration::Remove {
+                name: gone,
+                command,
+            } => {
+                let removed = if command {
+                    self.registry.remove_command(id, &gone)
+                } else {
+                    self.registry.remove_tool(id, &gone)
+                };
+                let kind = if command { "command" } else { "tool" };
+                let msg = if removed {
+                    format!("unregistered {kind} {gone:?}")
+                } else {
+                    format!("unregister_{kind} {gone:?} ignored: it has no such {kind}")
+                };
+                process::log_line(&self.exts[i].log(), &msg);
+                Err(String::new())
+            }
+        };
+        let result = match result {
+            Err(reason) if reason.is_empty() => return,
+            other => other,
         };
         if let Err(reason) = result {
             process::log_line(&self.exts[i].log(), &reason);

@@ -64,6 +64,7 @@ fn roomy() -> Deadlines {
     Deadlines {
         hello: Duration::from_secs(20),
         ready: Duration::from_secs(20),
+        idle_ready: Duration::from_secs(20),
         command: Duration::from_secs(20),
         tool: Duration::from_secs(60),
         intercept: Duration::from_secs(20),
@@ -432,5 +433,82 @@ fn a_slow_reader_gets_a_600_frame_burst_whole() {
     assert!(!events(&sink)
         .iter()
         .any(|e| matches!(e, Event::ExtError { .. })));
+    host.shutdown();
+}
+
+#[test]
+fn late_registrations_and_withdrawals_apply_at_once_and_are_reported() {
+    let sb = sandbox(&["late"], roomy());
+    let (host, _, sink) = start(&sb, |mut p| {
+        p.hello();
+        p.register_tool("t");
+        p.ready();
+        while let Some(f) = p.recv() {
+            match f["type"].as_str() {
+                Some("tool_call") => {
+                    p.send(json!({"type": "register_tool", "name": "later"}));
+                    p.send(json!({"type": "register_command", "name": "cmd"}));
+                    p.send(json!({"type": "unregister_tool", "name": "t"}));
+                    p.send(json!({"type": "unregister_tool", "name": "nobody"}));
+                    p.reply(&f, "done");
+                }
+                Some("shutdown") => return,
+                _ => {}
+            }
+        }
+    });
+    assert_eq!(text_of(&call(&host, "t", json!({}))), "done");
+    let tools: Vec<String> = host.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(tools, vec!["later".to_string()]);
+    let commands: Vec<String> = host.commands().into_iter().map(|c| c.name).collect();
+    assert_eq!(commands, vec!["cmd".to_string()]);
+    let changes: Vec<(Vec<String>, Vec<String>)> = events(&sink)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::ExtToolsChanged {
+                tools, commands, ..
+            } => Some((tools, commands)),
+            _ => None,
+        })
+        .collect();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        changes,
+        vec![
+            (s(&["t", "later"]), s(&[])),
+            (s(&["t", "later"]), s(&["cmd"])),
+            (s(&["later"]), s(&["cmd"])),
+        ],
+        "one event per change, none for a name it does not own"
+    );
+    host.shutdown();
+}
+
+#[test]
+fn a_quiet_extension_is_auto_ready_after_the_idle_silence_not_the_ready_timeout() {
+    let sb = sandbox(
+        &["quiet"],
+        Deadlines {
+            idle_ready: Duration::from_millis(100),
+            ..roomy()
+        },
+    );
+    let started = std::time::Instant::now();
+    let (host, report, _) = start(&sb, |mut p| {
+        p.hello();
+        p.register_tool("t");
+        p.serve("served");
+    });
+    let Outcome::Started(r) = &report.loaded[0].outcome else {
+        panic!("{:?}", report.loaded[0].outcome)
+    };
+    assert_eq!(r.phase, Phase::Ready { auto: true });
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "waited for the 20 s ready timeout"
+    );
+    let warning = "sent no ready frame and nothing else for 100 ms; auto-readied";
+    assert!(r.warnings.iter().any(|w| w == warning), "{:?}", r.warnings);
+    assert_eq!(text_of(&call(&host, "t", json!({}))), "served");
     host.shutdown();
 }

@@ -314,6 +314,79 @@ pub fn find_on_path(name: &str, search: Option<&std::ffi::OsStr>) -> Result<Path
     ))
 }
 
+/// Why a manifest's `exec` cannot be started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExecProblem {
+    /// A relative `exec` names a directory.
+    Directory(PathBuf),
+    /// A relative `exec` names nothing.
+    Missing(PathBuf),
+    /// A relative `exec` names something that is neither a file nor a
+    /// directory (a FIFO, a device).
+    NotAFile(PathBuf),
+    /// A relative `exec` names a file without an execute bit.
+    NotExecutable(PathBuf),
+    /// A launcher name is not on the search path (the message says where
+    /// it was looked for).
+    NotOnPath(String),
+}
+
+impl std::fmt::Display for ExecProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExecProblem::Directory(p) => write!(
+                f,
+                "executable {} is a directory, not a program; point \"exec\" at the file to run",
+                p.display()
+            ),
+            ExecProblem::Missing(p) => write!(f, "executable {} does not exist", p.display()),
+            ExecProblem::NotAFile(p) => {
+                write!(f, "executable {} is not a regular file", p.display())
+            }
+            ExecProblem::NotExecutable(p) => {
+                write!(
+                    f,
+                    "executable {} is not executable (chmod +x it)",
+                    p.display()
+                )
+            }
+            ExecProblem::NotOnPath(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for ExecProblem {}
+
+impl Exec {
+    /// The program to start: a relative `exec` checked on disk, a launcher
+    /// found on `search` (default: `PATH`). The one check of an `exec`
+    /// before a start.
+    pub fn program(&self, search: Option<&std::ffi::OsStr>) -> Result<PathBuf, ExecProblem> {
+        match self {
+            Exec::Relative { path, .. } => {
+                check_program(path)?;
+                Ok(path.clone())
+            }
+            Exec::Launcher { configured } => {
+                find_on_path(configured, search).map_err(ExecProblem::NotOnPath)
+            }
+        }
+    }
+}
+
+/// Whether `path` is a program zut can start: a regular file with an
+/// execute bit.
+pub fn check_program(path: &Path) -> Result<(), ExecProblem> {
+    let owned = || path.to_path_buf();
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(ExecProblem::Directory(owned())),
+        Ok(m) if !m.is_file() => Err(ExecProblem::NotAFile(owned())),
+        Ok(_) if is_executable(path) => Ok(()),
+        Ok(_) => Err(ExecProblem::NotExecutable(owned())),
+        Err(_) => Err(ExecProblem::Missing(owned())),
+    }
+}
+
 /// A regular file with an execute bit.
 pub fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
@@ -325,6 +398,33 @@ pub fn is_executable(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn programs_are_checked_once_with_the_reason() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("run");
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        let problem = check_program(&file).unwrap_err();
+        assert_eq!(problem, ExecProblem::NotExecutable(file.clone()));
+        assert!(problem.to_string().contains("chmod +x"), "{problem}");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(check_program(&file), Ok(()));
+        assert!(matches!(
+            check_program(dir.path()),
+            Err(ExecProblem::Directory(_))
+        ));
+        let gone = dir.path().join("gone");
+        assert!(check_program(&gone)
+            .unwrap_err()
+            .to_string()
+            .ends_with("does not exist"));
+        let launcher = Exec::Launcher {
+            configured: "no-such-launcher-zut".into(),
+        };
+        let e = launcher.program(Some(dir.path().as_os_str())).unwrap_err();
+        assert!(matches!(e, ExecProblem::NotOnPath(_)), "{e}");
+    }
 
     fn write(dir: &Path, json: &str) {
         std::fs::write(dir.join(MANIFEST_FILE), json).unwrap();

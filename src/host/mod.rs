@@ -6,7 +6,7 @@
 //!   request table. Every frame that is not a reply, every stray line, EOF
 //!   and the exit go to one **inbox**, tagged with the instance and its
 //!   generation.
-//! - [`dispatcher`]: one thread that owns all host state (phases,
+//! - `dispatcher`: one thread that owns all host state (phases,
 //!   registrations, subscriptions, warnings, load order, the registry, the
 //!   session identity) and runs one `select!` over the urgent lane, the
 //!   command channel, the inbox and the nearest deadline. After every change
@@ -479,6 +479,38 @@ impl HostHandle {
         })
     }
 
+    /// [`HostHandle::all_extensions`], waiting at most `wait` for the
+    /// dispatcher; past it (the dispatcher busy) the last report given.
+    pub fn all_extensions_within(&self, wait: std::time::Duration) -> Vec<ExtReport> {
+        let last = || {
+            self.inner
+                .last
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+        };
+        if self.inner.stopped.load(Ordering::SeqCst) {
+            return last();
+        }
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        if self
+            .inner
+            .channels
+            .commands
+            .send(Command::Report { reply: tx })
+            .is_err()
+        {
+            return last();
+        }
+        match rx.recv_timeout(wait) {
+            Ok(report) => {
+                *self.inner.last.lock().unwrap_or_else(|p| p.into_inner()) = report.clone();
+                report
+            }
+            Err(_) => last(),
+        }
+    }
+
     fn next_id(&self) -> u64 {
         self.inner.next_id.fetch_add(1, Ordering::Relaxed)
     }
@@ -700,6 +732,18 @@ impl HostHandle {
         event: Option<&str>,
         states: HashMap<String, Value>,
     ) {
+        self.set_session_with_reason(info, event, "", states)
+    }
+
+    /// [`HostHandle::set_session`] whose event carries `reason`
+    /// (`session_compacted`: `manual` or `auto`).
+    pub fn set_session_with_reason(
+        &self,
+        info: Option<SessionInfo>,
+        event: Option<&str>,
+        reason: &str,
+        states: HashMap<String, Value>,
+    ) {
         let _ = self.inner.channels.commands.send(Command::Session {
             info: info.clone(),
             event: event.map(str::to_string),
@@ -715,6 +759,7 @@ impl HostHandle {
             let payload = EventPayload {
                 session: info.clone(),
                 state: states.get(&e.name).cloned(),
+                reason: reason.to_string(),
                 ..EventPayload::named(event)
             };
             let _ = e.conn.send(&HostFrame::Event(payload));
@@ -813,7 +858,6 @@ fn wait_reply(rx: &Receiver<Reply>, timeout: Option<Duration>, cancel: &CancelTo
 }
 
 /// Drops empty text blocks and makes unknown blocks visible; never empty.
-
 fn normalise_content(content: Vec<ContentBlock>, extension: &str) -> Vec<ContentBlock> {
     let mut out: Vec<ContentBlock> = content
         .into_iter()
@@ -950,7 +994,7 @@ impl HostHandle {
             ext.conn.forget(id);
             match reply {
                 Wait::Reply(Ok(frame)) => {
-                    if !each(&ext, frame) {
+                    if !each(ext, frame) {
                         return;
                     }
                 }
@@ -1131,6 +1175,16 @@ fn json_kind(v: &Value) -> &'static str {
     }
 }
 
+/// Sends the dispatcher a request made with a reply channel and waits for
+/// the answer; the default when the dispatcher is gone.
+fn ask<T: Default, M>(to: &Sender<M>, request: impl FnOnce(Sender<T>) -> M) -> T {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    if to.send(request(tx)).is_err() {
+        return T::default();
+    }
+    rx.recv().unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1158,14 +1212,4 @@ mod tests {
             vec![ContentBlock::text("(extension returned no content)")]
         );
     }
-}
-
-/// Sends the dispatcher a request made with a reply channel and waits for
-/// the answer; the default when the dispatcher is gone.
-fn ask<T: Default, M>(to: &Sender<M>, request: impl FnOnce(Sender<T>) -> M) -> T {
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    if to.send(request(tx)).is_err() {
-        return T::default();
-    }
-    rx.recv().unwrap_or_default()
 }

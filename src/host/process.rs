@@ -31,7 +31,7 @@ const LOG_MODE: u32 = 0o600;
 /// Opens (creating) the log in append mode and writes the start header.
 pub fn open_log(path: &Path, name: &str, version: &str) -> io::Result<File> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        crate::paths::create_private_dir(dir)?;
     }
     let mut f = OpenOptions::new()
         .create(true)

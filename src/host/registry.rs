@@ -2,8 +2,9 @@
 //!
 //! Rules (spec "Registration"): command names match case-insensitively and
 //! keep the first registration's spelling; the first registration of a name
-//! wins, in load order; built-in commands win over every extension; reserved
-//! tool names can never be claimed. A refused registration is returned as a
+//! wins, in load order; the names of zut's built-in commands
+//! ([`crate::commands`], every mode's) and reserved tool names can never be
+//! claimed. A refused registration is returned as a
 //! reason the caller logs in the extension's own log and reports.
 //!
 //! Caps keep one extension from flooding the model's context or zut's
@@ -21,24 +22,6 @@ pub const MAX_TOOL_DESCRIPTION_BYTES: usize = 16 * 1024;
 
 /// The most tools one extension may register.
 pub const MAX_TOOLS_PER_EXTENSION: usize = 128;
-
-/// Slash commands the host implements itself; extensions cannot take them.
-pub const BUILTIN_COMMANDS: &[&str] = &[
-    "help",
-    "clear",
-    "quit",
-    "exit",
-    "reload-ext",
-    "model",
-    "settings",
-    "skills",
-    "fork",
-    "tree",
-    "resume",
-    "new",
-    "compact",
-    "cd",
-];
 
 /// An active command.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,7 +68,7 @@ impl Registry {
                 entry.name
             ));
         }
-        if BUILTIN_COMMANDS.contains(&key.as_str()) {
+        if crate::commands::is_reserved(&key) {
             return Err(format!(
                 "command /{} refused: it is a built-in zut command",
                 entry.name
@@ -195,6 +178,28 @@ impl Registry {
     /// Active tools in registration order.
     pub fn tools(&self) -> impl Iterator<Item = &ToolEntry> {
         self.tool_order.iter().filter_map(|k| self.tools.get(k))
+    }
+
+    /// Withdraws tool `name` if extension instance `ext` owns it.
+    pub fn remove_tool(&mut self, ext: u64, name: &str) -> bool {
+        if !self.tools.get(name).is_some_and(|t| t.ext == ext) {
+            return false;
+        }
+        self.tools.remove(name);
+        self.tool_order.retain(|k| k != name);
+        true
+    }
+
+    /// Withdraws command `name` (case-insensitive) if extension instance
+    /// `ext` owns it.
+    pub fn remove_command(&mut self, ext: u64, name: &str) -> bool {
+        let key = name.to_lowercase();
+        if !self.commands.get(&key).is_some_and(|c| c.ext == ext) {
+            return false;
+        }
+        self.commands.remove(&key);
+        self.command_order.retain(|k| *k != key);
+        true
     }
 
     /// Drops everything extension instance `ext` registered.

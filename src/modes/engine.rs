@@ -1,7 +1,7 @@
 //! The engine behind every front end: the [`Core`] implementation.
 //!
 //! It owns the host handle and a worker thread that owns the agent. Every
-//! request of a front end becomes a [`Job`] on the worker's queue (prompts
+//! request of a front end becomes a `Job` on the worker's queue (prompts
 //! queue behind a running turn, in order); the worker runs one job at a
 //! time and reports everything on the front end's [`Event`] channel, ending
 //! each prompt or command with `done`. Abort cancels the running job's
@@ -12,15 +12,18 @@
 
 use crate::agent::{self, Agent, ConfirmRequest, Confirmer, Decision, Outcome};
 use crate::cancel::{self, CancelToken, Canceller};
+use crate::commands;
 use crate::events::{Event, EventSink};
 use crate::frontend::{CommandSummary, Core, CoreState, ExtensionSummary, Submitted, ToolSummary};
-use crate::host::{registry::BUILTIN_COMMANDS, HostHandle, Phase};
+use crate::host::{HostHandle, Phase};
 use crate::provider::Message;
 use crate::session::{Session, Store};
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+
+mod now;
 
 /// What the engine needs besides the host.
 pub struct EngineConfig {
@@ -38,6 +41,8 @@ pub struct EngineConfig {
     pub session: Option<Session>,
     /// Claude Code hooks (zut-hooks(7)).
     pub hooks: Arc<crate::hooks::Hooks>,
+    /// The front end, for which built-in commands run ([`commands`]).
+    pub front: commands::Mode,
 }
 
 /// One unit of work for the worker.
@@ -63,6 +68,10 @@ struct Shared {
     /// skipped (abort with `drop_queued`).
     seq: u64,
     dropped: u64,
+    /// Prompt jobs submitted and not started, oldest first, and the ones
+    /// taken back (skipped when their turn comes).
+    queued_prompts: Vec<u64>,
+    withdrawn: Vec<u64>,
     current: Option<Canceller>,
     model: String,
     provider: String,
@@ -71,6 +80,12 @@ struct Shared {
     /// The transcript of the active branch, kept current by the agent's
     /// observer, for `state()`.
     messages: Vec<Message>,
+    /// Sequence of the last job finished (or skipped).
+    finished: u64,
+    /// [`Core::settled`] receivers, each with the job it waits for.
+    settling: Vec<(u64, Sender<()>)>,
+    /// This run's provider usage, added up from the agent's `usage` events.
+    usage: crate::provider::usage::Totals,
 }
 
 /// Where the agent's messages and extension states go: the active session
@@ -78,6 +93,12 @@ struct Shared {
 struct Recorder {
     session: Arc<Mutex<Option<Session>>>,
     shared: Arc<Mutex<Shared>>,
+    /// For an automatic compaction's `session` event and the extensions'
+    /// `session_compacted`.
+    host: HostHandle,
+    events: Sender<Event>,
+    /// Config `auto_compact` (default true).
+    auto_compact: bool,
 }
 
 impl agent::Observer for Recorder {
@@ -103,6 +124,32 @@ impl agent::Observer for Recorder {
                 Err(e) => Err(e.to_string()),
             },
         }
+    }
+
+    fn compact_point(&self) -> Option<usize> {
+        if !self.auto_compact {
+            return None;
+        }
+        lock(&self.session).as_ref()?.compact_point()
+    }
+
+    fn compact(&mut self, summary: &str, reason: &str) -> Result<Vec<Message>, String> {
+        let (info, messages, states) = {
+            let mut guard = lock(&self.session);
+            let s = guard.as_mut().ok_or("no session to compact")?;
+            s.compact_with_reason(summary.to_string(), reason)
+                .map_err(|e| e.to_string())?;
+            (s.info(), s.messages().to_vec(), s.states().clone())
+        };
+        lock(&self.shared).messages = messages.clone();
+        let _ = self.events.send(session_event(&info, "compact"));
+        self.host.set_session_with_reason(
+            Some(info),
+            Some("session_compacted"),
+            reason,
+            states.into_iter().collect(),
+        );
+        Ok(messages)
     }
 }
 
@@ -154,6 +201,9 @@ impl Confirmer for Confirms {
     }
 }
 
+/// A tool list and the host view it was built from.
+type ToolsCache = (Arc<crate::host::View>, Arc<[ToolSummary]>);
+
 /// The engine: a [`Core`] over a host handle and a worker thread.
 pub struct Engine {
     jobs: Mutex<Option<Sender<(u64, Job)>>>,
@@ -162,23 +212,30 @@ pub struct Engine {
     events: Sender<Event>,
     confirms: Arc<Confirms>,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Disconnected when the worker thread has ended.
+    worker_ended: Receiver<()>,
     store: Option<Store>,
     /// The active session (the worker's), discarded at shutdown when
     /// nothing was recorded in it.
     session: Arc<Mutex<Option<Session>>>,
     /// The last tool list and the host view it was built from.
-    tools_cache: Mutex<Option<(Arc<crate::host::View>, Arc<[ToolSummary]>)>>,
+    tools_cache: Mutex<Option<ToolsCache>>,
 }
+
+/// The longest [`Core::state`] waits for the dispatcher's extension
+/// report before it answers with the last one.
+const STATE_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Sends agent events into the front end's channel.
-struct ChannelSink(Sender<Event>);
+struct ChannelSink(Sender<Event>, Arc<Mutex<Shared>>);
 
 impl EventSink for ChannelSink {
     fn emit(&self, event: Event) {
+        crate::provider::usage::count(&event, &mut lock(&self.1).usage);
         let _ = self.0.send(event);
     }
 }
@@ -203,6 +260,7 @@ impl Engine {
         }
         let store = config.store.clone();
         crate::hooks::announce(&config.hooks, lock(&session).as_ref(), &events);
+        let (ended_tx, worker_ended) = crossbeam_channel::bounded::<()>(0);
         let engine = Arc::new(Engine {
             jobs: Mutex::new(Some(tx)),
             shared: shared.clone(),
@@ -210,6 +268,7 @@ impl Engine {
             events: events.clone(),
             confirms: confirms.clone(),
             worker: Mutex::new(None),
+            worker_ended,
             store,
             session: session.clone(),
             tools_cache: Mutex::new(None),
@@ -225,7 +284,10 @@ impl Engine {
         };
         let handle = std::thread::Builder::new()
             .name("zut-agent".into())
-            .spawn(move || worker.run(rx));
+            .spawn(move || {
+                let _ended = ended_tx;
+                worker.run(rx)
+            });
         match handle {
             Ok(h) => *lock(&engine.worker) = Some(h),
             Err(e) => log::error!("cannot start the agent thread: {e}"),
@@ -239,6 +301,9 @@ impl Engine {
         s.pending += 1;
         s.seq += 1;
         let seq = s.seq;
+        if matches!(job, Job::Prompt(_)) {
+            s.queued_prompts.push(seq);
+        }
         drop(s);
         if let Some(tx) = lock(&self.jobs).as_ref() {
             let _ = tx.send((seq, job));
@@ -273,6 +338,7 @@ impl Core for Engine {
         let mut s = lock(&self.shared);
         if drop_queued {
             s.dropped = s.seq;
+            s.queued_prompts.clear();
         }
         if let Some(c) = s.current.as_ref() {
             c.cancel();
@@ -333,23 +399,10 @@ impl Core for Engine {
             queued: s.pending,
             session: s.session.clone(),
             messages: s.messages.clone(),
+            usage: s.usage,
             ..CoreState::default()
         };
         drop(s);
-        if let Some(store) = &self.store {
-            state.sessions = store
-                .list()
-                .into_iter()
-                .map(|s| crate::frontend::SessionSummary {
-                    id: s.id,
-                    parent_id: s.parent_id,
-                    path: s.path.display().to_string(),
-                    fork_point: s.fork_point,
-                    title: s.title,
-                    updated: s.updated,
-                })
-                .collect();
-        }
         if let Some(skills) = self.host.view().skills.clone() {
             state.skills = skills
                 .skills
@@ -363,9 +416,11 @@ impl Core for Engine {
         }
         state.commands = self.commands();
         state.tools = self.tools().to_vec();
+        // Bounded: a dispatcher busy past the deadline leaves the last
+        // report it gave, never a front end waiting.
         state.extensions = self
             .host
-            .all_extensions()
+            .all_extensions_within(STATE_WAIT)
             .into_iter()
             .map(|e| ExtensionSummary {
                 running: matches!(e.phase, Phase::Ready { .. } | Phase::Registering),
@@ -381,6 +436,50 @@ impl Core for Engine {
             })
             .collect();
         state
+    }
+
+    fn settled(&self) -> Receiver<()> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let mut s = lock(&self.shared);
+        if s.finished >= s.seq {
+            let _ = tx.send(());
+        } else {
+            let seq = s.seq;
+            s.settling.push((seq, tx));
+        }
+        rx
+    }
+
+    fn list_sessions(&self) {
+        // On a thread of its own: reading every session file must neither
+        // hold up the front end nor wait behind a running turn.
+        let Some(store) = self.store.clone() else {
+            let _ = self.events.send(Event::Sessions {
+                sessions: Vec::new(),
+            });
+            return;
+        };
+        let events = self.events.clone();
+        let spawned = std::thread::Builder::new()
+            .name("zut-sessions".into())
+            .spawn(move || {
+                let sessions = store
+                    .list()
+                    .into_iter()
+                    .map(|s| crate::frontend::SessionSummary {
+                        id: s.id,
+                        parent_id: s.parent_id,
+                        path: s.path.display().to_string(),
+                        fork_point: s.fork_point,
+                        title: s.title,
+                        updated: s.updated,
+                    })
+                    .collect();
+                let _ = events.send(Event::Sessions { sessions });
+            });
+        if let Err(e) = spawned {
+            log::error!("cannot start the session lister: {e}");
+        }
     }
 
     fn commands(&self) -> Vec<CommandSummary> {
@@ -432,13 +531,41 @@ impl Core for Engine {
         tools
     }
 
+    fn withdraw_last(&self) -> bool {
+        let mut s = lock(&self.shared);
+        match s.queued_prompts.pop() {
+            Some(seq) => {
+                s.withdrawn.push(seq);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn command_now(&self, line: &str) -> bool {
+        self.extension_command_now(line)
+    }
+
     fn shutdown(&self) {
         self.abort(true);
         lock(&self.jobs).take();
         let w = lock(&self.worker).take();
-        if let Some(w) = w {
-            if w.join().is_err() {
-                log::error!("the agent thread panicked");
+        // An aborted job ends at once unless a tool is stuck in a system
+        // call nobody can interrupt (a hung NFS read, a device): then zut
+        // exits without it rather than never.
+        let wait = self.host.deadlines().shutdown_grace;
+        match self.worker_ended.recv_timeout(wait) {
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                log::warn!(
+                    "the agent thread did not end within {wait:?} of the abort; exiting without it"
+                )
+            }
+            _ => {
+                if let Some(w) = w {
+                    if w.join().is_err() {
+                        log::error!("the agent thread panicked");
+                    }
+                }
             }
         }
         // A run that recorded nothing (a command, an aborted start) leaves
@@ -454,6 +581,20 @@ impl Drop for Engine {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// Marks job `seq` finished and wakes whoever waits for it.
+fn finish(s: &mut Shared, seq: u64) {
+    s.finished = s.finished.max(seq);
+    let done = s.finished;
+    s.settling.retain(|(wanted, tx)| {
+        if *wanted <= done {
+            let _ = tx.send(());
+            false
+        } else {
+            true
+        }
+    });
 }
 
 /// The worker: owns the agent, runs one job at a time.
@@ -475,7 +616,13 @@ impl Worker {
             {
                 let mut s = lock(&self.shared);
                 s.pending = s.pending.saturating_sub(1);
+                s.queued_prompts.retain(|&q| q != seq);
+                if let Some(i) = s.withdrawn.iter().position(|&w| w == seq) {
+                    s.withdrawn.remove(i);
+                    continue;
+                }
                 if seq <= s.dropped {
+                    finish(&mut s, seq);
                     continue;
                 }
                 s.busy = true;
@@ -497,7 +644,11 @@ impl Worker {
             } else {
                 Event::Idle
             });
+            // After its events: whoever waits for the job finds them sent.
+            finish(&mut lock(&self.shared), seq);
         }
+        // No more jobs: nobody may wait for one (the receivers disconnect).
+        lock(&self.shared).settling.clear();
     }
 
     fn emit(&self, e: Event) {
@@ -522,6 +673,11 @@ impl Worker {
             }
             Job::Reload => self.reload(),
             Job::SetModel(model) => {
+                crate::provider::models::remember(
+                    &self.config.zut_home,
+                    &self.config.provider.provider,
+                    &model,
+                );
                 self.config.provider.model = Some(model.clone());
                 lock(&self.shared).model = model.clone();
                 if let Some(agent) = self.agent.as_mut() {
@@ -553,7 +709,8 @@ impl Worker {
                     .then(|| self.confirms.clone() as Arc<dyn Confirmer>),
                 hooks: self.config.hooks.clone(),
             };
-            let sink: Arc<dyn EventSink> = Arc::new(ChannelSink(self.events.clone()));
+            let sink: Arc<dyn EventSink> =
+                Arc::new(ChannelSink(self.events.clone(), self.shared.clone()));
             let mut agent = Agent::new(
                 provider,
                 self.host.clone(),
@@ -565,6 +722,9 @@ impl Worker {
             agent.set_observer(Some(Box::new(Recorder {
                 session: self.session.clone(),
                 shared: self.shared.clone(),
+                host: self.host.clone(),
+                events: self.events.clone(),
+                auto_compact: !self.config.provider.no_auto_compact,
             })));
             self.agent = Some(agent);
         }
@@ -644,7 +804,14 @@ impl Worker {
 
     fn switch(&mut self, id: &str) {
         let Ok(store) = self.store() else { return };
-        match store.open(id) {
+        // The active session is already open (and locked) here: switching
+        // to it re-activates it rather than opening it a second time.
+        let current = lock(&self.session).take_if(|s| s.id() == id);
+        let opened = match current {
+            Some(s) => Ok(s),
+            None => store.open(id),
+        };
+        match opened {
             Ok(s) => {
                 if let Some(w) = s.warning() {
                     self.emit(Event::ExtWarning {
@@ -675,10 +842,7 @@ impl Worker {
         };
         let _ = point;
         let mut ask = history;
-        let mut request = String::from(
-            "Summarize the conversation so far for your own later use: the goal, decisions, \
-             files touched and what remains to do. Answer with the summary only.",
-        );
+        let mut request = String::from(agent::auto_compact::SUMMARY_REQUEST);
         if let Some(extra) = instructions.filter(|i| !i.trim().is_empty()) {
             request.push_str("\n\n");
             request.push_str(extra.trim());
@@ -706,9 +870,10 @@ impl Worker {
                     agent.set_transcript(messages);
                 }
                 self.emit(session_event(&info, "compact"));
-                self.host.set_session(
+                self.host.set_session_with_reason(
                     Some(info),
                     Some("session_compacted"),
+                    "manual",
                     states.into_iter().collect(),
                 );
             }
@@ -740,6 +905,94 @@ impl Worker {
         }
     }
 
+    /// A built-in command of the table in [`commands`]: run here when it
+    /// works in this front end's mode, refused with where it works when not.
+    fn builtin(&mut self, builtin: &'static commands::Builtin, arg: &str, cancel: &CancelToken) {
+        let name = builtin.name;
+        if !builtin.works_in(self.config.front) {
+            return self.fail(format!(
+                "/{name} works only in {}",
+                builtin.where_it_works()
+            ));
+        }
+        let job = match name {
+            "help" => return self.display(name, self.help_text()),
+            "model" if arg.is_empty() => {
+                // The provider's list when it answers, else what is in use.
+                let current = lock(&self.shared).model.clone();
+                let text = match crate::provider::models::list(&self.config.provider) {
+                    Ok(ids) => crate::provider::models::listing(&ids, &current),
+                    Err(e) => {
+                        let s = lock(&self.shared);
+                        format!(
+                            "model: {} ({}); /model NAME to change it (the list of models is unavailable: {e})",
+                            s.model, s.provider
+                        )
+                    }
+                };
+                return self.display(name, text);
+            }
+            "model" => {
+                let _ = self.run_job(Job::SetModel(arg.to_string()), cancel);
+                return;
+            }
+            "reload-ext" => Job::Reload,
+            "new" => Job::NewSession,
+            "fork" if arg.is_empty() => Job::Fork(None),
+            "fork" => match arg.parse::<usize>() {
+                Ok(n) => Job::Fork(Some(n)),
+                Err(_) => return self.fail(format!("/fork takes a message index, not {arg:?}")),
+            },
+            "compact" => Job::Compact((!arg.is_empty()).then(|| arg.to_string())),
+            "resume" | "switch" if arg.is_empty() => {
+                return self.fail(format!(
+                    "/{name} needs a session id (zut sessions lists them)"
+                ))
+            }
+            "resume" | "switch" => Job::Switch(arg.to_string()),
+            // `/skills` is answered by the skills module before the table;
+            // a built-in of the table the engine does not run is a bug of
+            // the table, reported rather than ignored.
+            _ => return self.fail(format!("/{name} cannot run here")),
+        };
+        let _ = self.run_job(job, cancel);
+        self.emit(Event::CommandResult {
+            name: name.into(),
+            action: "noop".into(),
+            text: String::new(),
+        });
+    }
+
+    /// A built-in's `display` answer.
+    fn display(&self, name: &str, text: String) {
+        self.emit(Event::CommandResult {
+            name: name.into(),
+            action: "display".into(),
+            text,
+        });
+    }
+
+    /// `/help` outside the terminal: the commands that work in this mode,
+    /// then the skills prefix and the extensions' commands.
+    fn help_text(&self) -> String {
+        let mut lines: Vec<String> = commands::available(self.config.front)
+            .map(|b| format!("/{:<12} {}", b.name, b.description))
+            .collect();
+        let view = self.host.view();
+        if view.skills.is_some() {
+            lines.push(format!("/{:<12} run a skill", "skill:NAME"));
+        }
+        for c in view.registry.commands() {
+            lines.push(format!(
+                "/{:<12} {} [{}]",
+                c.name,
+                crate::sanitize::sanitize(&c.description),
+                c.extension
+            ));
+        }
+        lines.join("\n")
+    }
+
     /// `/name args`: a core built-in or an extension command.
     fn command(&mut self, line: &str, cancel: &CancelToken) {
         let line = line.trim().trim_start_matches('/');
@@ -748,58 +1001,12 @@ impl Worker {
             return self.skill_command(s, cancel);
         }
         let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        let lower = name.to_lowercase();
-        match lower.as_str() {
-            "reload-ext" => {
-                self.reload();
-                self.emit(Event::CommandResult {
-                    name: "reload-ext".into(),
-                    action: "noop".into(),
-                    text: String::new(),
-                });
-                return;
-            }
-            "model" if !args.trim().is_empty() => {
-                let _ = self.run_job(Job::SetModel(args.trim().to_string()), cancel);
-                return;
-            }
-            "new" | "fork" | "compact" | "resume" | "switch" => {
-                let arg = args.trim();
-                let job = match lower.as_str() {
-                    "new" => Job::NewSession,
-                    "fork" if arg.is_empty() => Job::Fork(None),
-                    "fork" => match arg.parse::<usize>() {
-                        Ok(n) => Job::Fork(Some(n)),
-                        Err(_) => {
-                            return self.fail(format!("/fork takes a message index, not {arg:?}"))
-                        }
-                    },
-                    "compact" => Job::Compact((!arg.is_empty()).then(|| arg.to_string())),
-                    _ if arg.is_empty() => {
-                        return self.fail(format!(
-                            "/{lower} needs a session id (zut sessions lists them)"
-                        ))
-                    }
-                    _ => Job::Switch(arg.to_string()),
-                };
-                let _ = self.run_job(job, cancel);
-                self.emit(Event::CommandResult {
-                    name: lower.clone(),
-                    action: "noop".into(),
-                    text: String::new(),
-                });
-                return;
-            }
-            _ => {}
-        }
-        if BUILTIN_COMMANDS.contains(&lower.as_str()) {
-            return self.fail(format!(
-                "/{name} is a command of the interactive terminal; it cannot run here"
-            ));
+        if let Some(builtin) = commands::find(name) {
+            return self.builtin(builtin, args.trim(), cancel);
         }
         let known = self.host.command(name).is_some();
         if !known && self.host.view().registry.gone_command(name).is_none() {
-            return self.fail(unknown_command(name, &self.host));
+            return self.fail(unknown_command(name, &self.host, self.config.front));
         }
         let reply = match self.host.invoke_command(name, args.trim(), cancel) {
             Ok(r) => r,
@@ -862,9 +1069,9 @@ pub fn session_event(info: &zut_ext::wire::SessionInfo, reason: &str) -> Event {
     }
 }
 
-/// "unknown command" with what is available and how to send the text as a
-/// prompt instead.
-pub fn unknown_command(name: &str, host: &HostHandle) -> String {
+/// "unknown command" with what is available in `mode` and how to send the
+/// text as a prompt instead.
+pub fn unknown_command(name: &str, host: &HostHandle, mode: commands::Mode) -> String {
     if let Some(hint) = &host.view().disabled_hint {
         return format!("no command /{name}; {hint}");
     }
@@ -874,18 +1081,7 @@ pub fn unknown_command(name: &str, host: &HostHandle) -> String {
         .commands()
         .map(|c| format!("/{}", c.name))
         .collect();
-    names.extend(
-        [
-            "/reload-ext",
-            "/model",
-            "/new",
-            "/fork",
-            "/compact",
-            "/resume",
-            "/skills",
-        ]
-        .map(String::from),
-    );
+    names.extend(commands::available(mode).map(|b| format!("/{}", b.name)));
     format!(
         "unknown command /{name}; available: {}. To send text that starts with / as a prompt, begin it with a space or with //",
         names.join(", ")

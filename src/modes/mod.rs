@@ -1,15 +1,19 @@
 //! Front ends. Each runs one `select!` loop over its own input and the
 //! [`Event`] channel of the [`engine::Engine`] (a [`crate::frontend::Core`]).
 //!
-//! - [`print`]: `-p`, final answer on stdout, notes and errors on stderr;
+//! - [`print`](mod@print): `-p`, final answer on stdout, notes and errors on stderr;
 //! - [`json`]: `--mode json`, every event as one JSON line on stdout;
-//! - [`tui`]: the interactive terminal, driven through [`crate::frontend::Core`].
-//! - [`rpc`]: `--mode rpc`, JSON-lines requests until stdin closes (its own loop).
+//! - [`tui`]: the interactive terminal, driven through [`crate::frontend::Core`];
+//! - [`rpc`]: `--mode rpc`, JSON-lines requests until stdin closes.
 //!
-//! Both run one prompt (or one slash command) through [`run_once`].
+//! Every mode starts through the one [`boot`] (session, host, announcement)
+//! and [`Booted::engine`]; print and JSON run one prompt (or one slash
+//! command) through [`run_once`]. JSON and RPC write stdout through the one
+//! policy of [`out`].
 
 pub mod engine;
 pub mod json;
+pub mod out;
 pub mod print;
 pub mod rpc;
 pub mod tui;
@@ -67,6 +71,9 @@ pub enum SessionChoice {
     Resume(String),
 }
 
+/// The store, the session and why it was opened (`new` or `resume`).
+pub type OpenedSession = (Option<Store>, Option<Session>, &'static str);
+
 /// Opens the run's session: the store, the session, and why (`new` or
 /// `resume`). A session id that does not exist is a usage error.
 pub fn open_session(
@@ -74,14 +81,29 @@ pub fn open_session(
     zut_home: &std::path::Path,
     cwd: &std::path::Path,
     quiet: bool,
-) -> Result<(Option<Store>, Option<Session>, &'static str), (i32, String)> {
+) -> Result<OpenedSession, (i32, String)> {
     if *choice == SessionChoice::None {
         return Ok((None, None, "new"));
     }
     let store = Store::new(zut_home, cwd);
     let fail = |e: crate::session::SessionError| (EXIT_FAILURE, format!("session: {e}"));
+    // A session another zut process is writing is continued in a branch
+    // of its own, so the two never interleave rows.
+    let open = |id: &str| match store.open(id) {
+        Err(crate::session::SessionError::Busy { .. }) => {
+            let fork = store.read(id).and_then(|s| s.fork(None))?;
+            if !quiet {
+                eprintln!(
+                    "zut: session {id} is open in another zut process; continuing in a new branch {} forked from it",
+                    fork.id()
+                );
+            }
+            Ok(fork)
+        }
+        other => other,
+    };
     let (session, reason) = match choice {
-        SessionChoice::Resume(id) => match store.open(id) {
+        SessionChoice::Resume(id) => match open(id) {
             Ok(s) => (s, "resume"),
             Err(crate::session::SessionError::Unknown { .. }) => {
                 return Err((
@@ -95,7 +117,7 @@ pub fn open_session(
             Err(e) => return Err(fail(e)),
         },
         SessionChoice::Continue => match store.latest() {
-            Some(id) => (store.open(&id).map_err(fail)?, "resume"),
+            Some(id) => (open(&id).map_err(fail)?, "resume"),
             None => {
                 if !quiet {
                     eprintln!("zut: no earlier session for this directory; starting a new one");
@@ -103,7 +125,18 @@ pub fn open_session(
                 (store.create().map_err(fail)?, "new")
             }
         },
-        _ => (store.create().map_err(fail)?, "new"),
+        _ => match store.create() {
+            Ok(s) => (s, "new"),
+            // Like tools in read-only containers: say it once and go on
+            // without a session rather than refuse to run.
+            Err(e @ crate::session::SessionError::Io { .. }) => {
+                if !quiet {
+                    eprintln!("zut: warning: cannot keep a session ({e}); going on without one");
+                }
+                return Ok((None, None, "new"));
+            }
+            Err(e) => return Err(fail(e)),
+        },
     };
     if let (Some(w), false) = (session.warning(), quiet) {
         eprintln!("zut: warning: {w}");
@@ -111,42 +144,137 @@ pub fn open_session(
     Ok((Some(store), Some(session), reason))
 }
 
-/// Runs one prompt or slash command and shuts the extensions down.
-pub fn run_once(mut run: Run, cancel: &CancelToken) -> i32 {
-    let (tx, rx) = crossbeam_channel::unbounded::<Event>();
-    let no_prompt = run.prompt.as_deref().is_none_or(|p| p.trim().is_empty());
+/// A front end's start, done: the host loaded, the session chosen and
+/// announced. Every mode boots through [`boot`].
+pub struct Booted {
+    pub host: HostHandle,
+    pub report: host::LoadReport,
+    pub store: Option<Store>,
+    pub session: Option<Session>,
+    /// Theme files of the loaded extensions, by extension name.
+    pub theme_paths: Vec<std::path::PathBuf>,
+}
+
+/// The one boot of every mode: opens the run's session (a print or JSON
+/// run that only loads keeps none), starts the host with the extensions
+/// discovered, and announces the session to them and on `events`. Errors
+/// are printed here; `Err` is the exit status.
+pub fn boot(
+    run: &Run,
+    front: crate::commands::Mode,
+    events: &crossbeam_channel::Sender<Event>,
+    cancel: &CancelToken,
+) -> Result<Booted, i32> {
+    let quiet = front == crate::commands::Mode::Rpc;
     let (store, session, reason) =
-        match open_session(&run.session, &run.host.zut_home, &run.host.cwd, false) {
+        match open_session(&run.session, &run.host.zut_home, &run.host.cwd, quiet) {
             Ok(x) => x,
             Err((code, message)) => {
                 eprintln!("zut: {message}");
-                return code;
+                return Err(code);
             }
         };
-    // A run that only loads extensions keeps no session.
+    let loads_only = front == crate::commands::Mode::Print
+        && run.prompt.as_deref().is_none_or(|p| p.trim().is_empty());
     let session = match session {
-        Some(s) if no_prompt => {
+        Some(s) if loads_only => {
             let _ = s.discard_if_empty();
             None
         }
         s => s,
     };
-    run.host.session = session.as_ref().map(Session::info);
+    let mut config = run.host.clone();
+    config.session = session.as_ref().map(Session::info);
+    if front == crate::commands::Mode::Rpc {
+        // Panel-driven tools need a person at a terminal.
+        config.interactive = false;
+    }
     let entries = host::discovery::discover(&run.discovery);
-    let (zut_home, cwd) = (run.host.zut_home.clone(), run.host.cwd.clone());
+    let theme_paths = {
+        let mut themed: Vec<&host::manifest::Manifest> = entries
+            .iter()
+            .filter_map(|e| match &e.status {
+                host::discovery::Status::Load(m) => Some(m),
+                _ => None,
+            })
+            .collect();
+        themed.sort_by(|a, b| a.name.cmp(&b.name));
+        themed.iter().flat_map(|m| m.themes.clone()).collect()
+    };
     let (host, report) = match HostHandle::start(
-        run.host.clone(),
+        config,
         entries,
         Some(run.discovery.clone()),
-        tx.clone(),
+        events.clone(),
         cancel,
     ) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("zut: {e}");
-            return EXIT_FAILURE;
+            return Err(EXIT_FAILURE);
         }
     };
+    announce_session(&host, events, session.as_ref(), reason);
+    Ok(Booted {
+        host,
+        report,
+        store,
+        session,
+        theme_paths,
+    })
+}
+
+impl Booted {
+    /// The engine over this boot's host and session, for `front`.
+    pub fn engine(
+        self,
+        run: &Run,
+        events: crossbeam_channel::Sender<Event>,
+        front: crate::commands::Mode,
+        can_confirm: bool,
+    ) -> std::sync::Arc<Engine> {
+        Engine::start(
+            self.host,
+            events,
+            EngineConfig {
+                provider: run.provider.clone(),
+                cwd: run.host.cwd.clone(),
+                zut_home: run.host.zut_home.clone(),
+                max_steps: run.max_steps,
+                yolo: run.yolo,
+                can_confirm,
+                store: self.store,
+                session: self.session,
+                front,
+                hooks: std::sync::Arc::new(crate::hooks::Hooks::load(
+                    &run.host.cwd,
+                    &run.host.zut_home,
+                    run.yolo,
+                    run.no_hooks,
+                )),
+            },
+        )
+    }
+}
+
+/// Hands a first line to the engine: `/name` runs a command; `//text`
+/// and ` /text` send text that starts with a slash as a prompt.
+fn submit_first(engine: &Engine, line: &str) {
+    match line.strip_prefix('/') {
+        Some(rest) if !rest.starts_with('/') => engine.command(line.to_string()),
+        Some(rest) => engine.prompt(rest.to_string()),
+        None => engine.prompt(line.trim_start().to_string()),
+    };
+}
+
+/// Runs one prompt or slash command and shuts the extensions down.
+pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
+    let (tx, rx) = crossbeam_channel::unbounded::<Event>();
+    let booted = match boot(&run, crate::commands::Mode::Print, &tx, cancel) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
+    let host = booted.host.clone();
     let mut front: Box<dyn Front> = match run.mode {
         Mode::Json => Box::new(json::JsonOut::new(cancel.clone())),
         _ => Box::new(print::Printer::default()),
@@ -158,7 +286,6 @@ pub fn run_once(mut run: Run, cancel: &CancelToken) -> i32 {
             eprintln!("zut: warning: {}", crate::sanitize::sanitize(&w.message));
         }
     }
-    announce_session(&host, &tx, session.as_ref(), reason);
     let prompt = run.prompt.clone().filter(|p| !p.trim().is_empty());
     let Some(prompt) = prompt else {
         // Load, report, stop: a check that every extension loads.
@@ -168,7 +295,8 @@ pub fn run_once(mut run: Run, cancel: &CancelToken) -> i32 {
             front.show(&e);
         }
         front.finish();
-        let failed = report
+        let failed = booted
+            .report
             .loaded
             .iter()
             .any(|l| matches!(l.outcome, host::Outcome::Failed(_)));
@@ -180,33 +308,9 @@ pub fn run_once(mut run: Run, cancel: &CancelToken) -> i32 {
             EXIT_OK
         };
     };
-    let engine = Engine::start(
-        host.clone(),
-        tx,
-        EngineConfig {
-            provider: run.provider.clone(),
-            cwd,
-            zut_home,
-            max_steps: run.max_steps,
-            yolo: run.yolo,
-            can_confirm: false,
-            store,
-            session,
-            hooks: std::sync::Arc::new(crate::hooks::Hooks::load(
-                &run.host.cwd,
-                &run.host.zut_home,
-                run.yolo,
-                run.no_hooks,
-            )),
-        },
-    );
-    // `/name` runs a command; `//text` and ` /text` send text that starts
-    // with a slash as a prompt.
-    match prompt.strip_prefix('/') {
-        Some(rest) if !rest.starts_with('/') => engine.command(prompt.clone()),
-        Some(rest) => engine.prompt(rest.to_string()),
-        None => engine.prompt(prompt.trim_start().to_string()),
-    };
+    drop(host);
+    let engine = booted.engine(&run, tx, crate::commands::Mode::Print, false);
+    submit_first(&engine, &prompt);
     let mut interrupted = false;
     let never = CancelToken::never();
     let mut signal = cancel;
@@ -247,73 +351,20 @@ pub fn run_once(mut run: Run, cancel: &CancelToken) -> i32 {
 }
 
 /// `zut` in a terminal: the host, the engine and the terminal UI's loop.
-pub fn run_interactive(mut run: Run) -> i32 {
+pub fn run_interactive(run: Run) -> i32 {
     let (tx, rx) = crossbeam_channel::unbounded::<Event>();
-    let (store, session, reason) =
-        match open_session(&run.session, &run.host.zut_home, &run.host.cwd, false) {
-            Ok(x) => x,
-            Err((code, message)) => {
-                eprintln!("zut: {message}");
-                return code;
-            }
-        };
-    run.host.session = session.as_ref().map(Session::info);
-    let entries = host::discovery::discover(&run.discovery);
-    let theme_paths: Vec<std::path::PathBuf> = {
-        let mut themed: Vec<&host::manifest::Manifest> = entries
-            .iter()
-            .filter_map(|e| match &e.status {
-                host::discovery::Status::Load(m) => Some(m),
-                _ => None,
-            })
-            .collect();
-        themed.sort_by(|a, b| a.name.cmp(&b.name));
-        themed.iter().flat_map(|m| m.themes.clone()).collect()
-    };
-    let (zut_home, cwd) = (run.host.zut_home.clone(), run.host.cwd.clone());
-    // Loading happens behind the UI's first frame would be nicer; for now
-    // the extensions load first (bounded by their deadlines), then the UI
+    // The extensions load first (bounded by their deadlines), then the UI
     // opens with their reports waiting in the channel.
-    let (host, _report) = match HostHandle::start(
-        run.host.clone(),
-        entries,
-        Some(run.discovery.clone()),
-        tx.clone(),
-        &CancelToken::never(),
-    ) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("zut: {e}");
-            return EXIT_FAILURE;
-        }
+    let front = crate::commands::Mode::Terminal;
+    let booted = match boot(&run, front, &tx, &CancelToken::never()) {
+        Ok(b) => b,
+        Err(code) => return code,
     };
-    announce_session(&host, &tx, session.as_ref(), reason);
-    let engine = Engine::start(
-        host,
-        tx,
-        EngineConfig {
-            provider: run.provider.clone(),
-            cwd,
-            zut_home: zut_home.clone(),
-            max_steps: run.max_steps,
-            yolo: run.yolo,
-            can_confirm: true,
-            store,
-            session,
-            hooks: std::sync::Arc::new(crate::hooks::Hooks::load(
-                &run.host.cwd,
-                &run.host.zut_home,
-                run.yolo,
-                run.no_hooks,
-            )),
-        },
-    );
-    if let Some(p) = run.prompt.clone().filter(|p| !p.trim().is_empty()) {
-        match p.strip_prefix('/') {
-            Some(rest) if !rest.starts_with('/') => engine.command(p.clone()),
-            Some(rest) => engine.prompt(rest.to_string()),
-            None => engine.prompt(p.trim_start().to_string()),
-        };
+    let theme_paths = booted.theme_paths.clone();
+    let zut_home = run.host.zut_home.clone();
+    let engine = booted.engine(&run, tx, front, true);
+    if let Some(p) = run.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
+        submit_first(&engine, p);
     }
     let core: std::sync::Arc<dyn Core> = engine.clone();
     let code = tui::run(
@@ -322,6 +373,7 @@ pub fn run_interactive(mut run: Run) -> i32 {
         tui::TuiOptions {
             zut_home,
             theme_paths,
+            project: run.host.cwd.clone(),
         },
     );
     engine.shutdown();

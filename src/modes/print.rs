@@ -119,6 +119,22 @@ impl super::Front for Printer {
                 self.failed = true;
                 format!("zut: {message}")
             }
+            Event::TurnEnd { stop, .. } if stop == "refusal" => {
+                self.failed = true;
+                match self.last_text.take().filter(|t| !t.trim().is_empty()) {
+                    Some(t) => format!("zut: the model refused to answer: {t}"),
+                    None => "zut: the model refused to answer".to_string(),
+                }
+            }
+            Event::Retry {
+                attempt,
+                wait_ms,
+                reason,
+            } => format!(
+                "zut: {reason}; trying again in {:.1} s (attempt {attempt} of {})",
+                *wait_ms as f64 / 1000.0,
+                crate::provider::MAX_TRIES
+            ),
             Event::Done => {
                 if !self.failed {
                     if let Some(t) = self.display.take() {

@@ -1,17 +1,24 @@
 //! `--mode rpc`: a long-running process that a program drives with JSON
 //! lines on stdin and reads JSON lines from on stdout (man zut-rpc(7)).
 //!
-//! Shape: stdin is read on its own thread, which frames lines (split on
-//! `\n`, one `\r` stripped, bounded length), parses them and sends them
-//! over a channel; closing the channel is end of input. The mode's one loop
-//! `select!`s over those requests, the engine's [`Event`] channel and the
-//! signal token, and is the only writer of stdout.
+//! Shape: stdin is read on its own thread, split into lines by the wire
+//! crate's [`LineReader`] (the one splitter of host and SDK), parsed and
+//! sent over a channel; closing the channel is end of input. The mode's one
+//! loop `select!`s over those requests, the engine's [`Event`] channel and
+//! the signal token, and writes stdout through the JSON-lines modes' one
+//! [`LineWriter`]: a response waits for the client to have room (a signal
+//! still ends the wait), an event that does not fit is dropped and counted,
+//! so a client that stops reading holds neither the loop nor memory.
 //!
 //! Invariants:
-//! - every request line gets exactly one `response` line, written before
-//!   any event the request causes (the engine only enqueues on this thread,
-//!   so its events reach the channel after the call returns and are
-//!   written after the response);
+//! - every request line gets exactly one `response` line, which describes
+//!   the state after the request: a query or a prompt is answered before
+//!   any event it causes (the engine only enqueues on this thread, so its
+//!   events reach the channel after the call returns); a change (`clear`,
+//!   `fork`, `switch`, `compact`, `set_model`, `reload_extensions`) is
+//!   answered once it took effect, after the events it caused
+//!   ([`Core::settled`]), and the requests after it wait for that answer,
+//!   except `abort`, `confirm` and `ping`, which act at once;
 //! - a line that is not a JSON object gets a response with `id: null` and
 //!   the process keeps serving;
 //! - with `ZUT_RPC_TOKEN` set, nothing but the failed response is written
@@ -22,19 +29,20 @@
 //!   their last events written) and exits 0; a signal does the same and
 //!   exits 130.
 
-use super::engine::{Engine, EngineConfig};
+use super::engine::Engine;
+use super::out::LineWriter;
 use super::{Run, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK};
 use crate::agent::Decision;
 use crate::cancel::CancelToken;
 use crate::events::Event;
 use crate::frontend::{Core, CoreState, Submitted, ToolSummary};
-use crate::host::{self, HostHandle};
 use crossbeam_channel::{Receiver, Sender};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::{HashSet, VecDeque};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::sync::Arc;
+use zut_ext::lines::{Line, LineReader};
 
 /// The major version of the request/response schema (`hello` says it).
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -42,20 +50,10 @@ pub const PROTOCOL_VERSION: u32 = 1;
 pub const TOKEN_ENV: &str = "ZUT_RPC_TOKEN";
 /// The longest request line accepted; a longer one is answered with a
 /// failure and skipped (prompts with pasted files fit comfortably).
-pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
+pub const MAX_LINE_BYTES: usize = zut_ext::lines::MAX_LINE_BYTES;
 /// Events kept while waiting for the token; later ones are dropped (and
 /// the count logged) so an unauthenticated client cannot grow memory.
 pub const HELD_EVENTS: usize = 1000;
-
-/// The slash commands the engine itself runs, listed by `list_commands`
-/// next to the extensions' commands.
-const CORE_COMMANDS: &[(&str, &str)] = &[
-    ("reload-ext", "restart every extension"),
-    (
-        "model",
-        "use another model from the next request on: /model NAME",
-    ),
-];
 
 /// One line from the client, framed and parsed on the reader thread.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,64 +70,40 @@ pub fn spawn_reader(input: impl std::io::Read + Send + 'static) -> Receiver<Inpu
     let (tx, rx) = crossbeam_channel::unbounded();
     let spawned = std::thread::Builder::new()
         .name("zut-rpc-stdin".into())
-        .spawn(move || read_lines(std::io::BufReader::with_capacity(64 * 1024, input), &tx));
+        .spawn(move || read_lines(input, &tx));
     if let Err(e) = spawned {
         log::error!("cannot start the stdin reader: {e}");
     }
     rx
 }
 
-/// Frames `input` into lines of at most [`MAX_LINE_BYTES`] and sends each
-/// non-blank one, parsed. Returns at end of input or when nobody listens.
-pub fn read_lines(mut input: impl BufRead, tx: &Sender<Input>) {
-    let mut line = Vec::new();
-    let mut too_long = false;
+/// Splits `input` into lines with the wire crate's [`LineReader`] (at most
+/// [`MAX_LINE_BYTES`]) and sends each non-blank one, parsed. Returns at end
+/// of input or when nobody listens.
+pub fn read_lines(input: impl std::io::Read, tx: &Sender<Input>) {
+    let mut reader = LineReader::with_limit(input, MAX_LINE_BYTES);
     loop {
-        let buf = match input.fill_buf() {
-            Ok(b) => b,
+        let input = match reader.next_line() {
+            Ok(Line::Eof) => return,
+            Ok(Line::Data(line)) if line.iter().all(u8::is_ascii_whitespace) => continue,
+            Ok(Line::Data(line)) => parse_line(&line),
+            Ok(Line::TooLong(_)) => Input::Bad(format!(
+                "request line longer than {MAX_LINE_BYTES} bytes; it was skipped"
+            )),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 log::warn!("rpc: cannot read standard input: {e}");
-                break;
-            }
-        };
-        if buf.is_empty() {
-            if too_long || !line.is_empty() {
-                let _ = tx.send(frame(&line, too_long));
-            }
-            return;
-        }
-        let newline = buf.iter().position(|&b| b == b'\n');
-        let chunk = &buf[..newline.unwrap_or(buf.len())];
-        if !too_long {
-            if line.len() + chunk.len() > MAX_LINE_BYTES {
-                too_long = true;
-                line = Vec::new();
-            } else {
-                line.extend_from_slice(chunk);
-            }
-        }
-        let used = newline.map_or(buf.len(), |i| i + 1);
-        input.consume(used);
-        if newline.is_some() {
-            let blank = !too_long && line.iter().all(u8::is_ascii_whitespace);
-            if !blank && tx.send(frame(&line, too_long)).is_err() {
                 return;
             }
-            line.clear();
-            too_long = false;
+        };
+        if tx.send(input).is_err() {
+            return;
         }
     }
 }
 
-/// One framed line as an [`Input`].
-fn frame(line: &[u8], too_long: bool) -> Input {
-    if too_long {
-        return Input::Bad(format!(
-            "request line longer than {MAX_LINE_BYTES} bytes; it was skipped"
-        ));
-    }
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+/// One line as an [`Input`].
+fn parse_line(line: &[u8]) -> Input {
     match serde_json::from_slice::<Value>(line) {
         Ok(Value::Object(m)) => Input::Request(m),
         Ok(_) => Input::Bad("a request must be a JSON object".into()),
@@ -312,10 +286,11 @@ enum Flow {
 
 /// The server side of one connection: answers requests through the core
 /// and writes events, holding them back until the client authenticated.
-struct Server<'a, W: Write> {
-    out: W,
-    /// The client stopped reading: nothing more is written.
-    broken: bool,
+struct Server<'a> {
+    /// Responses wait for room; events that do not fit are dropped.
+    out: LineWriter,
+    /// Events dropped since the client last had room for one.
+    out_dropped: usize,
     core: &'a dyn Core,
     token: Option<String>,
     authed: bool,
@@ -325,13 +300,18 @@ struct Server<'a, W: Write> {
     waiting: HashSet<u64>,
     /// The last `list_tools` answer, encoded, and the tool list it encodes.
     tools_answer: Option<(Arc<[ToolSummary]>, Vec<u8>)>,
+    /// A change request whose response waits until it took effect: the
+    /// core's signal, the request's id and type, the response data.
+    changing: Option<(Receiver<()>, Value, String, Vec<u8>)>,
+    /// Requests that came while a change was taking effect, in order.
+    later: VecDeque<Input>,
 }
 
-impl<'a, W: Write> Server<'a, W> {
-    fn new(out: W, core: &'a dyn Core, token: Option<String>) -> Self {
+impl<'a> Server<'a> {
+    fn new(out: LineWriter, core: &'a dyn Core, token: Option<String>) -> Self {
         Server {
             out,
-            broken: false,
+            out_dropped: 0,
             core,
             authed: token.is_none(),
             token,
@@ -339,6 +319,8 @@ impl<'a, W: Write> Server<'a, W> {
             dropped: 0,
             waiting: HashSet::new(),
             tools_answer: None,
+            changing: None,
+            later: VecDeque::new(),
         }
     }
 
@@ -362,17 +344,46 @@ impl<'a, W: Write> Server<'a, W> {
     }
 
     fn write_line(&mut self, line: &[u8]) {
-        if self.broken {
-            return;
+        self.out.send(line.to_vec());
+    }
+
+    /// An event line: written if the client has room for it, else dropped
+    /// and counted (the loop keeps serving, memory stays bounded); the
+    /// count is reported as a warning once there is room again.
+    fn write_event(&mut self, event: &Event) {
+        let encode = |e: &Event| {
+            let mut line = serde_json::to_vec(e).ok()?;
+            line.push(b'\n');
+            Some(line)
+        };
+        if self.out_dropped > 0 {
+            let note = Event::ExtWarning {
+                extension: "zut".into(),
+                message: format!(
+                    "{} events were dropped: the client did not read standard output",
+                    self.out_dropped
+                ),
+            };
+            match encode(&note).map(|l| self.out.offer(l)) {
+                Some(Err(_)) => {
+                    self.out_dropped += 1;
+                    return;
+                }
+                _ => {
+                    log::warn!(
+                        "rpc: {} events dropped (client not reading)",
+                        self.out_dropped
+                    );
+                    self.out_dropped = 0;
+                }
+            }
         }
-        if self
-            .out
-            .write_all(line)
-            .and_then(|_| self.out.flush())
-            .is_err()
-        {
-            log::warn!("rpc: standard output closed; nothing more is written");
-            self.broken = true;
+        let Some(line) = encode(event) else {
+            log::error!("rpc: cannot encode an event");
+            return;
+        };
+        if self.out.offer(line).is_err() {
+            self.out_dropped += 1;
         }
     }
 
@@ -391,7 +402,7 @@ impl<'a, W: Write> Server<'a, W> {
             _ => {}
         }
         if self.authed {
-            self.write(&event);
+            self.write_event(&event);
         } else if self.held.len() < HELD_EVENTS {
             self.held.push_back(event);
         } else {
@@ -399,8 +410,40 @@ impl<'a, W: Write> Server<'a, W> {
         }
     }
 
+    /// The signal of the change waiting to take effect, if any.
+    fn change_signal(&self) -> Option<Receiver<()>> {
+        self.changing.as_ref().map(|(rx, ..)| rx.clone())
+    }
+
+    /// The change took effect (its events are written): its response, then
+    /// the requests that waited for it, until one is a change again.
+    fn settle(&mut self) -> Flow {
+        if let Some((_, id, kind, data)) = self.changing.take() {
+            self.write_ok(&id, &kind, &data);
+        }
+        while self.changing.is_none() {
+            let Some(input) = self.later.pop_front() else {
+                break;
+            };
+            if self.input(input) == Flow::Refused {
+                return Flow::Refused;
+            }
+        }
+        Flow::Serve
+    }
+
     /// One input line: answered, and maybe the end of the connection.
+    /// While a change is taking effect, requests wait behind it, except
+    /// those that must act at once (`abort`, `confirm`, `ping`).
     fn input(&mut self, input: Input) -> Flow {
+        if self.changing.is_some() {
+            let urgent = matches!(&input, Input::Request(m)
+                if matches!(m.get("type").and_then(Value::as_str), Some("abort" | "confirm" | "ping")));
+            if !urgent {
+                self.later.push_back(input);
+                return Flow::Serve;
+            }
+        }
         let (id, kind, body) = match input {
             Input::Bad(why) => {
                 self.write(&Response::fail(Value::Null, Value::Null, why));
@@ -434,7 +477,21 @@ impl<'a, W: Write> Server<'a, W> {
             self.write(&r);
             return Flow::Refused;
         }
+        let changes = matches!(
+            request,
+            Request::Clear
+                | Request::Fork { .. }
+                | Request::Switch { .. }
+                | Request::Compact { .. }
+                | Request::SetModel { .. }
+                | Request::ReloadExtensions
+        );
         let success = match self.answer(request) {
+            Ok(data) if changes => {
+                // Answered once it took effect (a read that follows sees it).
+                self.changing = Some((self.core.settled(), id, kind.clone(), data));
+                true
+            }
             Ok(data) => {
                 self.write_ok(&id, &kind, &data);
                 true
@@ -470,7 +527,7 @@ impl<'a, W: Write> Server<'a, W> {
             );
         }
         while let Some(e) = self.held.pop_front() {
-            self.write(&e);
+            self.write_event(&e);
         }
     }
 
@@ -510,11 +567,8 @@ impl<'a, W: Write> Server<'a, W> {
             Request::GetState => state_data(&core.state()),
             Request::GetMessages => return Ok(field("messages", &core.state().messages)),
             Request::ListCommands => {
-                let mut list: Vec<Value> = CORE_COMMANDS
-                    .iter()
-                    .map(|(name, description)| {
-                        json!({"name": name, "description": description, "extension": null})
-                    })
+                let mut list: Vec<Value> = crate::commands::available(crate::commands::Mode::Rpc)
+                    .map(|b| json!({"name": b.name, "description": b.description, "extension": null}))
                     .collect();
                 list.extend(core.commands().iter().map(|c| {
                     json!({"name": c.name, "description": c.description, "extension": c.extension})
@@ -626,6 +680,7 @@ fn state_data(s: &CoreState) -> Value {
         "queued": s.queued,
         "message_count": s.messages.len(),
         "extensions": s.extensions,
+        "usage": crate::provider::usage::state_json(&s.usage),
     })
 }
 
@@ -646,62 +701,32 @@ pub fn run(run: Run, cancel: &CancelToken) -> i32 {
 pub fn serve(
     run: Run,
     requests: Receiver<Input>,
-    out: impl Write,
+    out: impl Write + Send + 'static,
     token: Option<String>,
     cancel: &CancelToken,
 ) -> i32 {
     let (tx, events) = crossbeam_channel::unbounded::<Event>();
-    let entries = host::discovery::discover(&run.discovery);
-    let (zut_home, cwd) = (run.host.zut_home.clone(), run.host.cwd.clone());
-    let (store, session, reason) = match super::open_session(&run.session, &zut_home, &cwd, true) {
-        Ok(x) => x,
-        Err((code, message)) => {
-            eprintln!("zut: {message}");
-            return code;
-        }
+    let front = crate::commands::Mode::Rpc;
+    let engine: Arc<Engine> = match super::boot(&run, front, &tx, cancel) {
+        Ok(booted) => booted.engine(&run, tx, front, !run.yolo),
+        Err(code) => return code,
     };
-    let mut host_config = run.host.clone();
-    host_config.session = session.as_ref().map(crate::session::Session::info);
-    // Panel-driven tools need a person at a terminal.
-    host_config.interactive = false;
-    let host = match HostHandle::start(
-        host_config,
-        entries,
-        Some(run.discovery.clone()),
-        tx.clone(),
-        cancel,
-    ) {
-        Ok((h, _report)) => h,
-        Err(e) => {
-            eprintln!("zut: {e}");
-            return EXIT_FAILURE;
-        }
-    };
-    super::announce_session(&host, &tx, session.as_ref(), reason);
-    let engine: Arc<Engine> = Engine::start(
-        host,
-        tx,
-        EngineConfig {
-            provider: run.provider.clone(),
-            cwd,
-            zut_home,
-            max_steps: run.max_steps,
-            yolo: run.yolo,
-            can_confirm: !run.yolo,
-            store,
-            session,
-            hooks: std::sync::Arc::new(crate::hooks::Hooks::load(
-                &run.host.cwd,
-                &run.host.zut_home,
-                run.yolo,
-                run.no_hooks,
-            )),
-        },
-    );
-    let mut server = Server::new(out, engine.as_ref(), token);
+    let mut server = Server::new(LineWriter::new(out, cancel.clone()), engine.as_ref(), token);
     let mut code = EXIT_OK;
+    let nothing = crossbeam_channel::never();
     loop {
+        let change = server.change_signal();
         crossbeam_channel::select! {
+            recv(change.as_ref().unwrap_or(&nothing)) -> _ => {
+                // The core sent the change's events before the signal.
+                for e in events.try_iter() {
+                    server.event(e);
+                }
+                if server.settle() == Flow::Refused {
+                    code = EXIT_FAILURE;
+                    break;
+                }
+            }
             recv(requests) -> r => match r {
                 Ok(input) => {
                     if server.input(input) == Flow::Refused {

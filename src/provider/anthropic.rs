@@ -12,12 +12,21 @@
 //! streamed so far), and `refusal` is a stop reason of its own. A stream is complete only with
 //! `message_stop`; anything shorter is a transport error, an `error` event a
 //! model error. Retries, abort and idle deadlines live in [`super::http`].
+//!
+//! Prompt caching (on unless `--no-cache`): `cache_control` breakpoints on
+//! the last tool definition, the last system block (and the stable system
+//! block when hidden context follows it) and the last content block of the
+//! newest message, never more than four. The system prompt always travels
+//! as a list of text blocks. Thinking (`--thinking`): `thinking` with a
+//! budget and `max_tokens` above it; `thinking` and `redacted_thinking`
+//! blocks come back as [`Block::Thinking`] / [`Block::RedactedThinking`]
+//! with their signatures and are sent back unchanged.
 
 use super::http::{self, HttpClient, Post, Sink};
 use super::sse::SseEvent;
 use super::{
-    Block, CallIds, ContentBlock, Message, Provider, ProviderError, Request, Response, Role,
-    Settings, StopReason, StreamEvent, ToolCall, ToolDef, Usage,
+    usage, Block, CallIds, ContentBlock, Message, Provider, ProviderError, Request, Response, Role,
+    Settings, StopReason, StreamEvent, Thinking, ToolCall, ToolDef, Usage,
 };
 use crate::cancel::CancelToken;
 use serde_json::{json, Map, Value};
@@ -40,6 +49,16 @@ pub struct Anthropic {
     url: String,
     api_key: String,
     http: HttpClient,
+    options: BodyOptions,
+    pricing: usage::Pricing,
+}
+
+/// What shapes a request body besides the request itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BodyOptions {
+    /// Place `cache_control` breakpoints.
+    pub cache: bool,
+    pub thinking: Thinking,
 }
 
 impl Anthropic {
@@ -59,7 +78,12 @@ impl Anthropic {
                 .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
             url: messages_url(&base),
             api_key,
-            http: HttpClient::from_env(),
+            http: HttpClient::for_url(&base)?,
+            options: BodyOptions {
+                cache: !settings.no_cache,
+                thinking: settings.thinking,
+            },
+            pricing: settings.pricing.clone(),
         })
     }
 }
@@ -82,6 +106,22 @@ impl Provider for Anthropic {
         &self.model
     }
 
+    fn model_info(&self) -> Option<usage::ModelInfo> {
+        self.pricing.info(&self.model)
+    }
+
+    fn list_models(&mut self) -> Result<Vec<String>, ProviderError> {
+        let base = self.url.trim_end_matches("/messages");
+        let headers = [
+            ("x-api-key", self.api_key.clone()),
+            ("anthropic-version", API_VERSION.to_string()),
+        ];
+        let list = self
+            .http
+            .get_json(&format!("{base}/models?limit=1000"), &headers)?;
+        Ok(super::models::ids(&list))
+    }
+
     fn complete(
         &mut self,
         req: &Request<'_>,
@@ -92,7 +132,11 @@ impl Provider for Anthropic {
             ("x-api-key", self.api_key.clone()),
             ("anthropic-version", API_VERSION.to_string()),
         ];
-        let post = Post::json(self.url.clone(), headers, &request_body(&self.model, req));
+        let post = Post::json(
+            self.url.clone(),
+            headers,
+            &request_body(&self.model, req, self.options),
+        );
         self.http.stream_events(&post, cancel, on_event, || {
             StreamState::new(CallIds::after(req.messages))
         })
@@ -100,24 +144,84 @@ impl Provider for Anthropic {
 }
 
 /// The JSON body of one request.
-pub(crate) fn request_body(model: &str, req: &Request<'_>) -> Value {
+pub fn request_body(model: &str, req: &Request<'_>, options: BodyOptions) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    body.insert("max_tokens".into(), json!(MAX_TOKENS));
-    let system = req.system_with_context();
-    if !system.is_empty() {
-        body.insert("system".into(), json!(system));
+    let budget = options.thinking.budget_tokens();
+    let max_tokens = budget.map_or(MAX_TOKENS, |b| MAX_TOKENS.max(b + MAX_TOKENS));
+    body.insert("max_tokens".into(), json!(max_tokens));
+    if let Some(budget) = budget {
+        body.insert(
+            "thinking".into(),
+            json!({"type": "enabled", "budget_tokens": budget}),
+        );
     }
-    body.insert(
-        "messages".into(),
-        Value::Array(convert_messages(req.messages)),
-    );
+    let system = system_blocks(req, options.cache);
+    if !system.is_empty() {
+        body.insert("system".into(), Value::Array(system));
+    }
+    let mut messages = convert_messages(req.messages);
+    if options.cache {
+        mark_newest_message(&mut messages);
+    }
+    body.insert("messages".into(), Value::Array(messages));
     if !req.tools.is_empty() {
-        let tools: Vec<Value> = req.tools.iter().map(convert_tool).collect();
+        let mut tools: Vec<Value> = req.tools.iter().map(convert_tool).collect();
+        if options.cache {
+            if let Some(last) = tools.last_mut() {
+                last["cache_control"] = ephemeral();
+            }
+        }
         body.insert("tools".into(), Value::Array(tools));
     }
     body.insert("stream".into(), json!(true));
     Value::Object(body)
+}
+
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// The system prompt and this request's hidden context as text blocks;
+/// with caching, the last one is a breakpoint, and so is the stable
+/// prompt when context follows it (the context changes per request).
+fn system_blocks(req: &Request<'_>, cache: bool) -> Vec<Value> {
+    let mut blocks: Vec<Value> = std::iter::once(req.system)
+        .chain(req.hidden_context.iter().map(String::as_str))
+        .filter(|part| !part.trim().is_empty())
+        .map(|text| json!({"type": "text", "text": text}))
+        .collect();
+    if cache {
+        let n = blocks.len();
+        if n > 1 && !req.system.trim().is_empty() {
+            blocks[0]["cache_control"] = ephemeral();
+        }
+        if let Some(last) = blocks.last_mut() {
+            last["cache_control"] = ephemeral();
+        }
+    }
+    blocks
+}
+
+/// A breakpoint on the last block of the newest message that may carry
+/// one (thinking blocks may not).
+fn mark_newest_message(messages: &mut [Value]) {
+    let Some(content) = messages
+        .last_mut()
+        .and_then(|m| m.get_mut("content"))
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    let target = content.iter_mut().rev().find(|b| {
+        !matches!(
+            b["type"].as_str(),
+            Some("thinking") | Some("redacted_thinking")
+        )
+    });
+    if let Some(block) = target {
+        block["cache_control"] = ephemeral();
+    }
 }
 
 fn convert_tool(tool: &ToolDef) -> Value {
@@ -175,6 +279,13 @@ fn convert_block(block: &Block) -> Option<Value> {
             };
             Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
         }
+        Block::Thinking {
+            thinking,
+            signature,
+        } => Some(json!({"type": "thinking", "thinking": thinking, "signature": signature})),
+        Block::RedactedThinking { data } => {
+            Some(json!({"type": "redacted_thinking", "data": data}))
+        }
         Block::ToolResult { .. } => None,
     }
 }
@@ -210,6 +321,8 @@ struct ToolBlock {
 struct StreamState<'a> {
     ids: CallIds<'a>,
     text: String,
+    /// Thinking blocks by content index, in the order they appeared.
+    thinking: BTreeMap<u64, Block>,
     open: BTreeMap<u64, ToolBlock>,
     /// Tool blocks whose stop arrived; their input is parsed at the end,
     /// once the stop reason says whether it may have been cut short.
@@ -224,6 +337,7 @@ impl<'a> StreamState<'a> {
         StreamState {
             ids,
             text: String::new(),
+            thinking: BTreeMap::new(),
             open: BTreeMap::new(),
             closed: Vec::new(),
             stop_reason: None,
@@ -269,12 +383,25 @@ impl<'a> StreamState<'a> {
     }
 
     fn message_start(&mut self, data: &Value) {
-        let usage = &data["message"]["usage"];
-        if let Some(n) = usage["input_tokens"].as_u64() {
-            self.usage.input_tokens = n;
-        }
-        if let Some(n) = usage["output_tokens"].as_u64() {
-            self.usage.output_tokens = n;
+        self.read_usage(&data["message"]["usage"]);
+    }
+
+    /// Takes every count the usage object carries (message_start has the
+    /// input side, message_delta the final output and sometimes all four).
+    fn read_usage(&mut self, usage: &Value) {
+        let fields = [
+            ("input_tokens", &mut self.usage.input_tokens),
+            ("output_tokens", &mut self.usage.output_tokens),
+            ("cache_read_input_tokens", &mut self.usage.cache_read_tokens),
+            (
+                "cache_creation_input_tokens",
+                &mut self.usage.cache_write_tokens,
+            ),
+        ];
+        for (name, slot) in fields {
+            if let Some(n) = usage[name].as_u64() {
+                *slot = n;
+            }
         }
     }
 
@@ -297,7 +424,24 @@ impl<'a> StreamState<'a> {
                 sink.text(text);
                 self.text.push_str(text);
             }
-            _ => {} // thinking and server-side tool blocks are not ours
+            Some("thinking") => {
+                let thinking = block["thinking"].as_str().unwrap_or_default();
+                sink.thinking(thinking);
+                let signature = block["signature"].as_str().unwrap_or_default();
+                self.thinking.insert(
+                    index(data),
+                    Block::Thinking {
+                        thinking: thinking.to_string(),
+                        signature: signature.to_string(),
+                    },
+                );
+            }
+            Some("redacted_thinking") => {
+                let data_field = block["data"].as_str().unwrap_or_default().to_string();
+                self.thinking
+                    .insert(index(data), Block::RedactedThinking { data: data_field });
+            }
+            _ => {} // server-side tool blocks are not ours
         }
     }
 
@@ -315,7 +459,22 @@ impl<'a> StreamState<'a> {
                     tool.json.push_str(part);
                 }
             }
-            _ => {} // thinking and signature deltas are not shown
+            Some("thinking_delta") => {
+                let part = delta["thinking"].as_str().unwrap_or_default();
+                sink.thinking(part);
+                if let Some(Block::Thinking { thinking, .. }) = self.thinking.get_mut(&index(data))
+                {
+                    thinking.push_str(part);
+                }
+            }
+            Some("signature_delta") => {
+                let part = delta["signature"].as_str().unwrap_or_default();
+                if let Some(Block::Thinking { signature, .. }) = self.thinking.get_mut(&index(data))
+                {
+                    signature.push_str(part);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -330,13 +489,8 @@ impl<'a> StreamState<'a> {
         if let Some(reason) = data["delta"]["stop_reason"].as_str() {
             self.stop_reason = Some(reason.to_string());
         }
-        let usage = &data["usage"];
-        if let Some(n) = usage["output_tokens"].as_u64() {
-            self.usage.output_tokens = n;
-        }
-        if let Some(n) = usage["input_tokens"].as_u64() {
-            self.usage.input_tokens = n;
-        }
+        let usage = data["usage"].clone();
+        self.read_usage(&usage);
     }
 
     /// The response, once `message_stop` was seen.
@@ -354,6 +508,9 @@ impl<'a> StreamState<'a> {
         for (_, tool) in blocks {
             let name = tool.name.clone();
             match self.ids.call(tool.id, tool.name, &tool.json) {
+                Ok(call) if cut && call.invalid_args.is_some() => {
+                    log::warn!("dropped tool call {name:?} cut off by the output limit")
+                }
                 Ok(call) => tool_calls.push(call),
                 Err(e) if cut => {
                     log::warn!("dropped tool call {name:?} cut off by the output limit: {e}")
@@ -363,6 +520,7 @@ impl<'a> StreamState<'a> {
         }
         let stop = stop_reason(self.stop_reason.as_deref(), !tool_calls.is_empty());
         Ok(Response {
+            thinking: self.thinking.into_values().collect(),
             text: self.text,
             tool_calls,
             stop,
@@ -434,21 +592,135 @@ mod tests {
             schema: json!({"type":"object"}),
         }];
         let hidden = ["ctx one".to_string(), "ctx two".to_string()];
-        let body = request_body("m", &req(&messages, &tools, &hidden));
+        let plain = BodyOptions::default();
+        let body = request_body("m", &req(&messages, &tools, &hidden), plain);
         assert_eq!(
             body,
             json!({
                 "model": "m",
                 "max_tokens": MAX_TOKENS,
-                "system": "be brief\n\nctx one\n\nctx two",
+                "system": [{"type":"text","text":"be brief"},{"type":"text","text":"ctx one"},
+                           {"type":"text","text":"ctx two"}],
                 "messages": [{"role":"user","content":[{"type":"text","text":"hi"}]}],
                 "tools": [{"name":"read","description":"Read a file","input_schema":{"type":"object"}}],
                 "stream": true
             })
         );
-        let bare = request_body("m", &req(&messages, &[], &[]));
+        let bare = request_body("m", &req(&messages, &[], &[]), plain);
         assert!(bare.get("tools").is_none());
-        assert_eq!(bare["system"], "be brief");
+        assert_eq!(bare["system"], json!([{"type":"text","text":"be brief"}]));
+    }
+
+    /// Counts `cache_control` objects anywhere in a body.
+    fn breakpoints(v: &Value) -> usize {
+        match v {
+            Value::Object(m) => {
+                usize::from(m.contains_key("cache_control"))
+                    + m.values().map(breakpoints).sum::<usize>()
+            }
+            Value::Array(a) => a.iter().map(breakpoints).sum(),
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn caching_marks_system_last_tool_and_newest_block_at_most_four() {
+        let messages = [
+            Message::user_text("first"),
+            Message {
+                role: Role::Assistant,
+                content: vec![Block::Text { text: "ok".into() }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    Block::Text { text: "a".into() },
+                    Block::Text { text: "b".into() },
+                ],
+            },
+        ];
+        let tool = |n: &str| ToolDef {
+            name: n.into(),
+            description: String::new(),
+            schema: json!({}),
+        };
+        let tools = [tool("one"), tool("two")];
+        let cached = BodyOptions {
+            cache: true,
+            thinking: Thinking::Off,
+        };
+        let body = request_body("m", &req(&messages, &tools, &[]), cached);
+        let eph = json!({"type":"ephemeral"});
+        assert_eq!(body["system"][0]["cache_control"], eph);
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(body["tools"][1]["cache_control"], eph);
+        let newest = &body["messages"][2]["content"];
+        assert!(newest[0].get("cache_control").is_none());
+        assert_eq!(newest[1]["cache_control"], eph);
+        assert!(body["messages"][0]["content"][0]
+            .get("cache_control")
+            .is_none());
+        assert_eq!(breakpoints(&body), 3);
+        // Hidden context: the stable prompt is a breakpoint of its own.
+        let hidden = ["today".to_string()];
+        let body = request_body("m", &req(&messages, &tools, &hidden), cached);
+        assert_eq!(body["system"][0]["cache_control"], eph);
+        assert_eq!(body["system"][1]["cache_control"], eph);
+        assert_eq!(breakpoints(&body), 4);
+        let off = request_body(
+            "m",
+            &req(&messages, &tools, &hidden),
+            BodyOptions::default(),
+        );
+        assert_eq!(breakpoints(&off), 0);
+    }
+
+    #[test]
+    fn thinking_budget_and_blocks_sent_back_unchanged() {
+        let messages = [
+            Message::user_text("q"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::Thinking {
+                        thinking: "hmm".into(),
+                        signature: "sig==".into(),
+                    },
+                    Block::RedactedThinking { data: "ENC".into() },
+                    Block::ToolCall {
+                        id: "t".into(),
+                        name: "read".into(),
+                        args: json!({}),
+                    },
+                ],
+            },
+        ];
+        for (level, budget) in [
+            (Thinking::Low, 2048),
+            (Thinking::Medium, 8192),
+            (Thinking::High, 24576),
+        ] {
+            let opts = BodyOptions {
+                cache: true,
+                thinking: level,
+            };
+            let body = request_body("m", &req(&messages, &[], &[]), opts);
+            assert_eq!(
+                body["thinking"],
+                json!({"type":"enabled","budget_tokens":budget})
+            );
+            assert!(body["max_tokens"].as_u64().unwrap() > budget);
+            assert_eq!(
+                body["messages"][1]["content"],
+                json!([{"type":"thinking","thinking":"hmm","signature":"sig=="},
+                       {"type":"redacted_thinking","data":"ENC"},
+                       {"type":"tool_use","id":"t","name":"read","input":{},
+                        "cache_control":{"type":"ephemeral"}}])
+            );
+        }
+        let off = request_body("m", &req(&messages, &[], &[]), BodyOptions::default());
+        assert!(off.get("thinking").is_none());
+        assert_eq!(off["max_tokens"], MAX_TOKENS);
     }
 
     #[test]

@@ -10,17 +10,25 @@
 //! reads those pieces through [`ResponseBody`], a `BufRead` whose every wait
 //! is a `select!` on the piece channel, the cancel token and an idle
 //! deadline. Abort therefore returns at once even when the server stalls
-//! before or after its headers. (A short socket read timeout with resume
-//! would not do: `ureq`'s chunked decoder loses its place when a timeout
-//! hits inside a chunk header.) Once the caller stops listening the worker's
-//! next send fails and it drops the connection; a worker blocked on a
-//! silent server ends at the socket read timeout, the same idle deadline.
+//! before or after its headers. An attempt that ends any other way than
+//! with the whole body read (abort, idle timeout, a parse error) shuts its
+//! `ureq` agent down, which closes the socket under the worker's blocked
+//! read, so the worker ends at once too; the next attempt gets a fresh
+//! agent. This is why zut uses `ureq` 3: version 2 has no way to interrupt
+//! a read in progress (a worker waited out the socket timeout) and no
+//! `NO_PROXY` support.
 //!
-//! Retries: at most [`MAX_RETRIES`] after the first attempt, on HTTP 429,
-//! 500, 502, 503, 504, 529 and on connection failures, with exponential
-//! backoff from `ZUT_RETRY_BASE_MS` (default 500 ms, doubling) or the
-//! server's `Retry-After` seconds, capped at 30 s, slept through the cancel
-//! token. Never once a text delta reached the caller: the user has seen it.
+//! The idle deadline (`ZUT_PROVIDER_IDLE_TIMEOUT_MS`, default 120 s) counts
+//! from the last real event: SSE comment lines and Anthropic `ping` events
+//! keep the connection alive but do not move it. Proxies come from the
+//! environment ([`super::proxy`]); connecting is bounded by 10 s.
+//!
+//! Retries: at most [`MAX_RETRIES`] after the first attempt (4 tries), on
+//! HTTP 408, 429, 500, 502, 503, 504, 529 and on connection failures, with
+//! exponential backoff from `ZUT_RETRY_BASE_MS` (default 500 ms, doubling)
+//! or the server's `Retry-After` seconds, capped at 30 s, slept through the
+//! cancel token, each announced as [`StreamEvent::Retry`]. Never once a
+//! delta reached the caller: the user has seen it.
 //!
 //! Invariants: nothing here panics on network input; every failure becomes
 //! a one-line [`ProviderError`]; an abort always wins over any other error.
@@ -31,11 +39,11 @@ use crate::cancel::CancelToken;
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::Value;
 use std::io::{self, BufRead, Read};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Connect timeout for one attempt.
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Retries after the first attempt.
 pub(crate) const MAX_RETRIES: u32 = 3;
 /// Upper bound of one backoff sleep, `Retry-After` included.
@@ -47,15 +55,19 @@ pub(crate) const DEFAULT_RETRY_BASE_MS: u64 = 500;
 /// Env override of the idle deadline (no bytes from the server), in ms.
 pub(crate) const IDLE_TIMEOUT_ENV: &str = "ZUT_PROVIDER_IDLE_TIMEOUT_MS";
 /// Default idle deadline.
-pub(crate) const DEFAULT_IDLE_TIMEOUT_MS: u64 = 300_000;
+pub(crate) const DEFAULT_IDLE_TIMEOUT_MS: u64 = 120_000;
 /// Statuses worth another attempt.
-const RETRY_STATUSES: [u16; 6] = [429, 500, 502, 503, 504, 529];
+const RETRY_STATUSES: [u16; 7] = [408, 429, 500, 502, 503, 504, 529];
+/// How much of a model list is read.
+const MAX_LIST_BODY: u64 = 8 * 1024 * 1024;
 /// How much of an error body is read.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// How much of a non-JSON error body is shown.
 const ERROR_SNIPPET_CHARS: usize = 200;
 /// Pieces buffered between the worker and the reader.
 const PIECE_QUEUE: usize = 32;
+/// How long the end of a finished stream is waited for.
+const DRAIN_WAIT: Duration = Duration::from_millis(250);
 
 /// One POST to send (cloned cheaply for each attempt).
 #[derive(Clone)]
@@ -205,6 +217,23 @@ impl<'a> Sink<'a> {
             (self.on_event)(StreamEvent::TextDelta(delta));
         }
     }
+
+    /// Delivers one thinking delta (empty ones are dropped).
+    pub(crate) fn thinking(&mut self, delta: &str) {
+        if !delta.is_empty() {
+            self.delivered = true;
+            (self.on_event)(StreamEvent::ThinkingDelta(delta));
+        }
+    }
+
+    /// Announces the attempt about to be made after a failure.
+    fn retry(&mut self, attempt: u32, wait: Duration, reason: &str) {
+        (self.on_event)(StreamEvent::Retry {
+            attempt,
+            wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            reason,
+        });
+    }
 }
 
 /// Converts a read error of the event stream into a provider error.
@@ -214,7 +243,10 @@ pub(crate) fn read_error(e: io::Error) -> ProviderError {
 
 /// A blocking HTTP client for streamed model calls.
 pub(crate) struct HttpClient {
-    agent: ureq::Agent,
+    /// Replaced by a fresh one whenever an attempt had to shut it down.
+    agent: Mutex<ureq::Agent>,
+    /// The proxy every request goes through, from the environment.
+    proxy: Option<ureq::Proxy>,
     retry: RetryPolicy,
     idle: Duration,
 }
@@ -257,6 +289,9 @@ impl HttpClient {
         self.stream(post, cancel, on_event, |sse, sink| {
             let mut parser = new_parser();
             while let Some(event) = sse.next_event().map_err(read_error)? {
+                if event.event != "ping" {
+                    sse.get_mut().touch();
+                }
                 if parser.handle(&event, sink)? {
                     break;
                 }
@@ -265,21 +300,78 @@ impl HttpClient {
         })
     }
 
-    /// A client with the default timeouts and the env-tunable retry base
-    /// and idle deadline.
-    pub(crate) fn from_env() -> Self {
+    /// A client for requests to `url` (which picks the proxy), with the
+    /// default timeouts and the env-tunable retry base and idle deadline.
+    /// A proxy variable that is not a usable URL is a Config error.
+    pub(crate) fn for_url(url: &str) -> Result<Self, ProviderError> {
+        let proxy = match super::proxy::proxy_for(url, &super::proxy::env_lookup) {
+            Some(p) => Some(ureq::Proxy::new(&p).map_err(|e| {
+                ProviderError::Config(format!(
+                    "the proxy {p:?} from the environment is not usable: {e}"
+                ))
+            })?),
+            None => None,
+        };
         let idle = env_duration(IDLE_TIMEOUT_ENV, DEFAULT_IDLE_TIMEOUT_MS);
-        let agent = ureq::AgentBuilder::new()
-            .timeout_connect(CONNECT_TIMEOUT)
-            .timeout_read(idle)
-            .timeout_write(idle)
-            .redirects(0)
-            .user_agent(concat!("zut/", env!("CARGO_PKG_VERSION")))
-            .build();
+        Ok(Self::with(proxy, RetryPolicy::from_env(), idle))
+    }
+
+    fn with(proxy: Option<ureq::Proxy>, retry: RetryPolicy, idle: Duration) -> Self {
+        let agent = Mutex::new(new_agent(proxy.clone(), idle));
         HttpClient {
             agent,
-            retry: RetryPolicy::from_env(),
+            proxy,
+            retry,
             idle,
+        }
+    }
+
+    /// The agent for the next attempt.
+    fn agent(&self) -> ureq::Agent {
+        match self.agent.lock() {
+            Ok(a) => a.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// GETs `url` and parses the JSON answer (`GET /v1/models`); one
+    /// attempt, bounded by the connect and idle deadlines.
+    pub(crate) fn get_json(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+    ) -> Result<Value, ProviderError> {
+        let mut request = self.agent().get(url);
+        for (name, value) in headers {
+            request = request.header(*name, value.as_str());
+        }
+        let response = request
+            .call()
+            .map_err(|e| ProviderError::Transport(one_line(&e.to_string())))?;
+        let status = response.status().as_u16();
+        let text = response
+            .into_body()
+            .with_config()
+            .limit(MAX_LIST_BODY)
+            .read_to_string()
+            .map_err(|e| ProviderError::Transport(one_line(&e.to_string())))?;
+        if !(200..300).contains(&status) {
+            return Err(ProviderError::Http {
+                status,
+                message: error_message(&text),
+            });
+        }
+        serde_json::from_str(&text)
+            .map_err(|e| ProviderError::Protocol(format!("the model list is not JSON: {e}")))
+    }
+
+    /// Shuts the agent down (interrupting its worker) and makes a new one.
+    fn renew(&self, old: ureq::Agent) {
+        old.shutdown();
+        let fresh = new_agent(self.proxy.clone(), self.idle);
+        match self.agent.lock() {
+            Ok(mut a) => *a = fresh,
+            Err(poisoned) => *poisoned.into_inner() = fresh,
         }
     }
 
@@ -310,6 +402,7 @@ impl HttpClient {
                 return Err(failure.error);
             }
             let delay = self.retry.delay(retry, failure.retry_after);
+            sink.retry(retry + 2, delay, &failure.error.to_string());
             log::warn!(
                 "{} failed ({}); retry {} of {} in {:?}",
                 post.url,
@@ -340,17 +433,39 @@ impl HttpClient {
             return Err(Failure::fatal(ProviderError::Aborted));
         }
         log::debug!("POST {}", post.url);
-        let rx = spawn_exchange(self.agent.clone(), post.clone()).map_err(Failure::fatal)?;
+        let agent = self.agent();
+        let rx = spawn_exchange(agent.clone(), post.clone()).map_err(Failure::fatal)?;
         let mut body = ResponseBody::new(rx, cancel, self.idle);
+        let result = Self::read_answer(&mut body, sink, parse);
+        if !body.clean {
+            self.renew(agent);
+        }
+        result
+    }
+
+    fn read_answer<T>(
+        body: &mut ResponseBody<'_>,
+        sink: &mut Sink<'_>,
+        parse: &mut impl FnMut(
+            &mut SseReader<&mut ResponseBody<'_>>,
+            &mut Sink<'_>,
+        ) -> Result<T, ProviderError>,
+    ) -> Result<T, Failure> {
         let head = body.head().map_err(|e| body.failure(read_error(e)))?;
         if !(200..300).contains(&head.status) {
-            return Err(error_status(&head, &mut body));
+            return Err(error_status(&head, body));
         }
         if head.content_type.starts_with("application/json") {
-            return Err(Failure::fatal(unexpected_json(&mut body)));
+            return Err(Failure::fatal(unexpected_json(body)));
         }
-        let result = parse(&mut SseReader::new(&mut body), sink);
-        result.map_err(|e| body.failure(e))
+        let result = parse(&mut SseReader::new(&mut *body), sink);
+        let result = result.map_err(|e| body.failure(e));
+        if result.is_ok() {
+            // Drain what little may follow the last event (the chunked
+            // terminator) so the connection can be reused.
+            body.drain();
+        }
+        result
     }
 }
 
@@ -447,34 +562,55 @@ fn spawn_exchange(agent: ureq::Agent, post: Post) -> Result<Receiver<Piece>, Pro
     Ok(rx)
 }
 
+/// A `ureq` agent with zut's settings: statuses are answers, not errors;
+/// no redirects; connect bounded by [`CONNECT_TIMEOUT`]; a socket read
+/// bounded by the idle deadline as a backstop (the caller's own deadline
+/// and [`ureq::Agent::shutdown`] normally end a stalled worker first).
+fn new_agent(proxy: Option<ureq::Proxy>, idle: Duration) -> ureq::Agent {
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .proxy(proxy)
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_per_read(Some(idle.saturating_add(Duration::from_secs(5))))
+        .user_agent(concat!("zut/", env!("CARGO_PKG_VERSION")))
+        .build();
+    ureq::Agent::new_with_config(config)
+}
+
 /// Sends the request and forwards status, then body pieces, until the end,
 /// an error, or the reader hanging up.
 fn run_exchange(agent: &ureq::Agent, post: &Post, tx: &Sender<Piece>) {
     let mut request = agent.post(&post.url);
     for (name, value) in &post.headers {
-        request = request.set(name, value);
+        request = request.header(*name, value.as_str());
     }
-    let response = match request.send_bytes(&post.body) {
-        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
-        Err(ureq::Error::Transport(t)) => {
-            let retryable = transport_is_retryable(&t);
+    let response = match request.send(&post.body[..]) {
+        Ok(r) => r,
+        Err(e) => {
             let _ = tx.send(Piece::Failed {
-                message: transport_message(&t),
-                retryable,
+                retryable: error_is_retryable(&e),
+                message: one_line(&e.to_string()),
             });
             return;
         }
     };
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
     let head = Head {
-        status: response.status(),
-        retry_after: response.header("retry-after").map(str::to_string),
-        content_type: response
-            .header("content-type")
-            .unwrap_or("")
+        status: response.status().as_u16(),
+        retry_after: header("retry-after"),
+        content_type: header("content-type")
+            .unwrap_or_default()
             .to_ascii_lowercase(),
     };
     if tx.send(Piece::Head(head)).is_ok() {
-        pump(response.into_reader(), tx);
+        pump(response.into_body().into_reader(), tx);
     }
 }
 
@@ -503,22 +639,13 @@ fn pump(mut reader: impl Read, tx: &Sender<Piece>) {
 }
 
 /// Connection-level failures that another attempt may cure.
-fn transport_is_retryable(t: &ureq::Transport) -> bool {
-    use std::error::Error as _;
-    let timed_out = t
-        .source()
-        .and_then(|s| s.downcast_ref::<io::Error>())
-        .is_some_and(|e| e.kind() == io::ErrorKind::TimedOut);
-    match t.kind() {
-        ureq::ErrorKind::ConnectionFailed => true,
-        ureq::ErrorKind::Io => !timed_out,
+fn error_is_retryable(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::ConnectionFailed | ureq::Error::ConnectProxyFailed(_) => true,
+        ureq::Error::Timeout(t) => matches!(t, ureq::Timeout::Connect),
+        ureq::Error::Io(io) => io.kind() != io::ErrorKind::TimedOut,
         _ => false,
     }
-}
-
-/// One line for a transport failure, with its underlying cause.
-fn transport_message(t: &ureq::Transport) -> String {
-    one_line(&t.to_string())
 }
 
 /// The response body as seen by the caller's thread: a `BufRead` whose
@@ -527,6 +654,10 @@ pub(crate) struct ResponseBody<'c> {
     rx: Receiver<Piece>,
     cancel: &'c CancelToken,
     idle: Duration,
+    /// When the server has been silent for too long; moved by [`Self::touch`].
+    deadline: Instant,
+    /// The whole body arrived: the connection is in a reusable state.
+    clean: bool,
     chunk: Vec<u8>,
     pos: usize,
     ended: bool,
@@ -540,6 +671,8 @@ impl<'c> ResponseBody<'c> {
             rx,
             cancel,
             idle,
+            deadline: Instant::now() + idle,
+            clean: false,
             chunk: Vec::new(),
             pos: 0,
             ended: false,
@@ -547,10 +680,39 @@ impl<'c> ResponseBody<'c> {
         }
     }
 
+    /// Real data arrived: the idle deadline starts again.
+    pub(crate) fn touch(&mut self) {
+        self.deadline = Instant::now() + self.idle;
+    }
+
+    /// Reads what is left of the body if it comes at once (the end of a
+    /// chunked stream after its last event), so the connection stays usable.
+    fn drain(&mut self) {
+        let until = Instant::now() + DRAIN_WAIT;
+        while !self.ended {
+            self.pos = self.chunk.len();
+            crossbeam_channel::select! {
+                recv(self.rx) -> piece => match piece {
+                    Ok(Piece::Data(data)) => self.chunk = data,
+                    Ok(Piece::End) => {
+                        self.ended = true;
+                        self.clean = true;
+                    }
+                    _ => self.ended = true,
+                },
+                recv(self.cancel.receiver()) -> _ => return,
+                default(until.saturating_duration_since(Instant::now())) => return,
+            }
+        }
+    }
+
     /// Waits for the status line and headers.
     fn head(&mut self) -> io::Result<Head> {
         match self.next_piece()? {
-            Piece::Head(head) => Ok(head),
+            Piece::Head(head) => {
+                self.touch();
+                Ok(head)
+            }
             _ => Err(self.fail("the HTTP exchange sent no status", false)),
         }
     }
@@ -600,7 +762,7 @@ impl<'c> ResponseBody<'c> {
                 Err(_) => Err(self.fail("the HTTP exchange stopped unexpectedly", true)),
             },
             recv(self.cancel.receiver()) -> _ => Err(io::Error::other("aborted")),
-            default(self.idle) => {
+            default(self.deadline.saturating_duration_since(Instant::now())) => {
                 let secs = self.idle.as_secs_f64();
                 Err(self.fail(&format!("no data from the provider for {secs} s"), false))
             }
@@ -633,7 +795,10 @@ impl BufRead for ResponseBody<'_> {
                     self.chunk = data;
                     self.pos = 0;
                 }
-                Piece::End => self.ended = true,
+                Piece::End => {
+                    self.ended = true;
+                    self.clean = true;
+                }
                 Piece::Head(_) | Piece::Failed { .. } => {
                     return Err(self.fail("the HTTP exchange sent a second status", false))
                 }
@@ -724,13 +889,7 @@ mod tests {
     }
 
     fn client(idle_ms: u64) -> HttpClient {
-        HttpClient {
-            agent: ureq::AgentBuilder::new()
-                .timeout_read(Duration::from_millis(idle_ms))
-                .build(),
-            retry: policy(1),
-            idle: Duration::from_millis(idle_ms),
-        }
+        HttpClient::with(None, policy(1), Duration::from_millis(idle_ms))
     }
 
     fn run(client: &HttpClient, url: String, cancel: &CancelToken) -> Result<(), ProviderError> {
@@ -766,5 +925,87 @@ mod tests {
         let err = run(&client(60_000), url, &token).unwrap_err();
         assert_eq!(err, ProviderError::Aborted);
         assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    /// Serves one connection: `reply`, then `beat` every 20 ms; reports
+    /// when the client closed the socket (a read returned 0 or failed).
+    fn beating_server(
+        reply: &'static [u8],
+        beat: &'static [u8],
+    ) -> (String, crossbeam_channel::Receiver<Instant>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            let mut buf = [0u8; 4096];
+            let _ = io::Read::read(&mut s, &mut buf);
+            let _ = s.write_all(reply);
+            let _ = s.set_read_timeout(Some(Duration::from_millis(20)));
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_secs(10) {
+                match io::Read::read(&mut s, &mut buf) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) if e.kind() == io::ErrorKind::TimedOut => {}
+                    Err(_) => break,
+                }
+                if s.write_all(beat).and_then(|()| s.flush()).is_err() {
+                    break;
+                }
+            }
+            let _ = tx.send(Instant::now());
+        });
+        (url, rx)
+    }
+
+    const STREAM_HEAD: &[u8] =
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\nevent: message_start\ndata: {}\n\n";
+
+    #[test]
+    fn comments_and_pings_do_not_hold_off_the_idle_deadline() {
+        for beat in [
+            &b": keep-alive\n\n"[..],
+            b"event: ping\ndata: {\"type\":\"ping\"}\n\n",
+        ] {
+            let (url, _closed) = beating_server(STREAM_HEAD, beat);
+            let started = Instant::now();
+            let err = run(&client(300), url, &CancelToken::never()).unwrap_err();
+            match err {
+                ProviderError::Transport(m) => assert!(m.contains("no data"), "{m}"),
+                other => panic!("unexpected {other:?}"),
+            }
+            assert!(started.elapsed() < Duration::from_secs(3));
+        }
+    }
+
+    #[test]
+    fn abort_mid_stream_returns_at_once_and_closes_the_connection() {
+        // A silent server: only the shutdown can free the worker's read.
+        let (url, closed) = beating_server(STREAM_HEAD, b"");
+        let (canceller, token) = crate::cancel::pair();
+        let c = client(60_000);
+        let fired = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            canceller.cancel();
+            Instant::now()
+        });
+        let err = run(&c, url, &token).unwrap_err();
+        let returned = Instant::now();
+        let fired = fired.join().unwrap();
+        assert_eq!(err, ProviderError::Aborted);
+        assert!(returned.duration_since(fired) < Duration::from_millis(200));
+        // The worker let go of the socket: the server sees it closed.
+        let at = closed
+            .recv_timeout(Duration::from_secs(5))
+            .expect("connection closed after the abort");
+        assert!(
+            at.duration_since(fired) < Duration::from_millis(500),
+            "closed {:?} after the abort",
+            at.duration_since(fired)
+        );
     }
 }

@@ -18,9 +18,12 @@ pub use zut_ext::wire::ContentBlock;
 
 pub mod anthropic;
 mod http;
+pub mod models;
 pub mod openai;
+mod proxy;
 pub mod script;
 pub mod sse;
+pub mod usage;
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +54,18 @@ pub enum Block {
         call_id: String,
         is_error: bool,
         content: Vec<ContentBlock>,
+    },
+    /// The model's reasoning (Anthropic extended thinking), kept with its
+    /// signature so it can be sent back unchanged; never shown as the
+    /// answer.
+    Thinking {
+        thinking: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        signature: String,
+    },
+    /// Reasoning the provider encrypted; sent back as it came.
+    RedactedThinking {
+        data: String,
     },
 }
 
@@ -167,22 +182,28 @@ impl<'a> CallIds<'a> {
 }
 
 impl CallIds<'_> {
-    /// Assembles a streamed tool call: `json` (the accumulated arguments)
-    /// must be a JSON value, empty meaning `{}`; a missing id gets a fresh one.
+    /// Assembles a streamed tool call: `json` (the accumulated arguments),
+    /// empty meaning `{}`; a missing id gets a fresh one. Arguments that are
+    /// not valid JSON make a call with `{}` and [`ToolCall::invalid_args`]
+    /// set: it is answered with an error result the model can correct,
+    /// never run. (`Err` is kept for callers that must refuse a call.)
     pub(crate) fn call(
         &mut self,
         id: String,
         name: String,
         json: &str,
     ) -> Result<ToolCall, ProviderError> {
+        let mut invalid_args = None;
         let args = if json.trim().is_empty() {
             Value::Object(Default::default())
         } else {
-            serde_json::from_str(json).map_err(|e| {
-                ProviderError::Protocol(format!(
-                    "the arguments of tool call {name:?} are not valid JSON: {e}"
-                ))
-            })?
+            serde_json::from_str(json).unwrap_or_else(|e| {
+                invalid_args = Some(format!(
+                    "the arguments of tool call {name:?} are not valid JSON ({e}); \
+                     the call was not run: send it again with a JSON object"
+                ));
+                Value::Object(Default::default())
+            })
         };
         let id = if id.is_empty() {
             self.fresh()
@@ -190,7 +211,12 @@ impl CallIds<'_> {
             self.reserve(&id);
             id
         };
-        Ok(ToolCall { id, name, args })
+        Ok(ToolCall {
+            id,
+            name,
+            args,
+            invalid_args,
+        })
     }
 }
 
@@ -200,6 +226,10 @@ pub struct ToolCall {
     pub id: String,
     pub name: String,
     pub args: Value,
+    /// Why the model's arguments could not be used (not valid JSON): the
+    /// call gets this as its error result instead of running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_args: Option<String>,
 }
 
 /// Why the model stopped.
@@ -215,16 +245,74 @@ pub enum StopReason {
     Refusal,
 }
 
-/// Token accounting, when the provider reports it.
+/// Token accounting, when the provider reports it. `input_tokens` is the
+/// uncached part of the prompt; cache reads and writes are counted apart.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// The whole prompt: uncached input plus cache reads and writes.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+}
+
+/// How hard the model may think (`--thinking`, config `thinking`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Thinking {
+    #[default]
+    Off,
+    Low,
+    Medium,
+    High,
+}
+
+impl Thinking {
+    /// Parses `off`, `low`, `medium`, `high`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "off" | "none" | "" => Ok(Thinking::Off),
+            "low" => Ok(Thinking::Low),
+            "medium" => Ok(Thinking::Medium),
+            "high" => Ok(Thinking::High),
+            other => Err(format!(
+                "thinking level {other:?} is not one of off, low, medium, high"
+            )),
+        }
+    }
+
+    /// Anthropic's `budget_tokens`.
+    pub fn budget_tokens(self) -> Option<u32> {
+        match self {
+            Thinking::Off => None,
+            Thinking::Low => Some(2048),
+            Thinking::Medium => Some(8192),
+            Thinking::High => Some(24576),
+        }
+    }
+
+    /// OpenAI's `reasoning_effort`.
+    pub fn effort(self) -> Option<&'static str> {
+        match self {
+            Thinking::Off => None,
+            Thinking::Low => Some("low"),
+            Thinking::Medium => Some("medium"),
+            Thinking::High => Some("high"),
+        }
+    }
 }
 
 /// One complete assistant answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {
+    /// Thinking blocks, in order, to keep ahead of the text in the transcript.
+    pub thinking: Vec<Block>,
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub stop: StopReason,
@@ -235,6 +323,15 @@ pub struct Response {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent<'a> {
     TextDelta(&'a str),
+    /// Reasoning the model shows while it thinks (never part of the answer).
+    ThinkingDelta(&'a str),
+    /// The request failed and is tried again: `attempt` is the number of
+    /// the attempt about to be made (2 for the first retry), after `wait_ms`.
+    Retry {
+        attempt: u32,
+        wait_ms: u64,
+        reason: &'a str,
+    },
 }
 
 /// A provider failure, one line for the user.
@@ -277,6 +374,17 @@ pub trait Provider: Send {
     fn name(&self) -> &str;
     /// The model name sent with requests (may be empty for `script`).
     fn model(&self) -> &str;
+    /// Context window and prices of the current model, when known.
+    fn model_info(&self) -> Option<usage::ModelInfo> {
+        None
+    }
+    /// The ids of the models this provider offers (`GET /v1/models`).
+    fn list_models(&mut self) -> Result<Vec<String>, ProviderError> {
+        Err(ProviderError::Config(format!(
+            "the {} provider cannot list models",
+            self.name()
+        )))
+    }
     /// Runs one model call. `on_event` sees text deltas as they arrive.
     /// Must return promptly with [`ProviderError::Aborted`] once `cancel` fires.
     fn complete(
@@ -299,7 +407,47 @@ pub struct Settings {
     pub script_log: Option<PathBuf>,
     /// `$ZUT_HOME`, for `auth.json`.
     pub zut_home: PathBuf,
+    /// `--no-cache` or config `"cache": false`: no Anthropic cache breakpoints.
+    pub no_cache: bool,
+    /// `--thinking` or config `thinking`.
+    pub thinking: Thinking,
+    /// Context windows and prices (config `models` over the built-in table).
+    pub pricing: usage::Pricing,
+    /// Config `"auto_compact": false`: never compact on the agent's own.
+    pub no_auto_compact: bool,
 }
+
+/// Fills the daily-use options from the flags and config (`cache`,
+/// `thinking`, `models`); flags win. A bad `--thinking` is an error; a bad
+/// config value is logged and ignored, so a typo never stops zut.
+pub fn apply_options(
+    settings: &mut Settings,
+    config: &serde_json::Map<String, Value>,
+    no_cache: bool,
+    thinking: Option<&str>,
+) -> Result<(), String> {
+    settings.no_cache = no_cache || config.get("cache") == Some(&Value::Bool(false));
+    settings.no_auto_compact = config.get("auto_compact") == Some(&Value::Bool(false));
+    settings.thinking = match thinking {
+        Some(t) => Thinking::parse(t).map_err(|e| format!("--thinking: {e}"))?,
+        None => match config.get("thinking").and_then(Value::as_str) {
+            Some(t) => Thinking::parse(t).unwrap_or_else(|e| {
+                log::warn!("config \"thinking\": {e}; thinking stays off");
+                Thinking::Off
+            }),
+            None => Thinking::Off,
+        },
+    };
+    let (pricing, warnings) = usage::Pricing::from_config(config.get("models"));
+    for w in warnings {
+        log::warn!("{w}");
+    }
+    settings.pricing = pricing;
+    Ok(())
+}
+
+/// Tries of one provider request, the first included.
+pub const MAX_TRIES: u32 = http::MAX_RETRIES + 1;
 
 /// The providers `--provider` accepts.
 pub const NAMES: &[&str] = &["anthropic", "openai", "script"];

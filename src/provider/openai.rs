@@ -24,8 +24,8 @@
 use super::http::{self, HttpClient, Post, Sink};
 use super::sse::SseEvent;
 use super::{
-    Block, CallIds, ContentBlock, Message, Provider, ProviderError, Request, Response, Role,
-    Settings, StopReason, StreamEvent, ToolCall, ToolDef, Usage,
+    usage, Block, CallIds, ContentBlock, Message, Provider, ProviderError, Request, Response, Role,
+    Settings, StopReason, StreamEvent, Thinking, ToolCall, ToolDef, Usage,
 };
 use crate::cancel::CancelToken;
 use serde_json::{json, Map, Value};
@@ -44,6 +44,8 @@ pub struct OpenAi {
     url: String,
     api_key: Option<String>,
     http: HttpClient,
+    thinking: Thinking,
+    pricing: usage::Pricing,
 }
 
 impl OpenAi {
@@ -66,7 +68,9 @@ impl OpenAi {
                 .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
             url: format!("{base}/chat/completions"),
             api_key,
-            http: HttpClient::from_env(),
+            http: HttpClient::for_url(&base)?,
+            thinking: settings.thinking,
+            pricing: settings.pricing.clone(),
         })
     }
 }
@@ -80,6 +84,21 @@ impl Provider for OpenAi {
         &self.model
     }
 
+    fn model_info(&self) -> Option<usage::ModelInfo> {
+        self.pricing.info(&self.model)
+    }
+
+    fn list_models(&mut self) -> Result<Vec<String>, ProviderError> {
+        let base = self.url.trim_end_matches("/chat/completions");
+        let headers: Vec<_> = self
+            .api_key
+            .iter()
+            .map(|k| ("authorization", format!("Bearer {k}")))
+            .collect();
+        let list = self.http.get_json(&format!("{base}/models"), &headers)?;
+        Ok(super::models::ids(&list))
+    }
+
     fn complete(
         &mut self,
         req: &Request<'_>,
@@ -90,7 +109,11 @@ impl Provider for OpenAi {
             Some(key) => vec![("authorization", format!("Bearer {key}"))],
             None => Vec::new(),
         };
-        let post = Post::json(self.url.clone(), headers, &request_body(&self.model, req));
+        let post = Post::json(
+            self.url.clone(),
+            headers,
+            &request_body(&self.model, req, self.thinking),
+        );
         self.http.stream_events(&post, cancel, on_event, || {
             StreamState::new(CallIds::after(req.messages))
         })
@@ -98,9 +121,12 @@ impl Provider for OpenAi {
 }
 
 /// The JSON body of one request.
-pub(crate) fn request_body(model: &str, req: &Request<'_>) -> Value {
+pub fn request_body(model: &str, req: &Request<'_>, thinking: Thinking) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
+    if let Some(effort) = thinking.effort() {
+        body.insert("reasoning_effort".into(), json!(effort));
+    }
     let messages = convert_messages(&req.system_with_context(), req.messages);
     body.insert("messages".into(), Value::Array(messages));
     if !req.tools.is_empty() {
@@ -303,9 +329,15 @@ impl<'a> StreamState<'a> {
         Ok(false)
     }
 
+    /// `prompt_tokens` includes the cached part; ours is uncached input.
     fn usage_from(&mut self, usage: &Value) {
         if let Some(n) = usage["prompt_tokens"].as_u64() {
-            self.usage.input_tokens = n;
+            let cached = usage["prompt_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap_or(0)
+                .min(n);
+            self.usage.input_tokens = n - cached;
+            self.usage.cache_read_tokens = cached;
         }
         if let Some(n) = usage["completion_tokens"].as_u64() {
             self.usage.output_tokens = n;
@@ -314,6 +346,13 @@ impl<'a> StreamState<'a> {
 
     fn choice(&mut self, choice: &Value, sink: &mut Sink<'_>) {
         let delta = &choice["delta"];
+        // Reasoning of DeepSeek, llama.cpp, vLLM (`reasoning_content`) and
+        // OpenRouter, Ollama (`reasoning`): shown, never part of the answer.
+        for field in ["reasoning_content", "reasoning"] {
+            if let Some(text) = delta[field].as_str() {
+                sink.thinking(text);
+            }
+        }
         if let Some(text) = delta["content"].as_str() {
             sink.text(text);
             self.text.push_str(text);
@@ -396,6 +435,9 @@ impl<'a> StreamState<'a> {
         for call in std::mem::take(&mut self.calls).into_values() {
             let name = call.name.clone();
             match self.finish_call(call) {
+                Ok(call) if cut && call.invalid_args.is_some() => {
+                    log::warn!("dropped tool call {name:?} cut off by the output limit")
+                }
                 Ok(call) => tool_calls.push(call),
                 Err(e) if cut => {
                     log::warn!("dropped tool call {name:?} cut off by the output limit: {e}")
@@ -409,6 +451,7 @@ impl<'a> StreamState<'a> {
             stop_reason(self.finish_reason.as_deref(), !tool_calls.is_empty())
         };
         Ok(Response {
+            thinking: Vec::new(),
             text: self.text,
             tool_calls,
             stop,

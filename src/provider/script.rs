@@ -11,6 +11,9 @@
 //! {"echo":true}              the text of the last user message with text
 //! {"error":"overloaded"}     fails with ProviderError::Model("overloaded")
 //! {"delay_ms":500,"text":"…"}  answers after a cancellable delay
+//! {"thinking":"…","text":"…"}   thinking streamed (and kept) before the text
+//! {"usage":{"input_tokens":10,"output_tokens":2,"cache_read_tokens":0,"cache_write_tokens":0}}
+//! {"chunks":["He","llo"],"chunk_delay_ms":20}   text in these deltas
 //! ```
 //!
 //! Invariants: the whole script is parsed at construction, so a bad line
@@ -34,7 +37,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The keys a script entry may have; an entry needs at least one.
-const ENTRY_KEYS: [&str; 5] = ["text", "tool_calls", "echo", "error", "delay_ms"];
+const ENTRY_KEYS: [&str; 8] = [
+    "text",
+    "tool_calls",
+    "echo",
+    "error",
+    "delay_ms",
+    "thinking",
+    "usage",
+    "chunks",
+];
 
 /// The scripted provider.
 pub struct Script {
@@ -42,6 +54,7 @@ pub struct Script {
     next: usize,
     log: Option<PathBuf>,
     model: String,
+    pricing: super::usage::Pricing,
 }
 
 /// One script line.
@@ -57,6 +70,15 @@ struct Entry {
     error: Option<String>,
     #[serde(default)]
     delay_ms: Option<u64>,
+    #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    /// Replaces `text`: the answer is these joined, one delta each.
+    #[serde(default)]
+    chunks: Option<Vec<String>>,
+    #[serde(default)]
+    chunk_delay_ms: Option<u64>,
 }
 
 /// One tool call of a script line.
@@ -97,6 +119,7 @@ impl Script {
                 .clone()
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| "script".to_string()),
+            pricing: settings.pricing.clone(),
         })
     }
 
@@ -196,6 +219,7 @@ fn tool_calls(entry: &Entry, messages: &[Message]) -> Vec<ToolCall> {
                 .args
                 .clone()
                 .unwrap_or_else(|| Value::Object(Default::default())),
+            invalid_args: None,
         })
         .collect()
 }
@@ -207,6 +231,14 @@ impl Provider for Script {
 
     fn model(&self) -> &str {
         &self.model
+    }
+
+    fn model_info(&self) -> Option<super::usage::ModelInfo> {
+        self.pricing.info(&self.model)
+    }
+
+    fn list_models(&mut self) -> Result<Vec<String>, ProviderError> {
+        Ok(vec![self.model.clone()])
     }
 
     fn complete(
@@ -231,12 +263,31 @@ impl Provider for Script {
         if let Some(message) = entry.error {
             return Err(ProviderError::Model(message));
         }
-        let text = if entry.echo {
+        let mut thinking = Vec::new();
+        if let Some(t) = entry.thinking.as_deref().filter(|t| !t.is_empty()) {
+            on_event(StreamEvent::ThinkingDelta(t));
+            thinking.push(Block::Thinking {
+                thinking: t.to_string(),
+                signature: String::new(),
+            });
+        }
+        let text = if let Some(chunks) = &entry.chunks {
+            let pause = Duration::from_millis(entry.chunk_delay_ms.unwrap_or(0));
+            for (i, chunk) in chunks.iter().enumerate() {
+                if i > 0 && !pause.is_zero() && !cancel.sleep(pause) {
+                    return Err(ProviderError::Aborted);
+                }
+                if !chunk.is_empty() {
+                    on_event(StreamEvent::TextDelta(chunk));
+                }
+            }
+            chunks.concat()
+        } else if entry.echo {
             echo_text(req.messages)
         } else {
             entry.text.clone().unwrap_or_default()
         };
-        if !text.is_empty() {
+        if entry.chunks.is_none() && !text.is_empty() {
             on_event(StreamEvent::TextDelta(&text));
         }
         let tool_calls = tool_calls(&entry, req.messages);
@@ -246,10 +297,11 @@ impl Provider for Script {
             StopReason::ToolUse
         };
         Ok(Response {
+            thinking,
             text,
             tool_calls,
             stop,
-            usage: Usage::default(),
+            usage: entry.usage.unwrap_or_default(),
         })
     }
 }

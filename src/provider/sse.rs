@@ -61,6 +61,11 @@ impl<R: BufRead> SseReader<R> {
         }
     }
 
+    /// The underlying reader (to move its idle deadline on real data).
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
     /// The next event, or `None` once the stream has ended.
     pub fn next_event(&mut self) -> io::Result<Option<SseEvent>> {
         while !self.eof {

@@ -17,10 +17,20 @@
 //!   by hand);
 //! - extension state is capped at [`STATE_LIMIT`] bytes of compact JSON; a
 //!   refused state changes nothing, in memory or on disk;
-//! - one process writes a session at a time; two writers to the same file
-//!   interleave whole rows but their transcripts diverge.
+//! - one process writes a session at a time: a session opened for writing
+//!   holds an exclusive `flock` on its file for as long as it is open, and
+//!   a second opener gets [`SessionError::Busy`] (the front ends then fork
+//!   it); read-only views ([`Store::read`]) take no lock;
+//! - a transcript is repaired on load ([`repair`]): a call without a
+//!   result gets a synthetic error result, a result without a call is
+//!   dropped, with one warning; a repair at the end of the file is
+//!   written back as a row so the file says what memory holds;
+//! - files are read a row at a time (a 1 GB session never costs 1 GB at
+//!   once for listing), never through a symlink, and created 0600 in
+//!   directories created 0700.
 
 pub mod clock;
+pub mod repair;
 pub mod row;
 
 use crate::provider::{Block, Message, Role};
@@ -30,7 +40,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -61,6 +72,10 @@ pub enum SessionError {
     ForkOutOfRange { at: usize, len: usize },
     /// Compaction needs history before the last user turn.
     NothingToCompact,
+    /// Another zut process has this session open for writing.
+    Busy { path: PathBuf },
+    /// The session file is a symbolic link, which zut never follows.
+    Symlink { path: PathBuf },
 }
 
 impl fmt::Display for SessionError {
@@ -83,6 +98,14 @@ impl fmt::Display for SessionError {
                     "nothing to compact: no history before the last user turn"
                 )
             }
+            SessionError::Busy { path } => {
+                write!(f, "{} is open in another zut process", path.display())
+            }
+            SessionError::Symlink { path } => write!(
+                f,
+                "{} is a symbolic link; zut does not follow links to session files",
+                path.display()
+            ),
         }
     }
 }
@@ -127,16 +150,43 @@ impl std::error::Error for StateError {}
 pub struct LoadWarning {
     pub path: PathBuf,
     pub skipped: usize,
+    /// Tool calls without a result, given an error result.
+    pub dangling: usize,
+    /// Tool results without a call, dropped.
+    pub orphans: usize,
 }
 
 impl fmt::Display for LoadWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let rows = if self.skipped == 1 { "row" } else { "rows" };
+        let plural =
+            |n: usize, one: &'static str, many: &'static str| if n == 1 { one } else { many };
+        let mut parts = Vec::new();
+        if self.skipped > 0 {
+            parts.push(format!(
+                "skipped {} unreadable {}",
+                self.skipped,
+                plural(self.skipped, "row", "rows")
+            ));
+        }
+        if self.dangling > 0 {
+            parts.push(format!(
+                "{} interrupted tool {} given an error result",
+                self.dangling,
+                plural(self.dangling, "call", "calls")
+            ));
+        }
+        if self.orphans > 0 {
+            parts.push(format!(
+                "dropped {} tool {} without a call",
+                self.orphans,
+                plural(self.orphans, "result", "results")
+            ));
+        }
         write!(
             f,
-            "session file {}: skipped {} unreadable {rows}",
+            "session file {}: {}",
             self.path.display(),
-            self.skipped
+            parts.join("; ")
         )
     }
 }
@@ -222,6 +272,19 @@ impl Store {
         }
     }
 
+    /// Session `id` as a read-only view: no lock is taken, so it can be
+    /// read while another process has it open; it must not be written.
+    pub fn read(&self, id: &str) -> Result<Session, SessionError> {
+        let unknown = || SessionError::Unknown { id: id.to_string() };
+        let path = self.path_of(id).ok_or_else(unknown)?;
+        match Session::load_as(&path, Access::ReadOnly) {
+            Err(SessionError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
+                Err(unknown())
+            }
+            other => other,
+        }
+    }
+
     /// The id of the most recently written session, if any.
     pub fn latest(&self) -> Option<String> {
         self.files()
@@ -298,7 +361,7 @@ pub fn cwd_key(cwd: &Path) -> String {
     }
     let readable = readable.trim_matches(|c| c == '-' || c == '.');
     let readable = &readable[readable.len().saturating_sub(48)..];
-    let readable = readable.trim_start_matches(|c| c == '-' || c == '.');
+    let readable = readable.trim_start_matches(['-', '.']);
     let mut h = clock::Fnv::new();
     h.write(cwd.as_os_str().as_bytes());
     let name = if readable.is_empty() {
@@ -328,13 +391,18 @@ fn create_file(
     cwd: String,
     body: impl FnOnce(&mut Vec<u8>) -> Result<(), SessionError>,
 ) -> Result<Session, SessionError> {
-    fs::create_dir_all(dir).map_err(io_at(dir))?;
+    crate::paths::create_private_dir(dir).map_err(io_at(dir))?;
     let now = SystemTime::now();
     let mut attempt = 0;
     let (id, path, file) = loop {
         let id = clock::session_id(now, attempt);
         let path = dir.join(format!("{id}.jsonl"));
-        match OpenOptions::new().append(true).create_new(true).open(&path) {
+        match OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
             Ok(file) => break (id, path, file),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 64 => attempt += 1,
             Err(e) => return Err(io_at(&path)(e)),
@@ -363,16 +431,14 @@ fn create_file(
 
 /// Lists one file without decoding its messages.
 fn summarize(path: &Path, modified: SystemTime) -> Option<Summary> {
-    let bytes = fs::read(path).ok()?;
-    let mut lines = bytes
-        .split(|b| *b == b'\n')
-        .filter(|l| !l.trim_ascii().is_empty());
-    let Ok(RowIn::Session(header)) = serde_json::from_slice(lines.next()?) else {
+    let file = open_session_file(path, Access::ReadOnly).ok()?;
+    let mut lines = Rows::new(file);
+    let Ok(RowIn::Session(header)) = serde_json::from_slice(lines.next()?.ok()?) else {
         return None;
     };
     let mut messages = 0usize;
     let mut title = None;
-    for line in lines {
+    while let Some(Ok(line)) = lines.next() {
         let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
             continue;
         };
@@ -468,13 +534,21 @@ pub struct Session {
 }
 
 impl Session {
-    /// Loads a session file (see the module invariants).
+    /// Loads a session file for writing (see the module invariants).
     pub fn load(path: &Path) -> Result<Session, SessionError> {
-        let bytes = fs::read(path).map_err(io_at(path))?;
-        let mut lines = bytes
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.trim_ascii().is_empty());
-        let header = match lines.next().map(serde_json::from_slice::<RowIn>) {
+        Session::load_as(path, Access::Write)
+    }
+
+    fn load_as(path: &Path, access: Access) -> Result<Session, SessionError> {
+        let file = open_session_file(path, access)?;
+        let reader = file.try_clone().map_err(io_at(path))?;
+        let mut lines = Rows::new(reader);
+        let header = match lines
+            .next()
+            .transpose()
+            .map_err(io_at(path))?
+            .map(serde_json::from_slice::<RowIn>)
+        {
             Some(Ok(RowIn::Session(h))) => h,
             _ => {
                 return Err(SessionError::NotSession {
@@ -482,15 +556,11 @@ impl Session {
                 })
             }
         };
-        let file = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(io_at(path))?;
         let mut s = Session {
             header,
             path: path.to_path_buf(),
             file,
-            torn_tail: !bytes.is_empty() && !bytes.ends_with(b"\n"),
+            torn_tail: false,
             messages: Vec::new(),
             states: BTreeMap::new(),
             base_states: BTreeMap::new(),
@@ -499,7 +569,8 @@ impl Session {
             warning: None,
         };
         let mut skipped = 0;
-        for line in lines {
+        while let Some(line) = lines.next() {
+            let line = line.map_err(io_at(path))?;
             s.rows += 1;
             let ok = match serde_json::from_slice::<RowIn>(line) {
                 Ok(RowIn::Message { message }) => {
@@ -520,10 +591,25 @@ impl Session {
                 skipped += 1;
             }
         }
-        if skipped > 0 {
+        s.torn_tail = lines.torn_tail;
+        let repairs = repair::repair(&mut s.messages);
+        for &at in &repairs.inserted {
+            for e in s.state_log.iter_mut().filter(|e| e.messages > at) {
+                e.messages += 1;
+            }
+        }
+        if let (Some(at), Access::Write) = (repairs.appended, access) {
+            // The file ends with the dangling call: the repair belongs
+            // right there, so write it and the file says what memory holds.
+            let message = s.messages[at].clone();
+            let _ = s.write_row(&RowOut::Message { message: &message });
+        }
+        if skipped > 0 || repairs.any() {
             s.warning = Some(LoadWarning {
                 path: path.to_path_buf(),
                 skipped,
+                dangling: repairs.dangling,
+                orphans: repairs.orphans,
             });
         }
         Ok(s)
@@ -640,10 +726,21 @@ impl Session {
     /// Replaces the history before the last user prompt with one summary
     /// message ([`summary_message`]) and records a `compaction` row.
     pub fn compact(&mut self, summary: String) -> Result<(), SessionError> {
+        self.compact_with_reason(summary, "manual")
+    }
+
+    /// [`Session::compact`] with the row's `reason`: `manual` (`/compact`)
+    /// or `auto` (the context was nearly full).
+    pub fn compact_with_reason(
+        &mut self,
+        summary: String,
+        reason: &str,
+    ) -> Result<(), SessionError> {
         let kept = self.compact_point().ok_or(SessionError::NothingToCompact)?;
         self.write_row(&RowOut::Compaction {
             summary: &summary,
             kept,
+            reason,
         })?;
         self.apply_compaction(&summary, kept);
         Ok(())
@@ -750,6 +847,99 @@ fn has_tool_results(m: &Message) -> bool {
         && m.content
             .iter()
             .any(|b| matches!(b, Block::ToolResult { .. }))
+}
+
+/// How a session file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// For appending, under an exclusive lock.
+    Write,
+    /// To read only, without a lock.
+    ReadOnly,
+}
+
+/// Opens a session file: never through a symlink, never blocking on a
+/// FIFO, regular files only; for writing under an exclusive `flock`.
+fn open_session_file(path: &Path, access: Access) -> Result<File, SessionError> {
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    if access == Access::Write {
+        options.append(true);
+    }
+    let file = options.open(path).map_err(|error| {
+        if error.raw_os_error() == Some(libc::ELOOP) {
+            SessionError::Symlink {
+                path: path.to_path_buf(),
+            }
+        } else {
+            SessionError::Io {
+                path: path.to_path_buf(),
+                error,
+            }
+        }
+    })?;
+    let meta = file.metadata().map_err(io_at(path))?;
+    if !meta.is_file() {
+        return Err(SessionError::Io {
+            path: path.to_path_buf(),
+            error: io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("it is {}, not a regular file", crate::safe_fs::kind(&meta)),
+            ),
+        });
+    }
+    if access == Access::Write {
+        use rustix::fs::{flock, FlockOperation};
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                return Err(SessionError::Busy {
+                    path: path.to_path_buf(),
+                })
+            }
+            Err(e) => log::warn!("cannot lock session file {}: {e}", path.display()),
+        }
+    }
+    Ok(file)
+}
+
+/// The non-blank rows of a session file, one at a time (a row is held
+/// only while it is looked at).
+struct Rows<R> {
+    reader: BufReader<R>,
+    buf: Vec<u8>,
+    /// The file did not end in a newline.
+    torn_tail: bool,
+}
+
+impl<R: io::Read> Rows<R> {
+    fn new(reader: R) -> Self {
+        Rows {
+            reader: BufReader::with_capacity(64 * 1024, reader),
+            buf: Vec::new(),
+            torn_tail: false,
+        }
+    }
+
+    /// The next non-blank row (without its newline).
+    #[allow(clippy::should_implement_trait)]
+    fn next(&mut self) -> Option<io::Result<&[u8]>> {
+        loop {
+            self.buf.clear();
+            match self.reader.read_until(b'\n', &mut self.buf) {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(e) => return Some(Err(e)),
+            }
+            self.torn_tail = self.buf.last() != Some(&b'\n');
+            if !self.buf.trim_ascii().is_empty() {
+                let end = self.buf.len() - usize::from(!self.torn_tail);
+                return Some(Ok(&self.buf[..end]));
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -40,6 +40,8 @@ pub enum RowOut<'a> {
     Compaction {
         summary: &'a str,
         kept: usize,
+        /// `manual` or `auto`.
+        reason: &'a str,
     },
 }
 
@@ -123,9 +125,10 @@ mod tests {
         assert_eq!(
             line(RowOut::Compaction {
                 summary: "s",
-                kept: 4
+                kept: 4,
+                reason: "auto"
             }),
-            "{\"type\":\"compaction\",\"summary\":\"s\",\"kept\":4}\n"
+            "{\"type\":\"compaction\",\"summary\":\"s\",\"kept\":4,\"reason\":\"auto\"}\n"
         );
     }
 

@@ -147,12 +147,12 @@ fn fork_copies_messages_and_state_as_of_the_fork_point() {
 
     // The child's file says the same when read back, and the parent is
     // untouched by forking.
-    let reread = env.store().open(child.id()).unwrap();
+    let reread = env.store().read(child.id()).unwrap();
     assert_eq!(reread.messages(), child.messages());
     assert_eq!(reread.states(), child.states());
     assert_eq!(reread.info().parent_id, s.id());
     assert_eq!(reread.info().fork_point, 2);
-    assert_eq!(env.store().open(s.id()).unwrap().messages().len(), 4);
+    assert_eq!(env.store().read(s.id()).unwrap().messages().len(), 4);
 
     assert!(matches!(
         s.fork(Some(5)),
@@ -198,7 +198,7 @@ fn compaction_is_replayed_on_load_and_resets_state_at_fork() {
         "answer 2".into(),
     ];
     assert_eq!(texts(&s), expect);
-    let back = store.open(s.id()).unwrap();
+    let back = store.read(s.id()).unwrap();
     assert_eq!(texts(&back), expect);
     assert_eq!(
         back.states(),
@@ -263,7 +263,7 @@ fn damaged_rows_make_one_warning_that_counts_them() {
     f.write_all(b"not json\n\xff\xfe\n{\"type\":\"message\",\"message\":{\"role\":\"robot\",\"content\":[]}}\n{\"type\":\"compaction\",\"summary\":\"s\",\"kept\":99}\n")
         .unwrap();
     s.append_message(&assistant_text("b")).unwrap();
-    let back = store.open(s.id()).unwrap();
+    let back = store.read(s.id()).unwrap();
     assert_eq!(texts(&back), ["a", "b"]);
     assert_eq!(back.warning().map(|w| w.skipped), Some(4));
 }
@@ -278,7 +278,7 @@ fn unknown_row_types_are_skipped_silently() {
     f.write_all(b"{\"type\":\"label\",\"text\":\"from a newer zut\"}\n\n")
         .unwrap();
     s.append_message(&assistant_text("b")).unwrap();
-    let back = store.open(s.id()).unwrap();
+    let back = store.read(s.id()).unwrap();
     assert_eq!(texts(&back), ["a", "b"]);
     assert!(back.warning().is_none());
 }
@@ -302,7 +302,7 @@ fn state_limit_is_exact_and_a_refusal_changes_nothing() {
     }
     assert_eq!(s.states()["big"], fits);
     assert_eq!(fs::metadata(s.path()).unwrap().len(), len_before);
-    assert_eq!(env.store().open(s.id()).unwrap().states()["big"], fits);
+    assert_eq!(env.store().read(s.id()).unwrap().states()["big"], fits);
     assert!(matches!(
         s.set_state(" ", json!(1)),
         Err(StateError::NoName)
@@ -404,4 +404,90 @@ fn cwd_keys_are_readable_stable_and_distinct() {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b)));
     }
+}
+
+#[test]
+fn a_call_interrupted_by_a_crash_is_repaired_once_and_written_back() {
+    let env = Env::new();
+    let store = env.store();
+    let mut s = store.create().unwrap();
+    s.append_message(&Message::user_text("run it")).unwrap();
+    s.append_message(&tool_call("c1")).unwrap();
+    let id = s.id().to_string();
+    // zut killed (kill -9, OOM) while the tool ran: no result row.
+    drop(s);
+
+    let s = store.open(&id).unwrap();
+    let w = s.warning().expect("one warning");
+    assert_eq!((w.dangling, w.orphans), (1, 0));
+    assert!(w.to_string().contains("1 interrupted tool call"), "{w}");
+    assert_eq!(s.messages().len(), 3);
+    assert!(has_tool_results(&s.messages()[2]));
+    drop(s);
+    // The repair was written: the file alone now says the same.
+    let again = store.read(&id).unwrap();
+    assert!(again.warning().is_none());
+    assert_eq!(again.messages().len(), 3);
+}
+
+#[test]
+fn a_result_without_its_call_is_dropped_on_load() {
+    let env = Env::new();
+    let store = env.store();
+    let mut s = store.create().unwrap();
+    s.append_message(&Message::user_text("hi")).unwrap();
+    s.append_message(&assistant_text("hello")).unwrap();
+    s.append_message(&Message {
+        role: Role::User,
+        content: vec![Block::ToolResult {
+            call_id: "gone".into(),
+            is_error: false,
+            content: vec![],
+        }],
+    })
+    .unwrap();
+    let id = s.id().to_string();
+    drop(s);
+    let s = store.open(&id).unwrap();
+    assert_eq!(s.warning().map(|w| w.orphans), Some(1));
+    assert!(!has_tool_results(&s.messages()[2]));
+}
+
+#[test]
+fn a_session_open_for_writing_is_busy_for_a_second_writer_but_readable() {
+    let env = Env::new();
+    let store = env.store();
+    let mut s = store.create().unwrap();
+    s.append_message(&Message::user_text("mine")).unwrap();
+    let id = s.id().to_string();
+    assert!(matches!(store.open(&id), Err(SessionError::Busy { .. })));
+    assert_eq!(texts(&store.read(&id).unwrap()), ["mine"]);
+    drop(s);
+    store.open(&id).expect("free again once closed");
+}
+
+#[test]
+fn a_symlinked_session_file_is_refused() {
+    let env = Env::new();
+    let store = env.store();
+    let s = store.create().unwrap();
+    let target = s.path().to_path_buf();
+    drop(s);
+    let link = store.dir().join("20990101-000000-abcd.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let e = store.open("20990101-000000-abcd").unwrap_err();
+    assert!(matches!(e, SessionError::Symlink { .. }), "{e}");
+    assert!(e.to_string().contains("symbolic link"), "{e}");
+}
+
+#[test]
+fn session_files_and_directories_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let s = env.store().create().unwrap();
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(s.path()), 0o600);
+    assert_eq!(mode(s.path().parent().unwrap()), 0o700);
+    assert_eq!(mode(&env.home.join("sessions")), 0o700);
+    assert_eq!(mode(&env.home), 0o700);
 }

@@ -20,7 +20,6 @@
 //! Files that cannot be read as skills are skipped with a [`Warning`] that
 //! names the file; they never stop zut.
 
-pub mod cli;
 pub mod frontmatter;
 
 use crate::events::{Event, EventSink};
@@ -557,7 +556,7 @@ pub fn not_found(set: &SkillSet, name: &str) -> String {
     let names = set.skills.iter().map(|s| s.name.as_str());
     format!(
         "no skill named {name:?}{} (run /skills or zut skills to list them)",
-        crate::cli::suggest::did_you_mean(&crate::cli::suggest::suggestions(name, names))
+        crate::suggest::did_you_mean(&crate::suggest::suggestions(name, names))
     )
 }
 

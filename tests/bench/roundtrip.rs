@@ -190,6 +190,7 @@ impl Skeleton {
             extension_dir: String::new(),
             data_dir: String::new(),
             session: None,
+            features: vec![],
         });
         while sk.recv() != ExtFrame::Ready {}
         sk

@@ -16,6 +16,10 @@
 //! happens outside the timed part, so a longer answer (`list_tools`) costs
 //! only its writing and transfer.
 //!
+//! A second part times `get_state` and `abort` of a process whose project
+//! keeps 1,000 sessions (10 KB each) against one whose project keeps one:
+//! the answers must not depend on what is on disk.
+//!
 //! Run: `cargo bench --bench rpc`.
 
 mod common;
@@ -35,6 +39,10 @@ const BLOCKS: usize = 30;
 const PER_BLOCK: usize = 100;
 /// Goal: zut's latency over the bare echo's.
 const GOAL: f64 = 2.0;
+/// Sessions kept by the project of the "many sessions" process.
+const SESSIONS: usize = 1000;
+/// Goal: `get_state` and `abort` with [`SESSIONS`] over with one.
+const SESSIONS_GOAL: f64 = 1.2;
 
 /// The echo's answer, fields in zut's order (a `json!` map would sort them).
 #[derive(serde::Serialize)]
@@ -167,12 +175,7 @@ fn main() {
             sb.ext(&name, "sh", &[script.clone(), name.clone()])
         })
         .collect();
-    let mut zut = Command::new(env!("CARGO_BIN_EXE_zut"));
-    zut.args(["--mode", "rpc", "--provider", "script", "--no-extensions"])
-        .current_dir(sb.cwd())
-        .env("ZUT_HOME", sb.home())
-        .env("PATH", search_path())
-        .env_remove("ZUT_RPC_TOKEN");
+    let mut zut = rpc_command(&sb);
     for d in &dirs {
         zut.arg("-e").arg(d);
     }
@@ -232,6 +235,7 @@ fn main() {
         format!("{:.2}×", paired_ratio(&l, &e)),
     );
     r.goal(rp <= GOAL, "ping ≤ 2× the bare echo", format!("{rp:.2}×"));
+    state_with_sessions(&mut r);
     r.goal(
         rl <= GOAL,
         "list_tools with 50 extensions ≤ 2× the bare echo",
@@ -240,4 +244,76 @@ fn main() {
     echo.close();
     zut.close();
     r.finish();
+}
+
+/// `zut --mode rpc` in `sb`'s project, scripted provider, no extensions
+/// but those given with `-e`.
+fn rpc_command(sb: &Sandbox) -> Command {
+    let mut zut = Command::new(env!("CARGO_BIN_EXE_zut"));
+    zut.args(["--mode", "rpc", "--provider", "script", "--no-extensions"])
+        .current_dir(sb.cwd())
+        .env("ZUT_HOME", sb.home())
+        .env("PATH", search_path())
+        .env_remove("ZUT_RPC_TOKEN");
+    zut
+}
+
+/// A `zut --mode rpc` in a project holding `sessions` sessions.
+fn rpc_with_sessions(sb: &Sandbox, sessions: usize) -> Peer {
+    let store = zut::session::Store::new(&sb.home(), &sb.cwd());
+    let text = "x".repeat(10 * 1024);
+    for i in 0..sessions {
+        let mut s = store.create().expect("creating a session");
+        s.append_message(&zut::provider::Message::user_text(format!("{i} {text}")))
+            .expect("writing a session");
+    }
+    Peer::spawn(rpc_command(sb))
+}
+
+/// `get_state` and `abort` with 1 and with [`SESSIONS`] sessions.
+fn state_with_sessions(r: &mut Report) {
+    let (one_sb, many_sb) = (Sandbox::new(), Sandbox::new());
+    let mut one = rpc_with_sessions(&one_sb, 1);
+    let mut many = rpc_with_sessions(&many_sb, SESSIONS);
+    for _ in 0..100 {
+        one.call("get_state");
+        many.call("get_state");
+    }
+    let mut samples: [Samples; 4] = std::array::from_fn(|_| Samples::new());
+    for block in 0..10 {
+        for _ in 0..50 {
+            // Which process goes first alternates, so neither always
+            // follows the other's wake-up.
+            if block % 2 == 0 {
+                samples[0].push(one.call("get_state").0);
+                samples[1].push(many.call("get_state").0);
+                samples[2].push(one.call("abort").0);
+                samples[3].push(many.call("abort").0);
+            } else {
+                samples[1].push(many.call("get_state").0);
+                samples[0].push(one.call("get_state").0);
+                samples[3].push(many.call("abort").0);
+                samples[2].push(one.call("abort").0);
+            }
+        }
+    }
+    let [gs1, gsn, ab1, abn] = samples;
+    r.section(&format!("get_state and abort, 1 vs {SESSIONS} sessions"));
+    r.line("get_state, 1 session", gs1.summary());
+    r.line(&format!("get_state, {SESSIONS} sessions"), gsn.summary());
+    r.line("abort, 1 session", ab1.summary());
+    r.line(&format!("abort, {SESSIONS} sessions"), abn.summary());
+    let (rg, ra) = (paired_ratio(&gsn, &gs1), paired_ratio(&abn, &ab1));
+    r.goal(
+        rg <= SESSIONS_GOAL,
+        &format!("get_state with {SESSIONS} sessions ≤ 1.2× with one"),
+        format!("{rg:.2}×"),
+    );
+    r.goal(
+        ra <= SESSIONS_GOAL,
+        &format!("abort with {SESSIONS} sessions ≤ 1.2× with one"),
+        format!("{ra:.2}×"),
+    );
+    one.close();
+    many.close();
 }

@@ -10,7 +10,17 @@
 //!     that shows it (or a newer one). Shown against the empty-screen
 //!     render time.
 //!
-//! Run: `cargo bench --bench tui` (or `-- render` / `-- latency`).
+//! (c) The same 1,000-message transcript as markdown with headings, lists
+//!     and a highlighted code block per answer, against the same text
+//!     without markup, one frame each (after the first, as in use).
+//! (d) Streaming a 2,000-line markdown answer in 10,000 deltas, a frame
+//!     drawn every 10 deltas, against the same answer as plain text.
+//!
+//! (e) Key-to-screen while typing into a 5,000-line prompt: one key
+//!     press handled and the frame drawn, at 100×30.
+//!
+//! Run: `cargo bench --bench tui` (or `-- render` / `-- latency` /
+//! `-- markdown` / `-- stream` / `-- typing`).
 
 mod common;
 
@@ -50,6 +60,12 @@ impl Core for Idle {
     fn switch(&self, _: String) {}
     fn compact(&self, _: Option<String>) {}
     fn set_model(&self, _: String) {}
+    fn list_sessions(&self) {}
+    fn settled(&self) -> crossbeam_channel::Receiver<()> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let _ = tx.send(());
+        rx
+    }
     fn state(&self) -> CoreState {
         CoreState {
             provider: "script".into(),
@@ -93,6 +109,77 @@ fn long_app() -> App {
         app.on_event(Event::Done);
     }
     app
+}
+
+/// An answer with markup (`md`) or the same words without it.
+fn answer_text(i: usize, md: bool) -> String {
+    if md {
+        format!(
+            "## Answer {i}\n\nThe function **parses** the `input` and *returns* a value:\n\n- first step\n- second step\n\n```rust\nfn parse(s: &str) -> Option<u32> {{\n    s.trim().parse().ok()\n}}\n```\n"
+        )
+    } else {
+        format!(
+            "Answer {i}\n\nThe function parses the input and returns a value:\n\nfirst step\nsecond step\n\nfn parse(s: &str) -> Option<u32> {{\n    s.trim().parse().ok()\n}}\n"
+        )
+    }
+}
+
+fn transcript_app(md: bool) -> App {
+    let mut app = new_app();
+    for i in 0..500 {
+        app.on_event(Event::UserMessage {
+            text: format!("question number {i}: what does this function do?"),
+        });
+        app.on_event(Event::TextDelta {
+            delta: answer_text(i, md),
+        });
+        app.on_event(Event::Done);
+    }
+    app
+}
+
+/// Total time to stream `text` in `chunks` deltas, drawing every 10.
+fn stream(text: &str, chunks: usize) -> Duration {
+    let mut app = new_app();
+    let mut t = Terminal::new(TestBackend::new(100, 30)).expect("terminal");
+    app.on_event(Event::UserMessage { text: "go".into() });
+    let chars: Vec<char> = text.chars().collect();
+    let per = chars.len().div_ceil(chunks);
+    let start = Instant::now();
+    for (n, piece) in chars.chunks(per).enumerate() {
+        app.on_event(Event::TextDelta {
+            delta: piece.iter().collect(),
+        });
+        if n % 10 == 0 {
+            t.draw(|f| app.draw(f)).expect("draw");
+        }
+    }
+    app.on_event(Event::Done);
+    t.draw(|f| app.draw(f)).expect("draw");
+    start.elapsed()
+}
+
+/// One key press into a 5,000-line prompt and the frame that shows it.
+fn typing() -> Samples {
+    let mut app = new_app();
+    let text: String = (0..5_000)
+        .map(|i| format!("line {i} of a long prompt pasted to be edited\n"))
+        .collect();
+    // An extension's `insert` puts text in the editor as it is (a paste
+    // would fold it).
+    app.on_event(Event::CommandResult {
+        name: "bench".into(),
+        action: "insert".into(),
+        text,
+    });
+    let mut t = Terminal::new(TestBackend::new(100, 30)).expect("terminal");
+    let mut n = 0u32;
+    Samples::time(50, 1000, || {
+        n += 1;
+        let c = if n % 20 == 0 { ' ' } else { 'x' };
+        app.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        t.draw(|f| app.draw(f)).expect("draw");
+    })
 }
 
 /// Median and p99 of one frame's draw.
@@ -263,6 +350,37 @@ fn main() {
             fmt(p90),
         );
     }
+    if selected("markdown") {
+        report.section("markdown transcript");
+        let plain = render(&transcript_app(false));
+        let md = render(&transcript_app(true));
+        report.line("1,000 messages, plain text, one frame", plain.summary());
+        report.line("1,000 messages, markdown + code, one frame", md.summary());
+        let r = ratio(md.p90(), plain.p90());
+        report.goal(
+            md.p90() <= Duration::from_millis(4),
+            "markdown transcript renders in <= 4 ms (p90)",
+            fmt(md.p90()),
+        );
+        report.goal(r <= 1.5, "markdown <= 1.5x plain (p90)", format!("{r:.2}x"));
+    }
+    if selected("stream") {
+        report.section("streaming a 2,000-line answer in 10,000 deltas");
+        let md: String = (0..155).map(|i| answer_text(i, true)).collect();
+        let plain: String = (0..155).map(|i| answer_text(i, false)).collect();
+        let lines = md.lines().count();
+        let tp = stream(&plain, 10_000);
+        let tm = stream(&md, 10_000);
+        report.line("markdown lines", lines);
+        report.line("plain text", fmt(tp));
+        report.line("markdown", fmt(tm));
+        let r = ratio(tm, tp);
+        report.goal(
+            r <= 1.5,
+            "markdown streaming <= 1.5x plain",
+            format!("{r:.2}x"),
+        );
+    }
     if selected("latency") {
         report.section("latency under 10,000 notify events/s for 2 s");
         let lat = flood_latency(10_000, 2);
@@ -276,6 +394,17 @@ fn main() {
         report.goal(
             lat.len() >= 19_000 && p99 <= Duration::from_millis(16),
             "p99 event-to-screen <= 16 ms",
+            fmt(p99),
+        );
+    }
+    if selected("typing") {
+        report.section("typing into a 5,000-line prompt");
+        let keys = typing();
+        report.line("key to screen", keys.summary());
+        let p99 = keys.quantile(0.99);
+        report.goal(
+            p99 <= Duration::from_millis(16),
+            "p99 key-to-screen <= 16 ms",
             fmt(p99),
         );
     }

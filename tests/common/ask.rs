@@ -21,7 +21,11 @@ pub fn ask(
     let mut deltas = Vec::new();
     let result = p.complete(
         &req,
-        &mut |StreamEvent::TextDelta(d)| deltas.push(d.to_string()),
+        &mut |e| {
+            if let StreamEvent::TextDelta(d) = e {
+                deltas.push(d.to_string())
+            }
+        },
         cancel,
     );
     (result, deltas)

@@ -34,6 +34,13 @@ enum Body {
     Stall(Vec<u8>),
     /// No status line at all: silence until the server is dropped.
     Silent,
+    /// Chunked pieces, then `beat` every `every` until the server is
+    /// dropped: a connection kept alive without any real data.
+    KeepAlive {
+        data: Vec<u8>,
+        beat: Vec<u8>,
+        every: Duration,
+    },
 }
 
 /// One scripted response.
@@ -65,6 +72,16 @@ impl Reply {
     /// `200` event stream that sends `body` and then stalls.
     pub fn sse_stall(body: &str) -> Reply {
         Reply::stream(Body::Stall(body.as_bytes().to_vec()))
+    }
+
+    /// `200` event stream that sends `body`, then `beat` (an SSE comment
+    /// or a `ping` event) every `every_ms` and nothing else.
+    pub fn sse_keepalive(body: &str, beat: &str, every_ms: u64) -> Reply {
+        Reply::stream(Body::KeepAlive {
+            data: body.as_bytes().to_vec(),
+            beat: beat.as_bytes().to_vec(),
+            every: Duration::from_millis(every_ms),
+        })
     }
 
     /// Accepts the request and never answers.
@@ -287,6 +304,21 @@ fn write_reply(
             write_pieces(s, data)?;
             hold(released);
         }
+        Body::KeepAlive { data, beat, every } => {
+            head.push_str("transfer-encoding: chunked\r\n\r\n");
+            s.write_all(head.as_bytes())?;
+            write_pieces(s, data)?;
+            loop {
+                match released.recv_timeout(*every) {
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => break,
+                }
+                s.write_all(format!("{:x}\r\n", beat.len()).as_bytes())?;
+                s.write_all(beat)?;
+                s.write_all(b"\r\n")?;
+                s.flush()?;
+            }
+        }
         Body::Silent => {}
     }
     s.flush()?;
@@ -326,10 +358,115 @@ fn reason(status: u16) -> &'static str {
         200 => "OK",
         400 => "Bad Request",
         401 => "Unauthorized",
+        408 => "Request Timeout",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         503 => "Service Unavailable",
         529 => "Overloaded",
         _ => "Status",
     }
+}
+
+/// A small HTTP proxy on `127.0.0.1:0` that speaks `CONNECT` (what zut's
+/// client uses for every proxied request), tunnels to the target and
+/// records each `CONNECT` target and the first bytes sent through the
+/// tunnel (plain HTTP for an `http://` target, so the request line shows).
+pub struct TestProxy {
+    url: String,
+    seen: Arc<Mutex<Vec<(String, String)>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl TestProxy {
+    pub fn start() -> TestProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        listener.set_nonblocking(true).expect("nonblocking proxy");
+        let url = format!("http://{}", listener.local_addr().expect("proxy addr"));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        {
+            let seen = seen.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    match listener.accept() {
+                        Ok((s, _)) => {
+                            let seen = seen.clone();
+                            std::thread::spawn(move || tunnel(s, &seen));
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                    }
+                }
+            });
+        }
+        TestProxy { url, seen, stop }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// (CONNECT target, first line through the tunnel) per connection.
+    pub fn seen(&self) -> Vec<(String, String)> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for TestProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn tunnel(client: TcpStream, seen: &Mutex<Vec<(String, String)>>) {
+    let _ = client.set_nonblocking(false);
+    let _ = client.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut reader = BufReader::new(client);
+    let mut line = String::new();
+    if reader.read_line(&mut line).is_err() {
+        return;
+    }
+    let mut parts = line.split_whitespace();
+    if parts.next() != Some("CONNECT") {
+        let _ = reader
+            .get_mut()
+            .write_all(b"HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\n\r\n");
+        return;
+    }
+    let target = parts.next().unwrap_or_default().to_string();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).is_err() || h.trim().is_empty() {
+            break;
+        }
+    }
+    let Ok(upstream) = TcpStream::connect(&target) else {
+        let _ = reader
+            .get_mut()
+            .write_all(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n");
+        return;
+    };
+    let _ = reader
+        .get_mut()
+        .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n");
+    let mut first = String::new();
+    let _ = reader.read_line(&mut first);
+    seen.lock()
+        .unwrap()
+        .push((target, first.trim_end().to_string()));
+    let mut up_write = upstream.try_clone().expect("clone upstream");
+    let _ = up_write.write_all(first.as_bytes());
+    let _ = up_write.write_all(reader.buffer());
+    let client = reader.into_inner();
+    let mut client_read = client.try_clone().expect("clone client");
+    let mut client_write = client;
+    let mut up_read = upstream;
+    let forward = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut client_read, &mut up_write);
+        let _ = up_write.shutdown(std::net::Shutdown::Write);
+    });
+    let _ = std::io::copy(&mut up_read, &mut client_write);
+    let _ = client_write.shutdown(std::net::Shutdown::Both);
+    let _ = forward.join();
 }

@@ -107,6 +107,7 @@ impl Sandbox {
             deadlines: Deadlines {
                 hello: Duration::from_millis(5_000),
                 ready: Duration::from_millis(3_000),
+                idle_ready: Duration::from_millis(250),
                 command: Duration::from_millis(5_000),
                 tool: Duration::from_millis(5_000),
                 intercept: Duration::from_millis(2_000),
@@ -298,4 +299,16 @@ pub fn build_example(package: &str) {
         "cargo build -p {package}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Bytes waiting in a pipe, and its capacity.
+pub fn pipe_fill(fd: std::os::fd::RawFd) -> (usize, usize) {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through a valid pointer; F_GETPIPE_SZ
+    // takes no pointer.
+    let capacity = unsafe {
+        libc::ioctl(fd, libc::FIONREAD, &mut queued);
+        libc::fcntl(fd, libc::F_GETPIPE_SZ)
+    };
+    (queued.max(0) as usize, capacity.max(0) as usize)
 }

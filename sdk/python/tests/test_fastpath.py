@@ -155,7 +155,42 @@ class EndToEnd(unittest.TestCase):
             self.assertFalse(r.get("is_error", False), r)
         ext.send({"type": "tool_call", "id": "e1", "name": "echo", "args": {"s": "\ud800"}})
         r = ext.expect("tool_result", id="e1")
-        self.assertEqual(json.loads(r["content"][0]["text"]), {"s": "\ud800"})
+        # A lone surrogate cannot travel in UTF-8 JSON: it arrives replaced.
+        self.assertEqual(json.loads(r["content"][0]["text"]), {"s": "\ufffd"})
+
+
+class Utf8Only(unittest.TestCase):
+    """Every line the SDK writes is valid UTF-8 JSON, whatever a handler returns."""
+
+    def test_non_utf8_file_names_are_replaced_not_written(self) -> None:
+        import os
+
+        name = os.fsdecode(b"caf\xe9-\xff.txt")  # what os.listdir gives for such a file
+        self.assertIn("\udce9", name)
+        r_in, w_in = os.pipe()
+        r_out, w_out = os.pipe()
+        ext = zx.Extension("u", "1", stdin=os.fdopen(r_in, "rb"), stdout=os.fdopen(w_out, "wb"))
+        ext.tool("ls", "", {"type": "object"}, lambda args: zx.ToolResult(
+            content=[zx.text(name)], details={"files": [name], name: 1}))
+        host_w, host_r = os.fdopen(w_in, "wb"), os.fdopen(r_out, "rb")
+        import threading
+
+        t = threading.Thread(target=ext.run, daemon=True)
+        t.start()
+        host_w.write(b'{"type":"hello_ack","protocol_version":2}\n{"type":"tool_call","id":"1","name":"ls","args":{}}\n')
+        host_w.flush()
+        raw = b""
+        for line in host_r:
+            if b'"tool_result"' in line:
+                raw = line
+                break
+        host_w.close()
+        t.join(5)
+        text = raw.decode("utf-8")  # strict: raises on anything that is not UTF-8
+        self.assertNotIn("\\ud", text, "no surrogate escapes either")
+        frame = json.loads(text)
+        self.assertEqual(frame["content"][0]["text"], "caf\ufffd-\ufffd.txt")
+        self.assertEqual(frame["details"]["files"], ["caf\ufffd-\ufffd.txt"])
 
 
 if __name__ == "__main__":

@@ -132,7 +132,20 @@ def encode_with_sdk(f: Dict[str, Any]) -> Dict[str, Any]:
                 getattr(ext, f"intercept_{i}")(lambda *a: None)
     elif kind == "event_intercept_response":
         decision: Dict[str, Any] = {k: f[k] for k in ("block", "reason") if k in f}
-        if "context" in f:
+        if "replace_content" in f:
+            event, payload = "tool_result", {"tool_name": "bash", "content": [{"type": "text", "text": "x"}]}
+
+            def setup(ext: zx.Extension) -> None:
+                ext.intercept_tool_result(lambda ev: zx.ToolResultDecision(
+                    replace_content=[zx.ToolContent(**b) for b in f["replace_content"]],
+                    context=f.get("context", ""), **decision))
+        elif "context" in f and "replace_text" in f:
+            event, payload = "user_message", {"text": "original prompt"}
+
+            def setup(ext: zx.Extension) -> None:
+                ext.intercept_user_message(lambda t: zx.UserMessageDecision(
+                    replace_text=f["replace_text"], context=f["context"], **decision))
+        elif "context" in f:
             event, payload = "turn_start", {"step": 1}
 
             def setup(ext: zx.Extension) -> None:
@@ -147,8 +160,8 @@ def encode_with_sdk(f: Dict[str, Any]) -> Dict[str, Any]:
             event, payload = "tool_call", {"tool_name": "bash", "tool_args": {}}
 
             def setup(ext: zx.Extension) -> None:
-                ext.intercept_tool_call(
-                    lambda tool, args: zx.ToolCallDecision(modified_args=f.get("modified_args"), **decision))
+                ext.intercept_tool_call(lambda tool, args: zx.ToolCallDecision(
+                    modified_args=f.get("modified_args"), decision=f.get("decision", ""), **decision))
     elif kind == "tool_result":
         result = zx.ToolResult(
             content=[zx.ToolContent(**b) for b in f.get("content", [])],
@@ -207,6 +220,12 @@ def encode_with_sdk(f: Dict[str, Any]) -> Dict[str, Any]:
             e.render_panel(f["panel_id"], f.get("title", ""), f.get("lines", []), f.get("footer", ""))
         elif kind == "panel_close":
             e.close_panel(f["panel_id"])
+        elif kind == "unregister_tool":
+            e.unregister_tool(f["name"])
+        elif kind == "unregister_command":
+            e.unregister_command(f["name"])
+        elif kind == "tool_progress":
+            zx.ToolCall(f["id"], e).progress(f.get("message"), f.get("progress"), f.get("total"))
         else:
             raise AssertionError(f"no SDK call produces a {kind!r} frame")
         return p.expect(kind)

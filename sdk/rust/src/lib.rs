@@ -2,6 +2,9 @@
 //!
 //! - [`wire`]: every frame in both directions as serde types; the one
 //!   definition the zut host and this SDK share;
+//! - [`additions`]: the frames and fields of the protocol additions
+//!   (tool progress, unregistration, the newer intercepts) as the SDK
+//!   writes and reads them;
 //! - [`lines`]: splitting a byte stream into bounded protocol lines;
 //! - [`testing`]: driving a built extension over its pipes, as zut does,
 //!   from the extension's own tests;
@@ -24,18 +27,21 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod additions;
+mod args;
 pub mod lines;
 mod results;
 mod sdk;
 pub mod testing;
 pub mod wire;
 
+pub use args::check_args;
 pub use results::{
     display, error, error_result, image, image_bytes, insert, noop, open_panel_response, prompt,
-    text, text_result, Action, AssistantMessageDecision, Response, ToolCallDecision, ToolResult,
-    TurnStartDecision,
+    text, text_result, Action, AgentEndDecision, Approval, AssistantMessageDecision, Response,
+    ToolCallDecision, ToolResult, ToolResultDecision, TurnStartDecision, UserMessageDecision,
 };
 pub use sdk::{
-    CancelToken, Error, Event, Extension, Handle, HostInfo, Level, ALERT_BELL, CAPABILITIES,
-    WIDGET_ABOVE_INPUT,
+    AgentEnd, BranchState, CancelToken, Error, Event, Extension, Handle, HostInfo, Level, ToolCall,
+    ToolResultEvent, ALERT_BELL, CAPABILITIES, WIDGET_ABOVE_INPUT,
 };

@@ -261,6 +261,36 @@ pub struct ToolCallDecision {
     pub reason: String,
     /// Replacement arguments (a JSON object), ignored when blocking.
     pub modified_args: Option<Value>,
+    /// Skip the confirmation dialog, or require it even under `--yolo`
+    /// (hosts rank block > ask > approve > allow across extensions).
+    pub decision: Option<Approval>,
+}
+
+/// A `tool_call` interceptor's say on confirmation.
+///
+/// ```
+/// assert_eq!(zut_ext::Approval::Ask.as_str(), "ask");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// This call skips the confirmation dialog.
+    Approve,
+    /// This call needs confirmation even under `--yolo` or a remembered approval.
+    Ask,
+}
+
+impl Approval {
+    /// The wire value.
+    ///
+    /// ```
+    /// assert_eq!(zut_ext::Approval::Approve.as_str(), "approve");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approval::Approve => "approve",
+            Approval::Ask => "ask",
+        }
+    }
 }
 
 impl ToolCallDecision {
@@ -282,7 +312,31 @@ impl ToolCallDecision {
         ToolCallDecision {
             block: true,
             reason: reason.into(),
-            modified_args: None,
+            ..Self::default()
+        }
+    }
+
+    /// Let the call run without the confirmation dialog.
+    ///
+    /// ```
+    /// assert_eq!(zut_ext::ToolCallDecision::approve().decision, Some(zut_ext::Approval::Approve));
+    /// ```
+    pub fn approve() -> Self {
+        ToolCallDecision {
+            decision: Some(Approval::Approve),
+            ..Self::default()
+        }
+    }
+
+    /// Let the call run only after the user confirmed it, even under `--yolo`.
+    ///
+    /// ```
+    /// assert_eq!(zut_ext::ToolCallDecision::ask().decision, Some(zut_ext::Approval::Ask));
+    /// ```
+    pub fn ask() -> Self {
+        ToolCallDecision {
+            decision: Some(Approval::Ask),
+            ..Self::default()
         }
     }
 
@@ -446,5 +500,170 @@ mod tests {
             assert_eq!(base64(raw.as_bytes()), want, "{raw:?}");
         }
         assert_eq!(base64(&[0xff, 0xfe, 0xfd]), "//79");
+    }
+}
+
+/// A `user_message` interceptor's verdict on the prompt as typed.
+///
+/// ```
+/// let d = zut_ext::UserMessageDecision::replace("run the unit tests").with_context("tests live in tests/");
+/// assert_eq!(d.context, "tests live in tests/");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UserMessageDecision {
+    /// Drop the prompt: it is neither sent nor saved; the user sees `reason`.
+    pub block: bool,
+    /// Why.
+    pub reason: String,
+    /// What the model sees and the session saves instead.
+    pub replace_text: Option<String>,
+    /// Hidden context sent with every request of this prompt, never saved.
+    pub context: String,
+}
+
+impl UserMessageDecision {
+    /// Let the prompt through unchanged.
+    ///
+    /// ```
+    /// assert_eq!(zut_ext::UserMessageDecision::allow(), Default::default());
+    /// ```
+    pub fn allow() -> Self {
+        Self::default()
+    }
+
+    /// Drop the prompt, telling the user why.
+    ///
+    /// ```
+    /// assert!(zut_ext::UserMessageDecision::block("not here").block);
+    /// ```
+    pub fn block(reason: impl Into<String>) -> Self {
+        UserMessageDecision {
+            block: true,
+            reason: reason.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Send this text instead.
+    ///
+    /// ```
+    /// assert!(zut_ext::UserMessageDecision::replace("x").replace_text.is_some());
+    /// ```
+    pub fn replace(text: impl Into<String>) -> Self {
+        UserMessageDecision {
+            replace_text: Some(text.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Adds hidden context.
+    ///
+    /// ```
+    /// assert_eq!(zut_ext::UserMessageDecision::allow().with_context("c").context, "c");
+    /// ```
+    pub fn with_context(mut self, context: impl Into<String>) -> Self {
+        self.context = context.into();
+        self
+    }
+}
+
+/// A `tool_result` interceptor's verdict, before the model sees the result.
+///
+/// ```
+/// let d = zut_ext::ToolResultDecision::replace(vec![zut_ext::text("[redacted]")]);
+/// assert!(d.replace_content.is_some());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolResultDecision {
+    /// Withhold the result: the model gets an error result reading `reason`.
+    pub block: bool,
+    /// Why.
+    pub reason: String,
+    /// The blocks the model and the transcript get instead.
+    pub replace_content: Option<Vec<ContentBlock>>,
+    /// Hidden context for the next request.
+    pub context: String,
+}
+
+impl ToolResultDecision {
+    /// Let the result through unchanged.
+    ///
+    /// ```
+    /// assert_eq!(zut_ext::ToolResultDecision::allow(), Default::default());
+    /// ```
+    pub fn allow() -> Self {
+        Self::default()
+    }
+
+    /// Withhold the result; the model reads `reason` as the tool's error.
+    ///
+    /// ```
+    /// assert!(zut_ext::ToolResultDecision::block("secret").block);
+    /// ```
+    pub fn block(reason: impl Into<String>) -> Self {
+        ToolResultDecision {
+            block: true,
+            reason: reason.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Give the model these blocks instead.
+    ///
+    /// ```
+    /// assert_eq!(zut_ext::ToolResultDecision::replace(vec![]).replace_content, Some(vec![]));
+    /// ```
+    pub fn replace(content: Vec<ContentBlock>) -> Self {
+        ToolResultDecision {
+            replace_content: Some(content),
+            ..Self::default()
+        }
+    }
+
+    /// Adds hidden context for the next request.
+    ///
+    /// ```
+    /// assert_eq!(zut_ext::ToolResultDecision::allow().with_context("c").context, "c");
+    /// ```
+    pub fn with_context(mut self, context: impl Into<String>) -> Self {
+        self.context = context.into();
+        self
+    }
+}
+
+/// An `agent_end` interceptor's verdict when the model ends a prompt.
+///
+/// ```
+/// let d = zut_ext::AgentEndDecision::keep_going("the tests still fail");
+/// assert!(d.block);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentEndDecision {
+    /// Not done yet: `reason` goes to the model and the prompt goes on.
+    pub block: bool,
+    /// What the model is told.
+    pub reason: String,
+}
+
+impl AgentEndDecision {
+    /// Let the prompt end.
+    ///
+    /// ```
+    /// assert!(!zut_ext::AgentEndDecision::done().block);
+    /// ```
+    pub fn done() -> Self {
+        Self::default()
+    }
+
+    /// Continue the prompt, telling the model `reason`.
+    ///
+    /// ```
+    /// assert_eq!(zut_ext::AgentEndDecision::keep_going("go on").reason, "go on");
+    /// ```
+    pub fn keep_going(reason: impl Into<String>) -> Self {
+        AgentEndDecision {
+            block: true,
+            reason: reason.into(),
+        }
     }
 }

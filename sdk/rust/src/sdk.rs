@@ -35,15 +35,19 @@
 //! - malformed lines and unknown frame types are logged on stderr and
 //!   skipped.
 
+use crate::additions::{self, AddedFrame, HelloAckAdditions, PayloadAdditions};
 use crate::lines::{Line, LineReader};
 use crate::results::{error, error_result, AssistantMessageDecision, Response, ToolCallDecision};
+use crate::results::{AgentEndDecision, ToolResultDecision, UserMessageDecision};
 use crate::results::{ToolResult, TurnStartDecision};
-use crate::wire::{self, EventPayload, ExtFrame, HostFrame, Panel, SessionInfo};
+use crate::wire::{self, ContentBlock, EventPayload, ExtFrame, HostFrame, Panel, SessionInfo};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -155,6 +159,9 @@ pub struct HostInfo {
     pub data_dir: String,
     /// The active session branch, when the host already has one.
     pub session: Option<SessionInfo>,
+    /// Protocol additions the host supports (`late_registration`,
+    /// `tool_progress`, ...); empty on hosts that announce none.
+    pub features: Vec<String>,
 }
 
 /// Why [`Extension::run`] stopped with an error. Its `Debug` form is the
@@ -289,12 +296,189 @@ impl CancelToken {
     }
 }
 
+/// One running tool call, as its handler sees it: the call's id, its
+/// cancellation and progress reports.
+///
+/// ```
+/// let mut ext = zut_ext::Extension::new("x", "1");
+/// ext.tool_with("fetch", "Download it.", serde_json::json!({"type": "object"}), |call, _args| {
+///     call.progress(Some("connecting"), None, None);
+///     zut_ext::text_result(format!("call {} done", call.id()))
+/// });
+/// ```
+pub struct ToolCall {
+    id: String,
+    cancel: CancelToken,
+    handle: Handle,
+}
+
+impl ToolCall {
+    /// The id of the `tool_call` frame (what `tool_progress` names).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The call's cancellation (host `tool_cancel`, `shutdown`, end of input).
+    pub fn cancel_token(&self) -> &CancelToken {
+        &self.cancel
+    }
+
+    /// Whether the host gave up on the call.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Tells the host the call is alive (`tool_progress`); on hosts with
+    /// the `tool_progress` feature each report restarts the call's reply
+    /// deadline. Nothing is sent once the call was cancelled.
+    pub fn progress(&self, message: Option<&str>, progress: Option<f64>, total: Option<f64>) {
+        if !self.cancel.is_cancelled() {
+            self.handle
+                .tool_progress(&self.id, message, progress, total);
+        }
+    }
+}
+
+/// The payload of a `tool_result` intercept: a tool returned, the model has
+/// not seen the result yet.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolResultEvent {
+    /// The call id in the transcript.
+    pub tool_id: String,
+    /// The tool.
+    pub tool_name: String,
+    /// The arguments as executed.
+    pub tool_args: Value,
+    /// The tool failed.
+    pub is_error: bool,
+    /// The blocks it returned.
+    pub content: Vec<ContentBlock>,
+    /// The extension that served it (empty for built-in tools).
+    pub extension: String,
+}
+
+/// The payload of an `agent_end` intercept: the model ended a prompt.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentEnd {
+    /// The final answer.
+    pub text: String,
+    /// Model steps of this prompt so far.
+    pub steps: u64,
+    /// How often this prompt was already continued.
+    pub continued: u64,
+}
+
+/// State that belongs to the active session branch, managed for you; made by
+/// [`Extension::state`].
+///
+/// It starts as the default; a session event (opened, switched, forked,
+/// compacted) restores the branch's stored snapshot, or the default when the
+/// branch has none (or its snapshot does not deserialise as `T`). Change it
+/// in a tool handler and the SDK saves it as that tool result's `details`; a
+/// tool that returns `details` itself sets it too.
+///
+/// ```
+/// let mut ext = zut_ext::Extension::new("x", "1");
+/// let count = ext.state(0u64);
+/// let c = count.clone();
+/// ext.tool("count", "Count calls on this branch.", serde_json::json!({"type": "object"}), move |_| {
+///     zut_ext::text_result(c.update(|n| *n += 1).to_string())
+/// });
+/// assert_eq!(count.get(), 0);
+/// ```
+pub struct BranchState<T> {
+    inner: Arc<StateInner<T>>,
+}
+
+impl<T> Clone for BranchState<T> {
+    fn clone(&self) -> Self {
+        BranchState {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+struct StateInner<T> {
+    default: T,
+    /// The value and whether it changed since it was last saved.
+    now: Mutex<(T, bool)>,
+}
+
+impl<T: Clone + Serialize + DeserializeOwned + Send + 'static> BranchState<T> {
+    /// A copy of the current branch's state.
+    pub fn get(&self) -> T {
+        lock(&self.inner.now).0.clone()
+    }
+
+    /// Replaces the state; it is saved with the next tool result.
+    pub fn set(&self, value: T) {
+        *lock(&self.inner.now) = (value, true);
+    }
+
+    /// Changes the state in place and returns a copy of the result.
+    pub fn update(&self, f: impl FnOnce(&mut T)) -> T {
+        let mut now = lock(&self.inner.now);
+        f(&mut now.0);
+        now.1 = true;
+        now.0.clone()
+    }
+}
+
+/// What the dispatcher needs from a [`BranchState`] of any `T`.
+trait StateSlot: Send + Sync {
+    fn restore(&self, state: Option<&Value>);
+    /// The value to save when it changed.
+    fn take(&self) -> Option<Value>;
+    fn current(&self) -> Value;
+    fn saved(&self, details: &Value);
+}
+
+impl<T: Clone + Serialize + DeserializeOwned + Send + Sync + 'static> StateSlot for StateInner<T> {
+    fn restore(&self, state: Option<&Value>) {
+        let value = state
+            .filter(|v| !v.is_null())
+            .and_then(|v| T::deserialize(v).ok())
+            .unwrap_or_else(|| self.default.clone());
+        *lock(&self.now) = (value, false);
+    }
+
+    fn take(&self) -> Option<Value> {
+        let mut now = lock(&self.now);
+        if !now.1 {
+            return None;
+        }
+        now.1 = false;
+        serde_json::to_value(&now.0).ok()
+    }
+
+    fn current(&self) -> Value {
+        serde_json::to_value(&lock(&self.now).0).unwrap_or(Value::Null)
+    }
+
+    fn saved(&self, details: &Value) {
+        if let Ok(v) = T::deserialize(details) {
+            *lock(&self.now) = (v, false);
+        }
+    }
+}
+
+/// Session events that carry this extension's stored state.
+const STATE_EVENTS: &[&str] = &[
+    "session_opened",
+    "session_switched",
+    "session_forked",
+    "session_compacted",
+];
+
 type CommandFn = Arc<dyn Fn(&str) -> Response + Send + Sync>;
-type ToolFn = Arc<dyn Fn(&CancelToken, Value) -> ToolResult + Send + Sync>;
+type ToolFn = Arc<dyn Fn(&ToolCall, Value) -> ToolResult + Send + Sync>;
 type EventFn = Arc<dyn Fn(&Event) + Send + Sync>;
 type ToolInterceptFn = Arc<dyn Fn(&str, &Value) -> ToolCallDecision + Send + Sync>;
 type TurnInterceptFn = Arc<dyn Fn(u64) -> TurnStartDecision + Send + Sync>;
 type MessageInterceptFn = Arc<dyn Fn(&str) -> AssistantMessageDecision + Send + Sync>;
+type UserInterceptFn = Arc<dyn Fn(&str) -> UserMessageDecision + Send + Sync>;
+type ResultInterceptFn = Arc<dyn Fn(&ToolResultEvent) -> ToolResultDecision + Send + Sync>;
+type EndInterceptFn = Arc<dyn Fn(&AgentEnd) -> AgentEndDecision + Send + Sync>;
 type KeyFn = Arc<dyn Fn(&str, &str) + Send + Sync>;
 type CloseFn = Arc<dyn Fn() + Send + Sync>;
 type HelloFn = Box<dyn FnOnce(&mut Extension, &HostInfo) + Send>;
@@ -328,6 +512,12 @@ struct Shared {
     out: Mutex<Option<Box<dyn Write + Send>>>,
     host: Mutex<Option<HostInfo>>,
     panels: Mutex<HashMap<String, PanelCallbacks>>,
+    /// The live registrations, filled when serving starts and changed by
+    /// late (un)registration through a [`Handle`].
+    tools: Mutex<HashMap<String, ToolFn>>,
+    commands: Mutex<HashMap<String, CommandFn>>,
+    /// `ready` was sent: registrations from now on are late registrations.
+    announced: AtomicBool,
 }
 
 /// Sends one-way frames to the host; cheap to clone, usable from any thread.
@@ -348,17 +538,21 @@ pub struct Handle {
 
 impl Handle {
     fn send(&self, frame: &ExtFrame) -> bool {
-        let line = wire::encode_line(frame);
+        self.send_line(&wire::encode_line(frame), frame.type_name())
+    }
+
+    fn send_added(&self, frame: &AddedFrame) -> bool {
+        self.send_line(&wire::encode_line(frame), frame.type_name())
+    }
+
+    fn send_line(&self, line: &[u8], type_name: &str) -> bool {
         let mut out = lock(&self.shared.out);
         let Some(w) = out.as_mut() else {
             drop(out);
-            self.log(&format!(
-                "not connected; dropped a {} frame",
-                frame.type_name()
-            ));
+            self.log(&format!("not connected; dropped a {type_name} frame"));
             return false;
         };
-        match w.write_all(&line).and_then(|()| w.flush()) {
+        match w.write_all(line).and_then(|()| w.flush()) {
             Ok(()) => true,
             Err(e) => {
                 *out = None;
@@ -372,6 +566,101 @@ impl Handle {
     /// Closes the output: nothing is written after this.
     fn close(&self) {
         lock(&self.shared.out).take();
+    }
+
+    /// Registers (or replaces) a tool after `ready`: it is announced at
+    /// once and offered from the host's next model request (hosts with the
+    /// `late_registration` feature). Before `ready`, use [`Extension::tool`].
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// let h = ext.handle();
+    /// ext.command("more", "add a tool", move |_| {
+    ///     h.register_tool("extra", "Added later.", serde_json::json!({"type": "object"}), |_call, _args| {
+    ///         zut_ext::text_result("extra")
+    ///     });
+    ///     zut_ext::noop()
+    /// });
+    /// ```
+    pub fn register_tool(
+        &self,
+        name: &str,
+        description: &str,
+        schema: Value,
+        f: impl Fn(&ToolCall, Value) -> ToolResult + Send + Sync + 'static,
+    ) {
+        lock(&self.shared.tools).insert(name.to_string(), Arc::new(f));
+        self.send(&ExtFrame::RegisterTool {
+            name: name.into(),
+            description: description.into(),
+            schema: Some(schema),
+            deferred: false,
+            interactive: false,
+        });
+    }
+
+    /// Withdraws a tool; the host stops offering it and calls to it get an
+    /// error result.
+    ///
+    /// ```
+    /// zut_ext::Extension::new("x", "1").handle().unregister_tool("gone");
+    /// ```
+    pub fn unregister_tool(&self, name: &str) {
+        lock(&self.shared.tools).remove(name);
+        if self.shared.announced.load(Ordering::SeqCst) {
+            self.send_added(&AddedFrame::UnregisterTool { name: name.into() });
+        }
+    }
+
+    /// Registers (or replaces) a slash command after `ready`; it works at once.
+    ///
+    /// ```
+    /// zut_ext::Extension::new("x", "1").handle()
+    ///     .register_command("later", "added late", |_| zut_ext::display("hi"));
+    /// ```
+    pub fn register_command(
+        &self,
+        name: &str,
+        description: &str,
+        f: impl Fn(&str) -> Response + Send + Sync + 'static,
+    ) {
+        lock(&self.shared.commands).insert(name.to_string(), Arc::new(f));
+        self.send(&ExtFrame::RegisterCommand {
+            name: name.into(),
+            description: description.into(),
+        });
+    }
+
+    /// Withdraws a slash command.
+    ///
+    /// ```
+    /// zut_ext::Extension::new("x", "1").handle().unregister_command("gone");
+    /// ```
+    pub fn unregister_command(&self, name: &str) {
+        lock(&self.shared.commands).remove(name);
+        if self.shared.announced.load(Ordering::SeqCst) {
+            self.send_added(&AddedFrame::UnregisterCommand { name: name.into() });
+        }
+    }
+
+    /// Reports progress of tool call `id` (see [`ToolCall::progress`]).
+    ///
+    /// ```
+    /// zut_ext::Extension::new("x", "1").handle().tool_progress("7", Some("half"), Some(1.0), Some(2.0));
+    /// ```
+    pub fn tool_progress(
+        &self,
+        id: &str,
+        message: Option<&str>,
+        progress: Option<f64>,
+        total: Option<f64>,
+    ) {
+        self.send_added(&AddedFrame::ToolProgress {
+            id: id.into(),
+            message: message.map(str::to_string),
+            progress: progress.and_then(additions::number),
+            total: total.and_then(additions::number),
+        });
     }
 
     /// Writes `[name] message` on stderr (the extension's log file).
@@ -602,6 +891,10 @@ pub struct Extension {
     tool_intercept: Option<ToolInterceptFn>,
     turn_intercept: Option<TurnInterceptFn>,
     message_intercept: Option<MessageInterceptFn>,
+    user_intercept: Option<UserInterceptFn>,
+    result_intercept: Option<ResultInterceptFn>,
+    end_intercept: Option<EndInterceptFn>,
+    states: Vec<Arc<dyn StateSlot>>,
     on_hello: Option<HelloFn>,
 }
 
@@ -620,6 +913,9 @@ impl Extension {
                     out: Mutex::new(None),
                     host: Mutex::new(None),
                     panels: Mutex::new(HashMap::new()),
+                    tools: Mutex::new(HashMap::new()),
+                    commands: Mutex::new(HashMap::new()),
+                    announced: AtomicBool::new(false),
                 }),
             },
             version: version.to_string(),
@@ -629,6 +925,10 @@ impl Extension {
             tool_intercept: None,
             turn_intercept: None,
             message_intercept: None,
+            user_intercept: None,
+            result_intercept: None,
+            end_intercept: None,
+            states: Vec::new(),
             on_hello: None,
         }
     }
@@ -733,7 +1033,7 @@ impl Extension {
             schema,
             false,
             false,
-            Arc::new(move |_, a| f(a)),
+            Arc::new(move |_: &ToolCall, a| f(a)),
         )
     }
 
@@ -758,7 +1058,7 @@ impl Extension {
             schema,
             true,
             false,
-            Arc::new(move |_, a| f(a)),
+            Arc::new(move |_: &ToolCall, a| f(a)),
         )
     }
 
@@ -785,7 +1085,158 @@ impl Extension {
         schema: Value,
         f: impl Fn(&CancelToken, Value) -> ToolResult + Send + Sync + 'static,
     ) -> &mut Self {
-        self.add_tool(name, description, schema, false, true, Arc::new(f))
+        self.add_tool(
+            name,
+            description,
+            schema,
+            false,
+            true,
+            Arc::new(move |call: &ToolCall, a| f(&call.cancel, a)),
+        )
+    }
+
+    /// Registers a tool whose handler gets the running [`ToolCall`] (its id,
+    /// cancellation and [`ToolCall::progress`]) besides the arguments.
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// ext.tool_with("build", "Build it.", serde_json::json!({"type": "object"}), |call, _| {
+    ///     for step in 1..=3 {
+    ///         call.progress(Some("compiling"), Some(step as f64), Some(3.0));
+    ///     }
+    ///     zut_ext::text_result("built")
+    /// });
+    /// ```
+    pub fn tool_with(
+        &mut self,
+        name: &str,
+        description: &str,
+        schema: Value,
+        f: impl Fn(&ToolCall, Value) -> ToolResult + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.add_tool(name, description, schema, false, false, Arc::new(f))
+    }
+
+    /// Registers a tool whose arguments are deserialised into `A` (serde)
+    /// after being checked against `schema` ([`crate::check_args`]): invalid
+    /// arguments never reach the handler; the model gets an error result
+    /// naming the field (`invalid arguments for NAME: ...`).
+    ///
+    /// ```
+    /// #[derive(serde::Deserialize)]
+    /// struct Weather { city: String, #[serde(default = "one")] days: u32 }
+    /// fn one() -> u32 { 1 }
+    ///
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// ext.typed_tool("weather", "Weather for a city.", serde_json::json!({
+    ///     "type": "object",
+    ///     "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+    ///     "required": ["city"]
+    /// }), |_call, w: Weather| zut_ext::text_result(format!("{} {}", w.city, w.days)));
+    /// ```
+    pub fn typed_tool<A: DeserializeOwned + 'static>(
+        &mut self,
+        name: &str,
+        description: &str,
+        schema: Value,
+        f: impl Fn(&ToolCall, A) -> ToolResult + Send + Sync + 'static,
+    ) -> &mut Self {
+        let tool = name.to_string();
+        let checked = schema.clone();
+        self.add_tool(
+            name,
+            description,
+            schema,
+            false,
+            false,
+            Arc::new(move |call: &ToolCall, args: Value| {
+                if let Some(e) = crate::args::check_args(&checked, &args) {
+                    return error_result(format!("invalid arguments for {tool}: {e}"));
+                }
+                match A::deserialize(&args) {
+                    Ok(a) => f(call, a),
+                    Err(e) => error_result(format!("invalid arguments for {tool}: {e}")),
+                }
+            }),
+        )
+    }
+
+    /// A [`BranchState`] that follows the active session branch; subscribes
+    /// to the session events that carry state (an `on` handler for them
+    /// still runs).
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// let todos = ext.state(Vec::<String>::new());
+    /// assert!(todos.get().is_empty());
+    /// ```
+    pub fn state<T: Clone + Serialize + DeserializeOwned + Send + Sync + 'static>(
+        &mut self,
+        default: T,
+    ) -> BranchState<T> {
+        let inner = Arc::new(StateInner {
+            now: Mutex::new((default.clone(), false)),
+            default,
+        });
+        self.states.push(inner.clone());
+        for name in STATE_EVENTS {
+            if !self.events.iter().any(|(n, _)| n == name) {
+                self.events
+                    .push((name.to_string(), Arc::new(|_: &Event| {})));
+            }
+        }
+        BranchState { inner }
+    }
+
+    /// Intercepts each prompt before its first turn: block it, rewrite it,
+    /// or add hidden context.
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// ext.intercept_user_message(|text| zut_ext::UserMessageDecision::replace(text.trim()));
+    /// ```
+    pub fn intercept_user_message(
+        &mut self,
+        f: impl Fn(&str) -> UserMessageDecision + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.user_intercept = Some(Arc::new(f));
+        self
+    }
+
+    /// Intercepts every tool's result before the model sees it.
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("redact", "1");
+    /// ext.intercept_tool_result(|r| {
+    ///     let hit = r.content.iter().any(|b| matches!(b, zut_ext::wire::ContentBlock::Text { text } if text.contains("SECRET")));
+    ///     if hit { zut_ext::ToolResultDecision::block("withheld: it held a secret") } else { zut_ext::ToolResultDecision::allow() }
+    /// });
+    /// ```
+    pub fn intercept_tool_result(
+        &mut self,
+        f: impl Fn(&ToolResultEvent) -> ToolResultDecision + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.result_intercept = Some(Arc::new(f));
+        self
+    }
+
+    /// Intercepts the end of each prompt; [`AgentEndDecision::keep_going`]
+    /// continues it.
+    ///
+    /// ```
+    /// let mut ext = zut_ext::Extension::new("x", "1");
+    /// ext.intercept_agent_end(|end| if end.text.contains("DONE") {
+    ///     zut_ext::AgentEndDecision::done()
+    /// } else {
+    ///     zut_ext::AgentEndDecision::keep_going("finish the task, then say DONE")
+    /// });
+    /// ```
+    pub fn intercept_agent_end(
+        &mut self,
+        f: impl Fn(&AgentEnd) -> AgentEndDecision + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.end_intercept = Some(Arc::new(f));
+        self
     }
 
     fn add_tool(
@@ -952,10 +1403,12 @@ impl Extension {
         if let Some(f) = self.on_hello.take() {
             f(self, &host);
         }
+        let dispatch = self.dispatcher(lines);
         for frame in self.registrations() {
             self.handle.send(&frame);
         }
-        Arc::new(self.dispatcher(lines)).serve()
+        self.handle.shared.announced.store(true, Ordering::SeqCst);
+        Arc::new(dispatch).serve()
     }
 
     /// Reads `hello_ack`; `None` when the input ended first.
@@ -981,11 +1434,14 @@ impl Extension {
                 extension_dir,
                 data_dir,
                 session,
+                ..
             } => {
                 if protocol_version != wire::PROTOCOL_VERSION {
                     return Err(Error::ProtocolVersion(protocol_version));
                 }
+                let added: HelloAckAdditions = additions::read_fields(&line);
                 Ok(Some(HostInfo {
+                    features: added.features,
                     protocol_version,
                     zut_version,
                     provider,
@@ -1024,6 +1480,9 @@ impl Extension {
             (self.tool_intercept.is_some(), "tool_call"),
             (self.turn_intercept.is_some(), "turn_start"),
             (self.message_intercept.is_some(), "assistant_message"),
+            (self.user_intercept.is_some(), "user_message"),
+            (self.result_intercept.is_some(), "tool_result"),
+            (self.end_intercept.is_some(), "agent_end"),
         ]
         .iter()
         .filter(|(on, _)| *on)
@@ -1037,18 +1496,20 @@ impl Extension {
     }
 
     fn dispatcher(&self, input: Input) -> Dispatch {
+        lock(&self.handle.shared.commands)
+            .extend((self.commands.iter()).map(|c| (c.name.clone(), c.handler.clone())));
+        lock(&self.handle.shared.tools)
+            .extend((self.tools.iter()).map(|t| (t.name.clone(), t.handler.clone())));
         Dispatch {
             handle: self.handle.clone(),
-            commands: (self.commands.iter())
-                .map(|c| (c.name.clone(), c.handler.clone()))
-                .collect(),
-            tools: (self.tools.iter())
-                .map(|t| (t.name.clone(), t.handler.clone()))
-                .collect(),
             events: self.events.iter().cloned().collect(),
             tool_intercept: self.tool_intercept.clone(),
             turn_intercept: self.turn_intercept.clone(),
             message_intercept: self.message_intercept.clone(),
+            user_intercept: self.user_intercept.clone(),
+            result_intercept: self.result_intercept.clone(),
+            end_intercept: self.end_intercept.clone(),
+            states: self.states.clone(),
             pending: Mutex::new(HashMap::new()),
             pool: Pool::new(),
             panel_thread: Mutex::new(None),
@@ -1088,12 +1549,15 @@ struct Role {
 /// The frozen registrations of a running extension and its in-flight calls.
 struct Dispatch {
     handle: Handle,
-    commands: HashMap<String, CommandFn>,
-    tools: HashMap<String, ToolFn>,
     events: HashMap<String, EventFn>,
     tool_intercept: Option<ToolInterceptFn>,
     turn_intercept: Option<TurnInterceptFn>,
     message_intercept: Option<MessageInterceptFn>,
+    user_intercept: Option<UserInterceptFn>,
+    result_intercept: Option<ResultInterceptFn>,
+    end_intercept: Option<EndInterceptFn>,
+    /// The managed branch states ([`Extension::state`]).
+    states: Vec<Arc<dyn StateSlot>>,
     /// Tool calls whose handler has not answered yet, by correlation id.
     pending: Mutex<HashMap<String, CancelToken>>,
     pool: Pool,
@@ -1251,6 +1715,11 @@ impl Dispatch {
                 }
             }
             HostFrame::Event(event) => {
+                if STATE_EVENTS.contains(&event.event.as_str()) {
+                    for st in &self.states {
+                        st.restore(event.state.as_ref());
+                    }
+                }
                 if let Some(f) = self.events.get(&event.event) {
                     if let Err(msg) = guarded(|| f(&event)) {
                         let name = &event.event;
@@ -1260,7 +1729,11 @@ impl Dispatch {
                 }
             }
             HostFrame::EventIntercept { id, payload } => {
-                return self.inline(|| self.intercept(id, payload))
+                let added: PayloadAdditions = match payload.event.as_str() {
+                    "tool_result" | "agent_end" => additions::read_fields(line),
+                    _ => PayloadAdditions::default(),
+                };
+                return self.inline(|| self.intercept(id, payload, added));
             }
             HostFrame::PanelKey {
                 panel_id,
@@ -1291,7 +1764,8 @@ impl Dispatch {
     }
 
     fn command(&self, id: String, name: String, args: String) -> bool {
-        let Some(f) = self.commands.get(&name) else {
+        let found = lock(&self.handle.shared.commands).get(&name).cloned();
+        let Some(f) = found else {
             self.answer_command(id, error(format!("no handler for /{name}")));
             return true;
         };
@@ -1327,7 +1801,8 @@ impl Dispatch {
     }
 
     fn tool(&self, id: String, name: String, args: Value) -> bool {
-        let Some(f) = self.tools.get(&name) else {
+        let found = lock(&self.handle.shared.tools).get(&name).cloned();
+        let Some(f) = found else {
             self.answer_tool(id, error_result(format!("no handler for tool {name:?}")));
             return true;
         };
@@ -1336,8 +1811,14 @@ impl Dispatch {
         let token = CancelToken::new();
         lock(&self.pending).insert(id.clone(), token.clone());
         self.inline(|| {
-            let result = guarded(|| f(&token, args))
+            let call = ToolCall {
+                id: id.clone(),
+                cancel: token.clone(),
+                handle: self.handle.clone(),
+            };
+            let result = guarded(|| f(&call, args))
                 .unwrap_or_else(|msg| error_result(format!("panic: {msg}")));
+            let result = self.with_state(result);
             {
                 let mut pending = lock(&self.pending);
                 if pending.get(&id).is_some_and(|t| t.same(&token)) {
@@ -1353,6 +1834,28 @@ impl Dispatch {
         })
     }
 
+    /// Puts changed branch state into the result's `details` (one state:
+    /// its value; several: an array of them).
+    fn with_state(&self, mut r: ToolResult) -> ToolResult {
+        if self.states.is_empty() {
+            return r;
+        }
+        if let Some(d) = &r.details {
+            for st in &self.states {
+                st.saved(d);
+            }
+            return r;
+        }
+        let changed: Vec<bool> = self.states.iter().map(|st| st.take().is_some()).collect();
+        if changed.contains(&true) {
+            r.details = Some(match self.states.as_slice() {
+                [one] => one.current(),
+                all => Value::Array(all.iter().map(|st| st.current()).collect()),
+            });
+        }
+        r
+    }
+
     fn answer_tool(&self, id: String, r: ToolResult) {
         self.handle.send(&ExtFrame::ToolResult {
             id,
@@ -1365,7 +1868,7 @@ impl Dispatch {
 
     /// Answers one `event_intercept`: exactly one response, blocking when the
     /// interceptor panics.
-    fn intercept(&self, id: String, p: EventPayload) {
+    fn intercept(&self, id: String, p: EventPayload, added: PayloadAdditions) {
         let mut frame = InterceptAnswer::default();
         let outcome = guarded(|| match p.event.as_str() {
             "tool_call" => {
@@ -1375,6 +1878,50 @@ impl Dispatch {
                     frame.block = d.block;
                     frame.reason = d.reason;
                     frame.modified_args = d.modified_args.filter(|a| !d.block && a.is_object());
+                    frame.decision = d.decision.filter(|_| !d.block).map(|a| a.as_str().into());
+                }
+            }
+            "user_message" => {
+                if let Some(f) = &self.user_intercept {
+                    let d = f(&p.text);
+                    frame.block = d.block;
+                    frame.reason = d.reason;
+                    if !d.block {
+                        frame.replace_text = (d.replace_text)
+                            .filter(|t| !t.is_empty() && *t != p.text)
+                            .unwrap_or_default();
+                        frame.context = d.context;
+                    }
+                }
+            }
+            "tool_result" => {
+                if let Some(f) = &self.result_intercept {
+                    let event = ToolResultEvent {
+                        tool_id: p.tool_id.clone(),
+                        tool_name: p.tool_name.clone(),
+                        tool_args: p.tool_args.clone().unwrap_or(Value::Null),
+                        is_error: added.is_error,
+                        content: added.content,
+                        extension: added.extension,
+                    };
+                    let d = f(&event);
+                    frame.block = d.block;
+                    frame.reason = d.reason;
+                    if !d.block {
+                        frame.replace_content = d.replace_content;
+                        frame.context = d.context;
+                    }
+                }
+            }
+            "agent_end" => {
+                if let Some(f) = &self.end_intercept {
+                    let d = f(&AgentEnd {
+                        text: p.text.clone(),
+                        steps: added.steps,
+                        continued: added.continued,
+                    });
+                    frame.block = d.block;
+                    frame.reason = d.reason;
                 }
             }
             "turn_start" => {
@@ -1404,13 +1951,15 @@ impl Dispatch {
                 ..InterceptAnswer::default()
             };
         }
-        self.handle.send(&ExtFrame::EventInterceptResponse {
+        self.handle.send_added(&AddedFrame::EventInterceptResponse {
             id,
             block: frame.block,
             reason: frame.reason,
             modified_args: frame.modified_args,
             replace_text: frame.replace_text,
+            replace_content: frame.replace_content,
             context: frame.context,
+            decision: frame.decision,
         });
     }
 
@@ -1445,7 +1994,9 @@ struct InterceptAnswer {
     reason: String,
     modified_args: Option<Value>,
     replace_text: String,
+    replace_content: Option<Vec<ContentBlock>>,
     context: String,
+    decision: Option<String>,
 }
 
 /// Worker threads that take over reading when a handler is slow: a

@@ -85,6 +85,16 @@ pub const INTERCEPTABLE_EVENTS: &[&str] = &["tool_call", "turn_start", "assistan
 /// ```
 pub const CAP_TOOL_CANCEL: &str = "tool_cancel";
 
+/// Feature names a host lists in `hello_ack.features` (additions beyond the
+/// reference protocol).
+///
+/// ```
+/// assert!(zut_ext::wire::FEATURE_LATE_REGISTRATION.starts_with("late"));
+/// ```
+pub const FEATURE_LATE_REGISTRATION: &str = "late_registration";
+/// See [`FEATURE_LATE_REGISTRATION`]: the host honours `tool_progress`.
+pub const FEATURE_TOOL_PROGRESS: &str = "tool_progress";
+
 /// One block of tool output or message content.
 ///
 /// ```
@@ -332,7 +342,8 @@ pub enum ExtFrame {
         /// The correlation id.
         #[serde(default)]
         id: String,
-        /// Placement; `above_input` (the only one rendered).
+        /// Placement: `above_input` (also for empty and unknown),
+        /// `below_input`, or `right_bar` (a side rail on wide terminals).
         #[serde(default, skip_serializing_if = "String::is_empty")]
         position: String,
         /// The heading.
@@ -400,6 +411,32 @@ pub enum ExtFrame {
     },
     /// The answer to `shutdown`.
     ShutdownAck,
+    /// Withdraws a tool registered earlier (feature `late_registration`).
+    UnregisterTool {
+        /// The name as registered.
+        name: String,
+    },
+    /// Withdraws a command registered earlier (feature `late_registration`).
+    UnregisterCommand {
+        /// The name as registered.
+        name: String,
+    },
+    /// A running tool call is still alive (feature `tool_progress`); restarts
+    /// that call's reply deadline.
+    ToolProgress {
+        /// The `id` of the `tool_call` frame.
+        #[serde(deserialize_with = "id_string")]
+        id: String,
+        /// What the tool is doing now.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        /// Work done so far, in units of `total`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        progress: Option<f64>,
+        /// All the work, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+    },
     /// Any `type` this version does not know. Logged, never fatal.
     #[serde(other)]
     Unknown,
@@ -440,6 +477,10 @@ pub enum HostFrame {
         /// The active session branch, when there is one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session: Option<SessionInfo>,
+        /// Additions beyond the reference protocol this host supports
+        /// ([`HOST_FEATURES`]).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        features: Vec<String>,
     },
     /// The user ran a registered slash command.
     CommandInvoked {
@@ -549,6 +590,10 @@ pub struct EventPayload {
     /// Session events: the active branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionInfo>,
+    /// `session_compacted`: `manual` (`/compact`) or `auto` (the context
+    /// was nearly full, or the provider said it was too long).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
     /// Session events: this extension's stored state for the branch (`null`: none).
     #[serde(
         default,
@@ -600,6 +645,9 @@ impl ExtFrame {
             ExtFrame::PanelRender { .. } => "panel_render",
             ExtFrame::PanelClose { .. } => "panel_close",
             ExtFrame::ShutdownAck => "shutdown_ack",
+            ExtFrame::UnregisterTool { .. } => "unregister_tool",
+            ExtFrame::UnregisterCommand { .. } => "unregister_command",
+            ExtFrame::ToolProgress { .. } => "tool_progress",
             ExtFrame::Unknown => "unknown",
         }
     }
@@ -801,6 +849,8 @@ fn ext_fields(frame_type: &str) -> Option<&'static [&'static str]> {
         "open_panel" => &["panel"],
         "panel_render" => &["panel_id", "title", "lines", "footer"],
         "panel_close" => &["panel_id"],
+        "unregister_tool" | "unregister_command" => &["name"],
+        "tool_progress" => &["id", "message", "progress", "total"],
         _ => return None,
     })
 }
@@ -837,6 +887,7 @@ fn host_fields(frame_type: &str) -> Option<&'static [&'static str]> {
             "extension_dir",
             "data_dir",
             "session",
+            "features",
         ],
         "command_invoked" | "tool_call" => &["id", "name", "args"],
         "tool_cancel" => &["id"],
@@ -925,8 +976,23 @@ mod tests {
                     extension_dir: "/p/e".into(),
                     data_dir: "/p/e".into(),
                     session: None,
+                    features: vec![],
                 },
                 r#"{"type":"hello_ack","protocol_version":2,"zut_version":"0.1.0","provider":"script","model":"m","cwd":"/p","extension_dir":"/p/e","data_dir":"/p/e"}"#,
+            ),
+            (
+                HostFrame::HelloAck {
+                    protocol_version: 2,
+                    zut_version: "0.1.0".into(),
+                    provider: "script".into(),
+                    model: "m".into(),
+                    cwd: "/p".into(),
+                    extension_dir: String::new(),
+                    data_dir: String::new(),
+                    session: None,
+                    features: vec!["late_registration".into(), "tool_progress".into()],
+                },
+                r#"{"type":"hello_ack","protocol_version":2,"zut_version":"0.1.0","provider":"script","model":"m","cwd":"/p","features":["late_registration","tool_progress"]}"#,
             ),
             (
                 HostFrame::CommandInvoked {
@@ -1025,6 +1091,10 @@ mod tests {
             r#"{"type":"panel_render","panel_id":"p","title":"T","lines":["x"],"footer":"f"}"#,
             r#"{"type":"panel_close","panel_id":"p"}"#,
             r#"{"type":"shutdown_ack"}"#,
+            r#"{"type":"unregister_tool","name":"ask"}"#,
+            r#"{"type":"unregister_command","name":"weather"}"#,
+            r#"{"type":"tool_progress","id":"4","message":"step 2","progress":2.0,"total":5.0}"#,
+            r#"{"type":"tool_progress","id":"4"}"#,
         ];
         for line in lines {
             let frame = decode_ext_frame(line.as_bytes()).unwrap();

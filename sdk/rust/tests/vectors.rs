@@ -149,14 +149,31 @@ fn extension_lines_round_trip_exactly() {
         assert!(v.valid, "{}: extension vectors are all valid", v.name);
         let frame = decode_ext_frame(v.line.as_bytes())
             .unwrap_or_else(|e| panic!("{}: rejected: {e}", v.name));
-        assert_ne!(frame, ExtFrame::Unknown, "{}", v.name);
         let want = v.frame_type.as_deref().expect("type");
-        assert_eq!(frame.type_name(), want, "{}", v.name);
-        let encoded = encode_line(&frame);
+        let original: Value = serde_json::from_str(&v.line).expect("vector is JSON");
+        let through_wire = (frame != ExtFrame::Unknown).then(|| encode_line(&frame));
+        let wire_keeps_it = through_wire
+            .as_ref()
+            .is_some_and(|e| serde_json::from_slice::<Value>(e).ok().as_ref() == Some(&original));
+        // The protocol additions' frames and fields are written by the SDK
+        // through `zut_ext::additions` (the host's wire enums may not carry
+        // them yet): those vectors must round-trip through that encoder.
+        let encoded = if wire_keeps_it {
+            assert_eq!(frame.type_name(), want, "{}", v.name);
+            through_wire.unwrap()
+        } else {
+            let added: AddedFrame = serde_json::from_str(&v.line).unwrap_or_else(|e| {
+                panic!(
+                    "{}: neither the wire enums nor the additions keep it: {e}",
+                    v.name
+                )
+            });
+            assert_eq!(added.type_name(), want, "{}", v.name);
+            encode_line(&added)
+        };
         assert_eq!(encoded.last(), Some(&b'\n'));
         assert!(!encoded[..encoded.len() - 1].contains(&b'\n'), "one line");
         let again: Value = serde_json::from_slice(&encoded).expect("encoder writes JSON");
-        let original: Value = serde_json::from_str(&v.line).expect("vector is JSON");
         assert_eq!(again, original, "{}: round trip changed the frame", v.name);
         schema
             .check("ext_to_host", &original, false)
@@ -263,9 +280,12 @@ use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
 use std::sync::mpsc;
 use std::time::Duration;
+use zut_ext::additions::AddedFrame;
+use zut_ext::wire::ContentBlock;
 use zut_ext::{
-    display, error, error_result, image, insert, noop, prompt, text_result,
-    AssistantMessageDecision, Extension, Response, ToolCallDecision, ToolResult, TurnStartDecision,
+    display, error, error_result, image, insert, noop, prompt, text, text_result, AgentEndDecision,
+    AssistantMessageDecision, Extension, Response, ToolCallDecision, ToolResult,
+    ToolResultDecision, TurnStartDecision, UserMessageDecision,
 };
 
 /// How long an `expect` waits for its frame.
@@ -319,6 +339,8 @@ fn build(decl: &Value) -> Extension {
             .to_string()
     };
     let mut ext = Extension::new(&s(&decl["name"]), &s(&decl["version"]));
+    let handle = ext.handle();
+    let state = decl.get("state").map(|st| ext.state(st["default"].clone()));
     for c in decl["commands"].as_array().into_iter().flatten() {
         let reply = c["reply"].clone();
         ext.command(&s(&c["name"]), &s(&c["description"]), move |args| {
@@ -327,6 +349,62 @@ fn build(decl: &Value) -> Extension {
     }
     for t in decl["tools"].as_array().into_iter().flatten() {
         let (name, desc, schema) = (s(&t["name"]), s(&t["description"]), t["schema"].clone());
+        match t["behavior"].as_str() {
+            Some("progress") => {
+                ext.tool_with(&name, &desc, schema, |call, _| {
+                    call.progress(Some("step 1"), Some(1.0), Some(2.0));
+                    call.progress(Some("step 2"), Some(2.0), Some(2.0));
+                    text_result("done")
+                });
+                continue;
+            }
+            Some("late") => {
+                let h = handle.clone();
+                ext.tool(&name, &desc, schema, move |args| {
+                    let echo = tool_behavior("echo");
+                    let late = args["name"].as_str().unwrap_or_default();
+                    h.register_tool(
+                        late,
+                        "registered late",
+                        json!({"type":"object"}),
+                        move |_, a| echo(a),
+                    );
+                    h.unregister_tool(args["drop"].as_str().unwrap_or_default());
+                    h.unregister_command(args["drop_command"].as_str().unwrap_or_default());
+                    text_result("ok")
+                });
+                continue;
+            }
+            Some("count") => {
+                let st = state.clone().expect("count needs a declared state");
+                ext.tool(&name, &desc, schema, move |_| {
+                    let now = st.update(|v| v["n"] = json!(v["n"].as_u64().unwrap_or(0) + 1));
+                    text_result(now["n"].to_string())
+                });
+                continue;
+            }
+            Some("typed_weather") => {
+                #[derive(serde::Deserialize)]
+                struct Weather {
+                    city: String,
+                    #[serde(default = "one")]
+                    days: u32,
+                }
+                fn one() -> u32 {
+                    1
+                }
+                let schema = json!({
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                    "required": ["city"]
+                });
+                ext.typed_tool(&name, &desc, schema, |_, w: Weather| {
+                    text_result(format!("{} {}", w.city, w.days))
+                });
+                continue;
+            }
+            _ => {}
+        }
         let f = tool_behavior(&s(&t["behavior"]));
         if t["deferred"].as_bool().unwrap_or(false) {
             ext.deferred_tool(&name, &desc, schema, f);
@@ -342,10 +420,14 @@ fn build(decl: &Value) -> Extension {
         match kind.as_str() {
             Some("tool_call") => {
                 let b = &behavior["tool_call"];
-                let (tool, reason) = (b["block_tool"].clone(), b["reason"].clone());
+                let b = b.clone();
                 ext.intercept_tool_call(move |name, _args| {
-                    if Some(name) == tool.as_str() {
-                        ToolCallDecision::block(reason.as_str().unwrap_or_default())
+                    if Some(name) == b["block_tool"].as_str() {
+                        ToolCallDecision::block(b["reason"].as_str().unwrap_or_default())
+                    } else if Some(name) == b["approve_tool"].as_str() {
+                        ToolCallDecision::approve()
+                    } else if Some(name) == b["ask_tool"].as_str() {
+                        ToolCallDecision::ask()
                     } else {
                         ToolCallDecision::allow()
                     }
@@ -369,6 +451,54 @@ fn build(decl: &Value) -> Extension {
                         }
                         _ => AssistantMessageDecision::allow(),
                     }
+                });
+            }
+            Some("user_message") => {
+                let b = behavior["user_message"].clone();
+                ext.intercept_user_message(move |text| {
+                    let str_of = |k: &str| b[k].as_str().unwrap_or_default().to_string();
+                    if b["block_if"].as_str().is_some_and(|w| text.contains(w)) {
+                        return UserMessageDecision::block(str_of("reason"));
+                    }
+                    let d = match (b["replace"][0].as_str(), b["replace"][1].as_str()) {
+                        (Some(from), Some(to)) => {
+                            UserMessageDecision::replace(text.replace(from, to))
+                        }
+                        _ => UserMessageDecision::allow(),
+                    };
+                    d.with_context(str_of("context"))
+                });
+            }
+            Some("tool_result") => {
+                let secret = behavior["tool_result"]["redact"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                ext.intercept_tool_result(move |r| {
+                    let texts: Vec<&str> = (r.content.iter())
+                        .filter_map(|b| match b {
+                            ContentBlock::Text { text } => Some(text.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    if secret.is_empty() || !texts.iter().any(|t| t.contains(&secret)) {
+                        return ToolResultDecision::allow();
+                    }
+                    ToolResultDecision::replace(
+                        texts
+                            .iter()
+                            .map(|t| text(t.replace(&secret, "[redacted]")))
+                            .collect(),
+                    )
+                });
+            }
+            Some("agent_end") => {
+                let b = behavior["agent_end"].clone();
+                ext.intercept_agent_end(move |end| match b["until"].as_str() {
+                    Some(u) if !end.text.contains(u) => {
+                        AgentEndDecision::keep_going(b["reason"].as_str().unwrap_or_default())
+                    }
+                    _ => AgentEndDecision::done(),
                 });
             }
             other => panic!("unknown intercept {other:?}"),
@@ -510,4 +640,29 @@ fn a_wrong_expectation_fails_the_harness() {
     step["expect"]["display"] = json!("hi somebody else");
     let err = run_conversation(&file, &conv, &schema).unwrap_err();
     assert!(err.contains("hi somebody else"), "{err}");
+}
+
+#[test]
+fn the_additions_host_fields_are_read_from_the_vectors() {
+    use zut_ext::additions::{read_fields, HelloAckAdditions, PayloadAdditions};
+    let line = |name: &str| {
+        frame_vectors()
+            .into_iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("vector {name}"))
+            .line
+    };
+    let ack: HelloAckAdditions = read_fields(line("hello_ack_features").as_bytes());
+    assert_eq!(ack.features, ["late_registration", "tool_progress"]);
+    let r: PayloadAdditions = read_fields(line("intercept_tool_result").as_bytes());
+    assert_eq!(
+        (r.is_error, r.content.len(), r.extension.as_str()),
+        (false, 1, "wx")
+    );
+    let b: PayloadAdditions = read_fields(line("intercept_tool_result_builtin").as_bytes());
+    assert_eq!((b.is_error, b.extension.as_str()), (true, ""));
+    let end: PayloadAdditions = read_fields(line("intercept_agent_end").as_bytes());
+    assert_eq!((end.steps, end.continued), (3, 1));
+    let none: HelloAckAdditions = read_fields(line("hello_ack_minimal").as_bytes());
+    assert!(none.features.is_empty());
 }

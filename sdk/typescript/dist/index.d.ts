@@ -60,8 +60,12 @@ export type JsonObject = {
 export declare const PROTOCOL_VERSION = 2;
 /** What `hello` advertises: everything the SDK can handle, including `tool_cancel`. */
 export declare const CAPABILITIES: readonly string[];
-/** Interceptable events, in the order `subscribe` lists them. */
-export type InterceptKind = "tool_call" | "turn_start" | "assistant_message";
+/**
+ * Interceptable events, in the order `subscribe` lists them. The last three
+ * are protocol additions: hosts that have them list their features in
+ * `hello_ack.features` ({@link HostInfo.features}).
+ */
+export type InterceptKind = "tool_call" | "turn_start" | "assistant_message" | "user_message" | "tool_result" | "agent_end";
 /** The branch identity zut reports in `hello_ack` and in session events. */
 export interface WireSession {
     id: string;
@@ -133,7 +137,21 @@ export type ExtToHostFrame = {
     reason?: string;
     modified_args?: Json;
     replace_text?: string;
+    replace_content?: WireContent[];
     context?: string;
+    decision?: "approve" | "ask";
+} | {
+    type: "tool_progress";
+    id: string;
+    message?: string;
+    progress?: number;
+    total?: number;
+} | {
+    type: "unregister_tool";
+    name: string;
+} | {
+    type: "unregister_command";
+    name: string;
 } | {
     type: "notify";
     level: string;
@@ -190,6 +208,7 @@ export type HostToExtFrame = {
     extension_dir?: string;
     data_dir?: string;
     session?: WireSession;
+    features?: string[];
 } | {
     type: "command_invoked";
     id: string;
@@ -216,6 +235,11 @@ export type HostToExtFrame = {
     tool_args?: Json;
     tool_preview?: string;
     text?: string;
+    is_error?: boolean;
+    content?: WireContent[];
+    extension?: string;
+    steps?: number;
+    continued?: number;
 } | {
     type: "event_intercept";
     id: string;
@@ -225,6 +249,11 @@ export type HostToExtFrame = {
     tool_args?: Json;
     step?: number;
     text?: string;
+    is_error?: boolean;
+    content?: WireContent[];
+    extension?: string;
+    steps?: number;
+    continued?: number;
 } | {
     type: "panel_key";
     panel_id: string;
@@ -290,6 +319,8 @@ export interface HostInfo {
     dataDir: string;
     /** Present when a session was already open when the extension started. */
     session?: Session;
+    /** Protocol additions the host supports (`late_registration`, `tool_progress`, …). */
+    features: string[];
 }
 /** A lifecycle event the extension subscribed to with {@link Extension.on}. */
 export interface Event {
@@ -305,6 +336,16 @@ export interface Event {
     toolArgs?: Json;
     toolPreview?: string;
     text?: string;
+    /** `tool_result`: the tool failed. */
+    isError?: boolean;
+    /** `tool_result`: the blocks the tool returned. */
+    content?: Content[];
+    /** `tool_result`: the extension that served the call (absent for built-in tools). */
+    extension?: string;
+    /** `agent_end`: model steps of this prompt so far. */
+    steps?: number;
+    /** `agent_end`: how often this prompt was already continued. */
+    continued?: number;
 }
 /** Panel contents. Lines are shown as given; the host draws the frame. */
 export interface Panel {
@@ -350,6 +391,36 @@ export interface ToolCallDecision {
     reason?: string;
     /** The complete replacement arguments (ignored when blocking). */
     modifiedArgs?: JsonObject;
+    /**
+     * `approve`: this call skips the confirmation dialog; `ask`: it needs
+     * confirmation even under `--yolo`. Across extensions: block > ask > approve > allow.
+     */
+    decision?: "approve" | "ask";
+}
+/** A user-message interceptor's verdict on the prompt as typed. */
+export interface UserMessageDecision {
+    /** Drop the prompt; the user sees `reason`. */
+    block?: boolean;
+    reason?: string;
+    /** What the model sees and the session saves instead (ignored when blocking). */
+    replaceText?: string;
+    /** Hidden context sent with every request of this prompt, never saved. */
+    context?: string;
+}
+/** A tool-result interceptor's verdict, before the model sees the result. */
+export interface ToolResultDecision {
+    /** Withhold the result: the model gets an error result reading `reason`. */
+    block?: boolean;
+    reason?: string;
+    /** The blocks the model and the transcript get instead (ignored when blocking). */
+    replaceContent?: Content[];
+    /** Hidden context for the next request. */
+    context?: string;
+}
+/** An agent-end interceptor's verdict: `block` means "keep going" and `reason` goes to the model. */
+export interface AgentEndDecision {
+    block?: boolean;
+    reason?: string;
 }
 /** A turn-start interceptor's verdict. */
 export interface TurnStartDecision {
@@ -384,15 +455,23 @@ export interface ToolContext {
      * when stdin closes. A result returned after that is discarded.
      */
     signal: AbortSignal;
+    /**
+     * Tells the host the call is alive (`tool_progress`); on hosts with the
+     * `tool_progress` feature each report restarts the call's reply deadline.
+     */
+    progress(message?: string, progress?: number, total?: number): void;
 }
 type MaybePromise<T> = T | Promise<T>;
 export type CommandHandler = (args: string) => MaybePromise<Response>;
-export type ToolHandler = (args: ToolArgs) => MaybePromise<ToolResult>;
+export type ToolHandler = (args: ToolArgs, ctx: ToolContext) => MaybePromise<ToolResult>;
 export type InteractiveToolHandler = (ctx: ToolContext, args: ToolArgs) => MaybePromise<ToolResult>;
 export type EventHandler = (event: Event) => MaybePromise<void>;
 export type ToolCallInterceptor = (tool: string, args: ToolArgs) => MaybePromise<ToolCallDecision>;
 export type TurnStartInterceptor = (step: number) => MaybePromise<TurnStartDecision>;
 export type AssistantMessageInterceptor = (text: string) => MaybePromise<AssistantMessageDecision>;
+export type UserMessageInterceptor = (text: string) => MaybePromise<UserMessageDecision>;
+export type ToolResultInterceptor = (event: Event) => MaybePromise<ToolResultDecision>;
+export type AgentEndInterceptor = (event: Event) => MaybePromise<AgentEndDecision>;
 export type PanelKeyHandler = (key: string, text: string) => MaybePromise<void>;
 export type PanelCloseHandler = () => MaybePromise<void>;
 /** Submit `text` as a new user message (the agent runs a turn). */
@@ -417,6 +496,86 @@ export declare function imageBytes(mimeType: string, raw: Uint8Array): Content;
 export declare function textResult(s: string): ToolResult;
 /** A failed result holding one text block; the model sees the message. */
 export declare function errorResult(s: string): ToolResult;
+/** An agent-end verdict that continues the prompt, telling the model `reason`. */
+export declare function keepGoing(reason: string): AgentEndDecision;
+/**
+ * A JSON Schema together with the TypeScript type it describes and a check
+ * of untrusted values against it. Build one with {@link s}.
+ */
+export declare class Schema<T> {
+    /** The JSON Schema sent in `register_tool`. */
+    readonly json: JsonObject;
+    /** @internal The first way `v` breaks the schema, or undefined. */
+    readonly check: (v: unknown, path: string) => string | undefined;
+    /** @internal Optional object fields may be absent. */
+    readonly optional: boolean;
+    /** Phantom: the described type, for {@link Infer}. */
+    readonly __type?: T;
+    /** @internal */
+    constructor(
+    /** The JSON Schema sent in `register_tool`. */
+    json: JsonObject, 
+    /** @internal The first way `v` breaks the schema, or undefined. */
+    check: (v: unknown, path: string) => string | undefined, 
+    /** @internal Optional object fields may be absent. */
+    optional?: boolean);
+    /** The same schema with a `description` (shown to the model). */
+    describe(description: string): Schema<T>;
+}
+/** The TypeScript type a {@link Schema} describes. */
+export type Infer<S> = S extends Schema<infer T> ? T : never;
+type Shape = {
+    [key: string]: Schema<unknown>;
+};
+type OptionalKeys<P extends Shape> = {
+    [K in keyof P]: P[K] extends Schema<infer T> ? (undefined extends T ? K : never) : never;
+}[keyof P];
+type ObjectOf<P extends Shape> = {
+    [K in Exclude<keyof P, OptionalKeys<P>>]: Infer<P[K]>;
+} & {
+    [K in OptionalKeys<P>]?: Infer<P[K]>;
+};
+/** The schema builder: `s.object({ city: s.string(), days: s.optional(s.integer()) })`. */
+export declare const s: {
+    string: () => Schema<string>;
+    number: () => Schema<number>;
+    integer: () => Schema<number>;
+    boolean: () => Schema<boolean>;
+    /** One of the given strings or numbers. */
+    enum: <const V extends readonly (string | number)[]>(values: V) => Schema<V[number]>;
+    array: <T>(items: Schema<T>) => Schema<T[]>;
+    /** A field that may be absent (or null). */
+    optional: <T>(inner: Schema<T>) => Schema<T | undefined>;
+    object: <P extends Shape>(props: P) => Schema<ObjectOf<P>>;
+};
+/**
+ * State that belongs to the active session branch, managed for you; made by
+ * {@link Extension.state}. It starts as a copy of the default; a session
+ * event (opened, switched, forked, compacted) restores the branch's stored
+ * snapshot, or the default when the branch has none. Set it in a tool
+ * handler and the SDK saves it as that tool result's `details`; a tool that
+ * returns `details` itself sets it too.
+ */
+export declare class BranchState<T extends Json> {
+    private readonly initial;
+    private current;
+    private dirty;
+    /** @internal */
+    constructor(initial: T);
+    /** The current branch's state. */
+    get value(): T;
+    set value(v: T);
+    /** Replaces the state; it is saved with the next tool result. */
+    set(v: T): void;
+    /** Sets the state to `fn(current)` and returns it. */
+    update(fn: (current: T) => T): T;
+    /** @internal */
+    restore(state: Json | undefined): void;
+    /** @internal The value to save, or undefined when nothing changed. */
+    take(): T | undefined;
+    /** @internal */
+    saved(details: Json): void;
+}
 /** Where an {@link Extension} reads and writes; the process's stdio by default. */
 export interface Streams {
     input?: InputStream;
@@ -448,6 +607,10 @@ export declare class Extension {
     private toolCallInterceptor;
     private turnStartInterceptor;
     private assistantMessageInterceptor;
+    private userMessageInterceptor;
+    private toolResultInterceptor;
+    private agentEndInterceptor;
+    private readonly states;
     /** Interactive calls in flight, by correlation id. */
     private readonly running;
     private phase;
@@ -462,12 +625,37 @@ export declare class Extension {
     constructor(name: string, version: string, streams?: Streams);
     /** Runs `fn` with the host's info after `hello_ack`, before registrations are sent. */
     onHello(fn: (host: HostInfo) => MaybePromise<void>): this;
-    /** A slash command `/name`; `args` is what the user typed after it, trimmed. */
+    /**
+     * A slash command `/name`; `args` is what the user typed after it, trimmed.
+     * Registered after `ready`, it is announced at once (hosts with the
+     * `late_registration` feature).
+     */
     command(name: string, description: string, handler: CommandHandler): this;
-    /** A tool the model can call; `schema` is the JSON Schema of its arguments. */
+    /**
+     * A tool the model can call. With a {@link Schema} from {@link s}, the
+     * model's arguments are checked before the handler runs (a mismatch answers
+     * an error result naming the field) and the handler gets them typed; with
+     * a plain JSON Schema it gets them as sent. The handler's second argument
+     * is the call's {@link ToolContext} (id, cancellation, progress).
+     * Registered after `ready`, the tool is announced at once.
+     */
+    tool<S extends Schema<any>>(name: string, description: string, schema: S, handler: (args: Infer<S>, ctx: ToolContext) => MaybePromise<ToolResult>): this;
     tool(name: string, description: string, schema: Json, handler: ToolHandler): this;
     /** A tool the model only sees once a result names it in `activateTools`. */
+    deferredTool<S extends Schema<any>>(name: string, description: string, schema: S, handler: (args: Infer<S>, ctx: ToolContext) => MaybePromise<ToolResult>): this;
     deferredTool(name: string, description: string, schema: Json, handler: ToolHandler): this;
+    private entry;
+    /** Withdraws a tool; the host stops offering it (`late_registration`). */
+    unregisterTool(name: string): void;
+    /** Withdraws a command (`late_registration`). */
+    unregisterCommand(name: string): void;
+    /** Reports progress of the tool call `id` (see {@link ToolContext.progress}). */
+    toolProgress(id: string, message?: string, progress?: number, total?: number): void;
+    /**
+     * A {@link BranchState} that follows the active session branch; subscribes
+     * to the session events that carry state. Call it before {@link Extension.run}.
+     */
+    state<T extends Json>(initial: T): BranchState<T>;
     /**
      * A tool that waits for a person (no host reply deadline). Its handler must
      * give up when `ctx.signal` aborts; whatever it returns after that is dropped.
@@ -475,12 +663,23 @@ export declare class Extension {
     interactiveTool(name: string, description: string, schema: Json, handler: InteractiveToolHandler): this;
     /** Observe a lifecycle event (one handler per name; a second call replaces the first). */
     on(event: string, handler: EventHandler): this;
-    /** Block or rewrite tool calls before they run. */
+    private lateIntercept;
+    /** Block or rewrite tool calls before they run, or approve them / ask for confirmation. */
     interceptToolCall(fn: ToolCallInterceptor): this;
     /** Block a turn before the model is called, or add hidden context to it. */
     interceptTurnStart(fn: TurnStartInterceptor): this;
     /** Suppress or rewrite the assistant's text before the user sees it. */
     interceptAssistantMessage(fn: AssistantMessageInterceptor): this;
+    /** Judge each prompt before its first turn: block it, rewrite it, or add hidden context. */
+    interceptUserMessage(fn: UserMessageInterceptor): this;
+    /**
+     * See every tool's result before the model does (`event` has `toolId`,
+     * `toolName`, `toolArgs`, `isError`, `content`, `extension`): replace it,
+     * withhold it, or add hidden context.
+     */
+    interceptToolResult(fn: ToolResultInterceptor): this;
+    /** See the end of each prompt (`event.text`, `steps`, `continued`); {@link keepGoing} continues it. */
+    interceptAgentEnd(fn: AgentEndInterceptor): this;
     /**
      * Callbacks for a panel this extension opened: `onKey` for each key the
      * user presses (`text` is the character for key `rune`), `onClose` when the
@@ -490,7 +689,6 @@ export declare class Extension {
     /** Forget a panel's callbacks (for example once it is closed). */
     forgetPanel(panelId: string): void;
     private addTool;
-    private lateCheck;
     /** Writes `[name] msg` to stderr, which zut keeps in the extension's log. */
     log(msg: string): void;
     /** A one-off note for the user. */
@@ -544,6 +742,8 @@ export declare class Extension {
     private background;
     private onCommand;
     private onToolCall;
+    /** Puts changed branch state into the result's `details` (one state: the value itself). */
+    private withState;
     private onEvent;
     private onIntercept;
 }

@@ -24,7 +24,7 @@
  *   order but never waited for, so a slow one does not hold up the others.
  */
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.Extension = exports.ALERT_BELL = exports.WIDGET_ABOVE_INPUT = exports.HandshakeError = exports.FrameError = exports.CAPABILITIES = exports.PROTOCOL_VERSION = void 0;
+exports.Extension = exports.BranchState = exports.s = exports.Schema = exports.ALERT_BELL = exports.WIDGET_ABOVE_INPUT = exports.HandshakeError = exports.FrameError = exports.CAPABILITIES = exports.PROTOCOL_VERSION = void 0;
 exports.isKnownHostFrame = isKnownHostFrame;
 exports.decodeFrame = decodeFrame;
 exports.encodeFrame = encodeFrame;
@@ -39,6 +39,7 @@ exports.image = image;
 exports.imageBytes = imageBytes;
 exports.textResult = textResult;
 exports.errorResult = errorResult;
+exports.keepGoing = keepGoing;
 const TextDecoderImpl = globalThis.TextDecoder;
 const AbortControllerImpl = globalThis.AbortController;
 /** The major protocol version this SDK speaks; the host must answer with the same. */
@@ -55,6 +56,8 @@ exports.CAPABILITIES = [
     "widgets",
     "tool_cancel",
 ];
+/** Session events that carry this extension's stored state. */
+const STATE_EVENTS = ["session_opened", "session_switched", "session_forked", "session_compacted"];
 /** Why a line is not a frame. */
 class FrameError extends Error {
     constructor(message) {
@@ -137,7 +140,25 @@ function wirePanel(p) {
  * (it clears state) while a missing `details` is not sent.
  */
 function encodeFrame(frame) {
-    return JSON.stringify(canonical(frame));
+    const line = JSON.stringify(canonical(frame));
+    // JSON.stringify escapes a lone surrogate as `\udXXX`, which no UTF-8
+    // JSON reader accepts; such strings are made well-formed (U+FFFD) first.
+    // The check is cheap and almost never true, so the common path is one pass.
+    return line.includes("\\ud") ? JSON.stringify(wellFormed(JSON.parse(line))) : line;
+}
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+function wellFormed(v) {
+    if (typeof v === "string")
+        return v.replace(LONE_SURROGATE, "\ufffd");
+    if (Array.isArray(v))
+        return v.map(wellFormed);
+    if (v !== null && typeof v === "object") {
+        const out = {};
+        for (const [k, x] of Object.entries(v))
+            out[wellFormed(k)] = wellFormed(x);
+        return out;
+    }
+    return v;
 }
 function canonical(f) {
     const has = (k) => f[k] !== undefined;
@@ -175,7 +196,18 @@ function canonical(f) {
             copy("error");
             break;
         case "event_intercept_response":
-            copy("id", "block", "reason", "modified_args", "replace_text", "context");
+            copy("id", "block", "reason", "modified_args", "replace_text");
+            if (Array.isArray(f.replace_content)) {
+                out.replace_content = f.replace_content.map((b) => wireContent((b ?? {})));
+            }
+            copy("context", "decision");
+            break;
+        case "tool_progress":
+            copy("id", "message", "progress", "total");
+            break;
+        case "unregister_tool":
+        case "unregister_command":
+            copy("name");
             break;
         case "notify":
             copy("level", "message");
@@ -264,6 +296,154 @@ function textResult(s) {
 function errorResult(s) {
     return { content: [text(s)], isError: true };
 }
+/** An agent-end verdict that continues the prompt, telling the model `reason`. */
+function keepGoing(reason) {
+    return { block: true, reason };
+}
+// ---------------------------------------------------------------------------
+// Typed tool arguments: a small schema builder.
+/**
+ * A JSON Schema together with the TypeScript type it describes and a check
+ * of untrusted values against it. Build one with {@link s}.
+ */
+class Schema {
+    /** @internal */
+    constructor(
+    /** The JSON Schema sent in `register_tool`. */
+    json, 
+    /** @internal The first way `v` breaks the schema, or undefined. */
+    check, 
+    /** @internal Optional object fields may be absent. */
+    optional = false) {
+        this.json = json;
+        this.check = check;
+        this.optional = optional;
+    }
+    /** The same schema with a `description` (shown to the model). */
+    describe(description) {
+        return new Schema({ ...this.json, description }, this.check, this.optional);
+    }
+}
+exports.Schema = Schema;
+function kindOf(v) {
+    if (v === null)
+        return "null";
+    if (Array.isArray(v))
+        return "array";
+    if (typeof v === "number")
+        return Number.isInteger(v) ? "integer" : "number";
+    return typeof v;
+}
+function where(path) {
+    return path ? `field "${path}"` : "arguments";
+}
+function primitive(type, ok) {
+    return new Schema({ type }, (v, path) => (ok(v) ? undefined : `${where(path)} must be ${type}, got ${kindOf(v)}`));
+}
+/** The schema builder: `s.object({ city: s.string(), days: s.optional(s.integer()) })`. */
+exports.s = {
+    string: () => primitive("string", (v) => typeof v === "string"),
+    number: () => primitive("number", (v) => typeof v === "number" && Number.isFinite(v)),
+    integer: () => primitive("integer", (v) => typeof v === "number" && Number.isInteger(v)),
+    boolean: () => primitive("boolean", (v) => typeof v === "boolean"),
+    /** One of the given strings or numbers. */
+    enum: (values) => new Schema({ enum: [...values] }, (v, path) => values.includes(v)
+        ? undefined
+        : `${where(path)} must be one of ${values.map((x) => JSON.stringify(x)).join(", ")}`),
+    array: (items) => new Schema({ type: "array", items: items.json }, (v, path) => {
+        if (!Array.isArray(v))
+            return `${where(path)} must be array, got ${kindOf(v)}`;
+        for (let i = 0; i < v.length; i++) {
+            const err = items.check(v[i], `${path}[${i}]`);
+            if (err)
+                return err;
+        }
+        return undefined;
+    }),
+    /** A field that may be absent (or null). */
+    optional: (inner) => new Schema(inner.json, (v, path) => (v === undefined || v === null ? undefined : inner.check(v, path)), true),
+    object: (props) => {
+        const required = Object.keys(props).filter((k) => !props[k].optional);
+        const json = { type: "object", properties: {} };
+        for (const [k, p] of Object.entries(props))
+            json.properties[k] = p.json;
+        if (required.length > 0)
+            json.required = required;
+        return new Schema(json, (v, path) => {
+            if (v === null || typeof v !== "object" || Array.isArray(v))
+                return `${where(path)} must be object, got ${kindOf(v)}`;
+            const o = v;
+            for (const k of required) {
+                if (!(k in o))
+                    return `missing required field "${path ? `${path}.${k}` : k}"`;
+            }
+            for (const [k, p] of Object.entries(props)) {
+                if (k in o) {
+                    const err = p.check(o[k], path ? `${path}.${k}` : k);
+                    if (err)
+                        return err;
+                }
+            }
+            return undefined;
+        });
+    },
+};
+// ---------------------------------------------------------------------------
+// Per-branch state.
+/**
+ * State that belongs to the active session branch, managed for you; made by
+ * {@link Extension.state}. It starts as a copy of the default; a session
+ * event (opened, switched, forked, compacted) restores the branch's stored
+ * snapshot, or the default when the branch has none. Set it in a tool
+ * handler and the SDK saves it as that tool result's `details`; a tool that
+ * returns `details` itself sets it too.
+ */
+class BranchState {
+    /** @internal */
+    constructor(initial) {
+        this.initial = initial;
+        this.dirty = false;
+        this.current = copyJson(initial);
+    }
+    /** The current branch's state. */
+    get value() {
+        return this.current;
+    }
+    set value(v) {
+        this.set(v);
+    }
+    /** Replaces the state; it is saved with the next tool result. */
+    set(v) {
+        this.current = v;
+        this.dirty = true;
+    }
+    /** Sets the state to `fn(current)` and returns it. */
+    update(fn) {
+        this.set(fn(this.current));
+        return this.current;
+    }
+    /** @internal */
+    restore(state) {
+        this.current = state === undefined || state === null ? copyJson(this.initial) : state;
+        this.dirty = false;
+    }
+    /** @internal The value to save, or undefined when nothing changed. */
+    take() {
+        if (!this.dirty)
+            return undefined;
+        this.dirty = false;
+        return this.current;
+    }
+    /** @internal */
+    saved(details) {
+        this.current = details;
+        this.dirty = false;
+    }
+}
+exports.BranchState = BranchState;
+function copyJson(v) {
+    return v === undefined ? v : JSON.parse(JSON.stringify(v));
+}
 // ---------------------------------------------------------------------------
 // Conversions at the edge.
 function fromWireSession(s) {
@@ -290,9 +470,7 @@ function toWireResult(id, r) {
     const frame = {
         type: "tool_result",
         id,
-        content: (r.content ?? []).map((c) => c.type === "image"
-            ? { type: "image", mime_type: c.mimeType, data: c.data }
-            : { type: "text", text: c.text }),
+        content: (r.content ?? []).map(toWireContent),
     };
     if (r.isError)
         frame.is_error = true;
@@ -352,6 +530,58 @@ function settle(f, done, failed) {
     done(v);
     return undefined;
 }
+function fromWireContent(c) {
+    return c.type === "image" ? { type: "image", mimeType: str(c.mime_type), data: str(c.data) } : { type: "text", text: str(c.text) };
+}
+function toWireContent(c) {
+    return c.type === "image" ? { type: "image", mime_type: c.mimeType, data: c.data } : { type: "text", text: c.text };
+}
+/** The API's view of an `event` or `event_intercept` frame. */
+function eventOf(frame) {
+    const f = frame;
+    const ev = { name: str(f.event) };
+    const session = fromWireSession(f.session);
+    if (session)
+        ev.session = session;
+    if (f.state !== undefined)
+        ev.state = f.state;
+    if (typeof f.step === "number")
+        ev.step = f.step;
+    if (typeof f.stop === "string")
+        ev.stop = f.stop;
+    if (typeof f.error === "string")
+        ev.error = f.error;
+    if (typeof f.tool_id === "string")
+        ev.toolId = f.tool_id;
+    if (typeof f.tool_name === "string")
+        ev.toolName = f.tool_name;
+    if (f.tool_args !== undefined)
+        ev.toolArgs = f.tool_args;
+    if (typeof f.tool_preview === "string")
+        ev.toolPreview = f.tool_preview;
+    if (typeof f.text === "string")
+        ev.text = f.text;
+    if (typeof f.is_error === "boolean")
+        ev.isError = f.is_error;
+    if (Array.isArray(f.content)) {
+        ev.content = f.content.filter((b) => b !== null && typeof b === "object").map(fromWireContent);
+    }
+    if (typeof f.extension === "string")
+        ev.extension = f.extension;
+    if (typeof f.steps === "number")
+        ev.steps = f.steps;
+    if (typeof f.continued === "number")
+        ev.continued = f.continued;
+    return ev;
+}
+function registerFrame(t) {
+    const frame = { type: "register_tool", name: t.name, description: t.description, schema: t.schema };
+    if (t.deferred)
+        frame.deferred = true;
+    if (t.interactive)
+        frame.interactive = true;
+    return frame;
+}
 function argsObject(v) {
     return v !== null && typeof v === "object" && !Array.isArray(v) ? v : {};
 }
@@ -371,6 +601,7 @@ class Extension {
         this.events = new Map();
         this.panels = new Map();
         this.helloHooks = [];
+        this.states = [];
         /** Interactive calls in flight, by correlation id. */
         this.running = new Map();
         this.phase = "idle";
@@ -393,19 +624,63 @@ class Extension {
         this.helloHooks.push(fn);
         return this;
     }
-    /** A slash command `/name`; `args` is what the user typed after it, trimmed. */
+    /**
+     * A slash command `/name`; `args` is what the user typed after it, trimmed.
+     * Registered after `ready`, it is announced at once (hosts with the
+     * `late_registration` feature).
+     */
     command(name, description, handler) {
-        this.lateCheck(`command ${name}`);
         this.commands.set(name, { description, handler });
+        if (this.announced)
+            this.send({ type: "register_command", name, description });
         return this;
     }
-    /** A tool the model can call; `schema` is the JSON Schema of its arguments. */
     tool(name, description, schema, handler) {
-        return this.addTool({ name, description, schema, deferred: false, interactive: false, plain: handler });
+        return this.addTool(this.entry(name, description, schema, false, handler));
     }
-    /** A tool the model only sees once a result names it in `activateTools`. */
     deferredTool(name, description, schema, handler) {
-        return this.addTool({ name, description, schema, deferred: true, interactive: false, plain: handler });
+        return this.addTool(this.entry(name, description, schema, true, handler));
+    }
+    entry(name, description, schema, deferred, handler) {
+        if (schema instanceof Schema) {
+            return { name, description, schema: schema.json, deferred, interactive: false, plain: handler, typed: schema };
+        }
+        return { name, description, schema, deferred, interactive: false, plain: handler };
+    }
+    /** Withdraws a tool; the host stops offering it (`late_registration`). */
+    unregisterTool(name) {
+        this.tools.delete(name);
+        if (this.announced)
+            this.send({ type: "unregister_tool", name });
+    }
+    /** Withdraws a command (`late_registration`). */
+    unregisterCommand(name) {
+        this.commands.delete(name);
+        if (this.announced)
+            this.send({ type: "unregister_command", name });
+    }
+    /** Reports progress of the tool call `id` (see {@link ToolContext.progress}). */
+    toolProgress(id, message, progress, total) {
+        const frame = { type: "tool_progress", id };
+        if (message !== undefined)
+            frame.message = message;
+        if (progress !== undefined)
+            frame.progress = progress;
+        if (total !== undefined)
+            frame.total = total;
+        this.send(frame);
+    }
+    /**
+     * A {@link BranchState} that follows the active session branch; subscribes
+     * to the session events that carry state. Call it before {@link Extension.run}.
+     */
+    state(initial) {
+        const st = new BranchState(initial);
+        this.states.push(st);
+        for (const name of STATE_EVENTS)
+            if (!this.events.has(name))
+                this.events.set(name, () => undefined);
+        return st;
     }
     /**
      * A tool that waits for a person (no host reply deadline). Its handler must
@@ -416,27 +691,56 @@ class Extension {
     }
     /** Observe a lifecycle event (one handler per name; a second call replaces the first). */
     on(event, handler) {
-        this.lateCheck(`event ${event}`);
+        const fresh = !this.events.has(event);
         this.events.set(event, handler);
+        if (this.announced && fresh)
+            this.send({ type: "subscribe", events: [event], intercept: [] });
         return this;
     }
-    /** Block or rewrite tool calls before they run. */
-    interceptToolCall(fn) {
-        this.lateCheck("tool_call interceptor");
-        this.toolCallInterceptor = fn;
+    lateIntercept(kind, fresh) {
+        if (this.announced && fresh)
+            this.send({ type: "subscribe", events: [], intercept: [kind] });
         return this;
+    }
+    /** Block or rewrite tool calls before they run, or approve them / ask for confirmation. */
+    interceptToolCall(fn) {
+        const fresh = !this.toolCallInterceptor;
+        this.toolCallInterceptor = fn;
+        return this.lateIntercept("tool_call", fresh);
     }
     /** Block a turn before the model is called, or add hidden context to it. */
     interceptTurnStart(fn) {
-        this.lateCheck("turn_start interceptor");
+        const fresh = !this.turnStartInterceptor;
         this.turnStartInterceptor = fn;
-        return this;
+        return this.lateIntercept("turn_start", fresh);
     }
     /** Suppress or rewrite the assistant's text before the user sees it. */
     interceptAssistantMessage(fn) {
-        this.lateCheck("assistant_message interceptor");
+        const fresh = !this.assistantMessageInterceptor;
         this.assistantMessageInterceptor = fn;
-        return this;
+        return this.lateIntercept("assistant_message", fresh);
+    }
+    /** Judge each prompt before its first turn: block it, rewrite it, or add hidden context. */
+    interceptUserMessage(fn) {
+        const fresh = !this.userMessageInterceptor;
+        this.userMessageInterceptor = fn;
+        return this.lateIntercept("user_message", fresh);
+    }
+    /**
+     * See every tool's result before the model does (`event` has `toolId`,
+     * `toolName`, `toolArgs`, `isError`, `content`, `extension`): replace it,
+     * withhold it, or add hidden context.
+     */
+    interceptToolResult(fn) {
+        const fresh = !this.toolResultInterceptor;
+        this.toolResultInterceptor = fn;
+        return this.lateIntercept("tool_result", fresh);
+    }
+    /** See the end of each prompt (`event.text`, `steps`, `continued`); {@link keepGoing} continues it. */
+    interceptAgentEnd(fn) {
+        const fresh = !this.agentEndInterceptor;
+        this.agentEndInterceptor = fn;
+        return this.lateIntercept("agent_end", fresh);
     }
     /**
      * Callbacks for a panel this extension opened: `onKey` for each key the
@@ -457,13 +761,10 @@ class Extension {
         this.panels.delete(panelId);
     }
     addTool(t) {
-        this.lateCheck(`tool ${t.name}`);
         this.tools.set(t.name, t);
-        return this;
-    }
-    lateCheck(what) {
         if (this.announced)
-            this.log(`${what} registered after ready is not announced to the host`);
+            this.send(registerFrame(t));
+        return this;
     }
     // -- runtime calls (fire and forget) ---------------------------------------
     /** Writes `[name] msg` to stderr, which zut keeps in the extension's log. */
@@ -681,6 +982,7 @@ class Extension {
             cwd: str(ack.cwd),
             extensionDir: str(ack.extension_dir),
             dataDir: str(ack.data_dir),
+            features: Array.isArray(ack.features) ? ack.features.filter((f) => typeof f === "string") : [],
         };
         const session = fromWireSession(ack.session);
         if (session)
@@ -705,19 +1007,8 @@ class Extension {
         for (const [name, c] of this.commands) {
             this.write({ type: "register_command", name, description: c.description });
         }
-        for (const t of this.tools.values()) {
-            const frame = {
-                type: "register_tool",
-                name: t.name,
-                description: t.description,
-                schema: t.schema,
-            };
-            if (t.deferred)
-                frame.deferred = true;
-            if (t.interactive)
-                frame.interactive = true;
-            this.write(frame);
-        }
+        for (const t of this.tools.values())
+            this.write(registerFrame(t));
         const intercept = [];
         if (this.toolCallInterceptor)
             intercept.push("tool_call");
@@ -725,6 +1016,12 @@ class Extension {
             intercept.push("turn_start");
         if (this.assistantMessageInterceptor)
             intercept.push("assistant_message");
+        if (this.userMessageInterceptor)
+            intercept.push("user_message");
+        if (this.toolResultInterceptor)
+            intercept.push("tool_result");
+        if (this.agentEndInterceptor)
+            intercept.push("agent_end");
         if (this.events.size > 0 || intercept.length > 0) {
             this.write({ type: "subscribe", events: [...this.events.keys()], intercept });
         }
@@ -805,50 +1102,63 @@ class Extension {
             this.send(toWireResult(id, errorResult(`no handler for tool "${name}"`)));
             return;
         }
+        // Registered before the handler starts, so a cancel that arrives at
+        // any point after this reaches it.
+        const controller = new AbortControllerImpl();
+        this.running.set(id, controller);
+        const ctx = {
+            id,
+            signal: controller.signal,
+            progress: (message, progress, total) => {
+                if (!controller.signal.aborted)
+                    this.toolProgress(id, message, progress, total);
+            },
+        };
+        const answer = (r) => {
+            if (controller.signal.aborted)
+                return; // the host stopped waiting
+            this.running.delete(id);
+            this.send(toWireResult(id, this.withState(r ?? textResult(""))));
+        };
+        const failed = (err) => answer(errorResult(`panic: ${messageOf(err)}`));
         if (t.interactive && t.ctx) {
             const handler = t.ctx;
-            // Registered before the handler starts, so a cancel that arrives at
-            // any point after this reaches it.
-            const controller = new AbortControllerImpl();
-            this.running.set(id, controller);
-            const answer = (r) => {
-                if (controller.signal.aborted)
-                    return; // the host stopped waiting
-                this.running.delete(id);
-                this.send(toWireResult(id, r ?? textResult("")));
-            };
-            settle(() => handler({ id, signal: controller.signal }, args), answer, (err) => answer(errorResult(`panic: ${messageOf(err)}`)));
+            settle(() => handler(ctx, args), answer, failed);
             return;
         }
+        if (t.typed) {
+            const err = t.typed.check(args, "");
+            if (err) {
+                answer(errorResult(`invalid arguments for ${name}: ${err}`));
+                return;
+            }
+        }
         const handler = t.plain;
-        settle(() => handler(args), (r) => this.send(toWireResult(id, r ?? textResult(""))), (err) => this.send(toWireResult(id, errorResult(`panic: ${messageOf(err)}`))));
+        settle(() => handler(args, ctx), answer, failed);
+    }
+    /** Puts changed branch state into the result's `details` (one state: the value itself). */
+    withState(r) {
+        if (this.states.length === 0)
+            return r;
+        if (r.details !== undefined) {
+            for (const st of this.states)
+                st.saved(r.details);
+            return r;
+        }
+        const changed = this.states.map((st) => st.take());
+        if (changed.every((c) => c === undefined))
+            return r;
+        const details = this.states.length === 1 ? this.states[0].value : this.states.map((st) => st.value);
+        return { ...r, details };
     }
     onEvent(frame) {
+        if (STATE_EVENTS.includes(str(frame.event)))
+            for (const st of this.states)
+                st.restore(frame.state);
         const handler = this.events.get(str(frame.event));
         if (!handler)
             return undefined;
-        const ev = { name: str(frame.event) };
-        const session = fromWireSession(frame.session);
-        if (session)
-            ev.session = session;
-        if (frame.state !== undefined)
-            ev.state = frame.state;
-        if (typeof frame.step === "number")
-            ev.step = frame.step;
-        if (typeof frame.stop === "string")
-            ev.stop = frame.stop;
-        if (typeof frame.error === "string")
-            ev.error = frame.error;
-        if (typeof frame.tool_id === "string")
-            ev.toolId = frame.tool_id;
-        if (typeof frame.tool_name === "string")
-            ev.toolName = frame.tool_name;
-        if (frame.tool_args !== undefined)
-            ev.toolArgs = frame.tool_args;
-        if (typeof frame.tool_preview === "string")
-            ev.toolPreview = frame.tool_preview;
-        if (typeof frame.text === "string")
-            ev.text = frame.text;
+        const ev = eventOf(frame);
         return settle(() => handler(ev), () => undefined, (err) => this.log(`event ${ev.name} handler failed: ${messageOf(err)}`));
     }
     onIntercept(frame) {
@@ -872,6 +1182,8 @@ class Extension {
                     const out = blockOr(d?.block, d?.reason);
                     if (!d?.block && d?.modifiedArgs !== undefined)
                         out.modified_args = d.modifiedArgs;
+                    if (!d?.block && (d?.decision === "approve" || d?.decision === "ask"))
+                        out.decision = d.decision;
                     reply(out);
                 }, failClosed);
                 return;
@@ -899,6 +1211,42 @@ class Extension {
                         out.replace_text = d.replaceText;
                     reply(out);
                 }, failClosed);
+                return;
+            }
+            case "user_message": {
+                const f = this.userMessageInterceptor;
+                if (!f)
+                    return reply({});
+                const original = str(frame.text);
+                settle(() => f(original), (d) => {
+                    const out = blockOr(d?.block, d?.reason);
+                    if (!d?.block && d?.replaceText && d.replaceText !== original)
+                        out.replace_text = d.replaceText;
+                    if (!d?.block && d?.context)
+                        out.context = d.context;
+                    reply(out);
+                }, failClosed);
+                return;
+            }
+            case "tool_result": {
+                const f = this.toolResultInterceptor;
+                if (!f)
+                    return reply({});
+                settle(() => f(eventOf(frame)), (d) => {
+                    const out = blockOr(d?.block, d?.reason);
+                    if (!d?.block && Array.isArray(d?.replaceContent))
+                        out.replace_content = d.replaceContent.map(toWireContent);
+                    if (!d?.block && d?.context)
+                        out.context = d.context;
+                    reply(out);
+                }, failClosed);
+                return;
+            }
+            case "agent_end": {
+                const f = this.agentEndInterceptor;
+                if (!f)
+                    return reply({});
+                settle(() => f(eventOf(frame)), (d) => reply(blockOr(d?.block, d?.reason)), failClosed);
                 return;
             }
             default:

@@ -103,8 +103,21 @@ export const CAPABILITIES: readonly string[] = [
   "tool_cancel",
 ];
 
-/** Interceptable events, in the order `subscribe` lists them. */
-export type InterceptKind = "tool_call" | "turn_start" | "assistant_message";
+/**
+ * Interceptable events, in the order `subscribe` lists them. The last three
+ * are protocol additions: hosts that have them list their features in
+ * `hello_ack.features` ({@link HostInfo.features}).
+ */
+export type InterceptKind =
+  | "tool_call"
+  | "turn_start"
+  | "assistant_message"
+  | "user_message"
+  | "tool_result"
+  | "agent_end";
+
+/** Session events that carry this extension's stored state. */
+const STATE_EVENTS = ["session_opened", "session_switched", "session_forked", "session_compacted"];
 
 /** The branch identity zut reports in `hello_ack` and in session events. */
 export interface WireSession {
@@ -167,8 +180,13 @@ export type ExtToHostFrame =
       reason?: string;
       modified_args?: Json;
       replace_text?: string;
+      replace_content?: WireContent[];
       context?: string;
+      decision?: "approve" | "ask";
     }
+  | { type: "tool_progress"; id: string; message?: string; progress?: number; total?: number }
+  | { type: "unregister_tool"; name: string }
+  | { type: "unregister_command"; name: string }
   | { type: "notify"; level: string; message: string }
   | { type: "status"; key: string; level?: string; text: string }
   | { type: "widget"; id: string; position: string; title: string; lines: string[] }
@@ -194,6 +212,7 @@ export type HostToExtFrame =
       extension_dir?: string;
       data_dir?: string;
       session?: WireSession;
+      features?: string[];
     }
   | { type: "command_invoked"; id: string; name: string; args?: string }
   | { type: "tool_call"; id: string; name: string; args?: Json }
@@ -211,6 +230,11 @@ export type HostToExtFrame =
       tool_args?: Json;
       tool_preview?: string;
       text?: string;
+      is_error?: boolean;
+      content?: WireContent[];
+      extension?: string;
+      steps?: number;
+      continued?: number;
     }
   | {
       type: "event_intercept";
@@ -221,6 +245,11 @@ export type HostToExtFrame =
       tool_args?: Json;
       step?: number;
       text?: string;
+      is_error?: boolean;
+      content?: WireContent[];
+      extension?: string;
+      steps?: number;
+      continued?: number;
     }
   | { type: "panel_key"; panel_id: string; key: string; text?: string }
   | { type: "panel_close"; panel_id: string }
@@ -320,7 +349,24 @@ function wirePanel(p: Record<string, unknown>): WirePanel {
  * (it clears state) while a missing `details` is not sent.
  */
 export function encodeFrame(frame: ExtToHostFrame): string {
-  return JSON.stringify(canonical(frame as unknown as Record<string, unknown>));
+  const line = JSON.stringify(canonical(frame as unknown as Record<string, unknown>));
+  // JSON.stringify escapes a lone surrogate as `\udXXX`, which no UTF-8
+  // JSON reader accepts; such strings are made well-formed (U+FFFD) first.
+  // The check is cheap and almost never true, so the common path is one pass.
+  return line.includes("\\ud") ? JSON.stringify(wellFormed(JSON.parse(line))) : line;
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+function wellFormed(v: unknown): unknown {
+  if (typeof v === "string") return v.replace(LONE_SURROGATE, "\ufffd");
+  if (Array.isArray(v)) return v.map(wellFormed);
+  if (v !== null && typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[wellFormed(k) as string] = wellFormed(x);
+    return out;
+  }
+  return v;
 }
 
 function canonical(f: Record<string, unknown>): Record<string, unknown> {
@@ -357,7 +403,18 @@ function canonical(f: Record<string, unknown>): Record<string, unknown> {
       copy("error");
       break;
     case "event_intercept_response":
-      copy("id", "block", "reason", "modified_args", "replace_text", "context");
+      copy("id", "block", "reason", "modified_args", "replace_text");
+      if (Array.isArray(f.replace_content)) {
+        out.replace_content = f.replace_content.map((b) => wireContent((b ?? {}) as Record<string, unknown>));
+      }
+      copy("context", "decision");
+      break;
+    case "tool_progress":
+      copy("id", "message", "progress", "total");
+      break;
+    case "unregister_tool":
+    case "unregister_command":
+      copy("name");
       break;
     case "notify":
       copy("level", "message");
@@ -420,6 +477,8 @@ export interface HostInfo {
   dataDir: string;
   /** Present when a session was already open when the extension started. */
   session?: Session;
+  /** Protocol additions the host supports (`late_registration`, `tool_progress`, …). */
+  features: string[];
 }
 
 /** A lifecycle event the extension subscribed to with {@link Extension.on}. */
@@ -436,6 +495,16 @@ export interface Event {
   toolArgs?: Json;
   toolPreview?: string;
   text?: string;
+  /** `tool_result`: the tool failed. */
+  isError?: boolean;
+  /** `tool_result`: the blocks the tool returned. */
+  content?: Content[];
+  /** `tool_result`: the extension that served the call (absent for built-in tools). */
+  extension?: string;
+  /** `agent_end`: model steps of this prompt so far. */
+  steps?: number;
+  /** `agent_end`: how often this prompt was already continued. */
+  continued?: number;
 }
 
 /** Panel contents. Lines are shown as given; the host draws the frame. */
@@ -481,6 +550,39 @@ export interface ToolCallDecision {
   reason?: string;
   /** The complete replacement arguments (ignored when blocking). */
   modifiedArgs?: JsonObject;
+  /**
+   * `approve`: this call skips the confirmation dialog; `ask`: it needs
+   * confirmation even under `--yolo`. Across extensions: block > ask > approve > allow.
+   */
+  decision?: "approve" | "ask";
+}
+
+/** A user-message interceptor's verdict on the prompt as typed. */
+export interface UserMessageDecision {
+  /** Drop the prompt; the user sees `reason`. */
+  block?: boolean;
+  reason?: string;
+  /** What the model sees and the session saves instead (ignored when blocking). */
+  replaceText?: string;
+  /** Hidden context sent with every request of this prompt, never saved. */
+  context?: string;
+}
+
+/** A tool-result interceptor's verdict, before the model sees the result. */
+export interface ToolResultDecision {
+  /** Withhold the result: the model gets an error result reading `reason`. */
+  block?: boolean;
+  reason?: string;
+  /** The blocks the model and the transcript get instead (ignored when blocking). */
+  replaceContent?: Content[];
+  /** Hidden context for the next request. */
+  context?: string;
+}
+
+/** An agent-end interceptor's verdict: `block` means "keep going" and `reason` goes to the model. */
+export interface AgentEndDecision {
+  block?: boolean;
+  reason?: string;
 }
 
 /** A turn-start interceptor's verdict. */
@@ -520,17 +622,25 @@ export interface ToolContext {
    * when stdin closes. A result returned after that is discarded.
    */
   signal: AbortSignal;
+  /**
+   * Tells the host the call is alive (`tool_progress`); on hosts with the
+   * `tool_progress` feature each report restarts the call's reply deadline.
+   */
+  progress(message?: string, progress?: number, total?: number): void;
 }
 
 type MaybePromise<T> = T | Promise<T>;
 
 export type CommandHandler = (args: string) => MaybePromise<Response>;
-export type ToolHandler = (args: ToolArgs) => MaybePromise<ToolResult>;
+export type ToolHandler = (args: ToolArgs, ctx: ToolContext) => MaybePromise<ToolResult>;
 export type InteractiveToolHandler = (ctx: ToolContext, args: ToolArgs) => MaybePromise<ToolResult>;
 export type EventHandler = (event: Event) => MaybePromise<void>;
 export type ToolCallInterceptor = (tool: string, args: ToolArgs) => MaybePromise<ToolCallDecision>;
 export type TurnStartInterceptor = (step: number) => MaybePromise<TurnStartDecision>;
 export type AssistantMessageInterceptor = (text: string) => MaybePromise<AssistantMessageDecision>;
+export type UserMessageInterceptor = (text: string) => MaybePromise<UserMessageDecision>;
+export type ToolResultInterceptor = (event: Event) => MaybePromise<ToolResultDecision>;
+export type AgentEndInterceptor = (event: Event) => MaybePromise<AgentEndDecision>;
 export type PanelKeyHandler = (key: string, text: string) => MaybePromise<void>;
 export type PanelCloseHandler = () => MaybePromise<void>;
 
@@ -592,6 +702,173 @@ export function errorResult(s: string): ToolResult {
   return { content: [text(s)], isError: true };
 }
 
+/** An agent-end verdict that continues the prompt, telling the model `reason`. */
+export function keepGoing(reason: string): AgentEndDecision {
+  return { block: true, reason };
+}
+
+// ---------------------------------------------------------------------------
+// Typed tool arguments: a small schema builder.
+
+/**
+ * A JSON Schema together with the TypeScript type it describes and a check
+ * of untrusted values against it. Build one with {@link s}.
+ */
+export class Schema<T> {
+  /** Phantom: the described type, for {@link Infer}. */
+  declare readonly __type?: T;
+  /** @internal */
+  constructor(
+    /** The JSON Schema sent in `register_tool`. */
+    readonly json: JsonObject,
+    /** @internal The first way `v` breaks the schema, or undefined. */
+    readonly check: (v: unknown, path: string) => string | undefined,
+    /** @internal Optional object fields may be absent. */
+    readonly optional = false,
+  ) {}
+
+  /** The same schema with a `description` (shown to the model). */
+  describe(description: string): Schema<T> {
+    return new Schema<T>({ ...this.json, description }, this.check, this.optional);
+  }
+}
+
+/** The TypeScript type a {@link Schema} describes. */
+export type Infer<S> = S extends Schema<infer T> ? T : never;
+
+type Shape = { [key: string]: Schema<unknown> };
+type OptionalKeys<P extends Shape> = { [K in keyof P]: P[K] extends Schema<infer T> ? (undefined extends T ? K : never) : never }[keyof P];
+type ObjectOf<P extends Shape> = { [K in Exclude<keyof P, OptionalKeys<P>>]: Infer<P[K]> } & {
+  [K in OptionalKeys<P>]?: Infer<P[K]>;
+};
+
+function kindOf(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "array";
+  if (typeof v === "number") return Number.isInteger(v) ? "integer" : "number";
+  return typeof v;
+}
+
+function where(path: string): string {
+  return path ? `field "${path}"` : "arguments";
+}
+
+function primitive<T>(type: string, ok: (v: unknown) => boolean): Schema<T> {
+  return new Schema<T>({ type }, (v, path) => (ok(v) ? undefined : `${where(path)} must be ${type}, got ${kindOf(v)}`));
+}
+
+/** The schema builder: `s.object({ city: s.string(), days: s.optional(s.integer()) })`. */
+export const s = {
+  string: (): Schema<string> => primitive("string", (v) => typeof v === "string"),
+  number: (): Schema<number> => primitive("number", (v) => typeof v === "number" && Number.isFinite(v)),
+  integer: (): Schema<number> => primitive("integer", (v) => typeof v === "number" && Number.isInteger(v)),
+  boolean: (): Schema<boolean> => primitive("boolean", (v) => typeof v === "boolean"),
+  /** One of the given strings or numbers. */
+  enum: <const V extends readonly (string | number)[]>(values: V): Schema<V[number]> =>
+    new Schema<V[number]>({ enum: [...values] as Json[] }, (v, path) =>
+      values.includes(v as V[number])
+        ? undefined
+        : `${where(path)} must be one of ${values.map((x) => JSON.stringify(x)).join(", ")}`,
+    ),
+  array: <T>(items: Schema<T>): Schema<T[]> =>
+    new Schema<T[]>({ type: "array", items: items.json }, (v, path) => {
+      if (!Array.isArray(v)) return `${where(path)} must be array, got ${kindOf(v)}`;
+      for (let i = 0; i < v.length; i++) {
+        const err = items.check(v[i], `${path}[${i}]`);
+        if (err) return err;
+      }
+      return undefined;
+    }),
+  /** A field that may be absent (or null). */
+  optional: <T>(inner: Schema<T>): Schema<T | undefined> =>
+    new Schema<T | undefined>(inner.json, (v, path) => (v === undefined || v === null ? undefined : inner.check(v, path)), true),
+  object: <P extends Shape>(props: P): Schema<ObjectOf<P>> => {
+    const required = Object.keys(props).filter((k) => !props[k].optional);
+    const json: JsonObject = { type: "object", properties: {} };
+    for (const [k, p] of Object.entries(props)) (json.properties as JsonObject)[k] = p.json;
+    if (required.length > 0) json.required = required;
+    return new Schema<ObjectOf<P>>(json, (v, path) => {
+      if (v === null || typeof v !== "object" || Array.isArray(v)) return `${where(path)} must be object, got ${kindOf(v)}`;
+      const o = v as Record<string, unknown>;
+      for (const k of required) {
+        if (!(k in o)) return `missing required field "${path ? `${path}.${k}` : k}"`;
+      }
+      for (const [k, p] of Object.entries(props)) {
+        if (k in o) {
+          const err = p.check(o[k], path ? `${path}.${k}` : k);
+          if (err) return err;
+        }
+      }
+      return undefined;
+    });
+  },
+};
+
+// ---------------------------------------------------------------------------
+// Per-branch state.
+
+/**
+ * State that belongs to the active session branch, managed for you; made by
+ * {@link Extension.state}. It starts as a copy of the default; a session
+ * event (opened, switched, forked, compacted) restores the branch's stored
+ * snapshot, or the default when the branch has none. Set it in a tool
+ * handler and the SDK saves it as that tool result's `details`; a tool that
+ * returns `details` itself sets it too.
+ */
+export class BranchState<T extends Json> {
+  private current: T;
+  private dirty = false;
+
+  /** @internal */
+  constructor(private readonly initial: T) {
+    this.current = copyJson(initial);
+  }
+
+  /** The current branch's state. */
+  get value(): T {
+    return this.current;
+  }
+
+  set value(v: T) {
+    this.set(v);
+  }
+
+  /** Replaces the state; it is saved with the next tool result. */
+  set(v: T): void {
+    this.current = v;
+    this.dirty = true;
+  }
+
+  /** Sets the state to `fn(current)` and returns it. */
+  update(fn: (current: T) => T): T {
+    this.set(fn(this.current));
+    return this.current;
+  }
+
+  /** @internal */
+  restore(state: Json | undefined): void {
+    this.current = state === undefined || state === null ? copyJson(this.initial) : (state as T);
+    this.dirty = false;
+  }
+
+  /** @internal The value to save, or undefined when nothing changed. */
+  take(): T | undefined {
+    if (!this.dirty) return undefined;
+    this.dirty = false;
+    return this.current;
+  }
+
+  /** @internal */
+  saved(details: Json): void {
+    this.current = details as T;
+    this.dirty = false;
+  }
+}
+
+function copyJson<T extends Json>(v: T): T {
+  return v === undefined ? v : (JSON.parse(JSON.stringify(v)) as T);
+}
+
 // ---------------------------------------------------------------------------
 // Conversions at the edge.
 
@@ -617,11 +894,7 @@ function toWireResult(id: string, r: ToolResult): ExtToHostFrame {
   const frame: Extract<ExtToHostFrame, { type: "tool_result" }> = {
     type: "tool_result",
     id,
-    content: (r.content ?? []).map((c) =>
-      c.type === "image"
-        ? { type: "image", mime_type: c.mimeType, data: c.data }
-        : { type: "text", text: c.text },
-    ),
+    content: (r.content ?? []).map(toWireContent),
   };
   if (r.isError) frame.is_error = true;
   if (r.activateTools && r.activateTools.length > 0) frame.activate_tools = r.activateTools;
@@ -674,6 +947,46 @@ function settle<T>(f: () => MaybePromise<T>, done: (v: T) => void, failed: (e: u
   return undefined;
 }
 
+function fromWireContent(c: WireContent): Content {
+  return c.type === "image" ? { type: "image", mimeType: str(c.mime_type), data: str(c.data) } : { type: "text", text: str(c.text) };
+}
+
+function toWireContent(c: Content): WireContent {
+  return c.type === "image" ? { type: "image", mime_type: c.mimeType, data: c.data } : { type: "text", text: c.text };
+}
+
+/** The API's view of an `event` or `event_intercept` frame. */
+function eventOf(frame: Extract<HostToExtFrame, { type: "event" | "event_intercept" }>): Event {
+  const f = frame as Extract<HostToExtFrame, { type: "event" }>;
+  const ev: Event = { name: str(f.event) };
+  const session = fromWireSession(f.session);
+  if (session) ev.session = session;
+  if (f.state !== undefined) ev.state = f.state;
+  if (typeof f.step === "number") ev.step = f.step;
+  if (typeof f.stop === "string") ev.stop = f.stop;
+  if (typeof f.error === "string") ev.error = f.error;
+  if (typeof f.tool_id === "string") ev.toolId = f.tool_id;
+  if (typeof f.tool_name === "string") ev.toolName = f.tool_name;
+  if (f.tool_args !== undefined) ev.toolArgs = f.tool_args;
+  if (typeof f.tool_preview === "string") ev.toolPreview = f.tool_preview;
+  if (typeof f.text === "string") ev.text = f.text;
+  if (typeof f.is_error === "boolean") ev.isError = f.is_error;
+  if (Array.isArray(f.content)) {
+    ev.content = f.content.filter((b) => b !== null && typeof b === "object").map(fromWireContent);
+  }
+  if (typeof f.extension === "string") ev.extension = f.extension;
+  if (typeof f.steps === "number") ev.steps = f.steps;
+  if (typeof f.continued === "number") ev.continued = f.continued;
+  return ev;
+}
+
+function registerFrame(t: ToolEntry): ExtToHostFrame {
+  const frame: ExtToHostFrame = { type: "register_tool", name: t.name, description: t.description, schema: t.schema };
+  if (t.deferred) frame.deferred = true;
+  if (t.interactive) frame.interactive = true;
+  return frame;
+}
+
 function argsObject(v: unknown): ToolArgs {
   return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as ToolArgs) : {};
 }
@@ -696,6 +1009,8 @@ interface ToolEntry {
   interactive: boolean;
   plain?: ToolHandler;
   ctx?: InteractiveToolHandler;
+  /** Arguments are checked against this before the handler runs. */
+  typed?: Schema<unknown>;
 }
 
 interface PanelEntry {
@@ -732,6 +1047,10 @@ export class Extension {
   private toolCallInterceptor: ToolCallInterceptor | undefined;
   private turnStartInterceptor: TurnStartInterceptor | undefined;
   private assistantMessageInterceptor: AssistantMessageInterceptor | undefined;
+  private userMessageInterceptor: UserMessageInterceptor | undefined;
+  private toolResultInterceptor: ToolResultInterceptor | undefined;
+  private agentEndInterceptor: AgentEndInterceptor | undefined;
+  private readonly states: BranchState<Json>[] = [];
 
   /** Interactive calls in flight, by correlation id. */
   private readonly running = new Map<string, AbortControllerLike>();
@@ -762,21 +1081,85 @@ export class Extension {
     return this;
   }
 
-  /** A slash command `/name`; `args` is what the user typed after it, trimmed. */
+  /**
+   * A slash command `/name`; `args` is what the user typed after it, trimmed.
+   * Registered after `ready`, it is announced at once (hosts with the
+   * `late_registration` feature).
+   */
   command(name: string, description: string, handler: CommandHandler): this {
-    this.lateCheck(`command ${name}`);
     this.commands.set(name, { description, handler });
+    if (this.announced) this.send({ type: "register_command", name, description });
     return this;
   }
 
-  /** A tool the model can call; `schema` is the JSON Schema of its arguments. */
-  tool(name: string, description: string, schema: Json, handler: ToolHandler): this {
-    return this.addTool({ name, description, schema, deferred: false, interactive: false, plain: handler });
+  /**
+   * A tool the model can call. With a {@link Schema} from {@link s}, the
+   * model's arguments are checked before the handler runs (a mismatch answers
+   * an error result naming the field) and the handler gets them typed; with
+   * a plain JSON Schema it gets them as sent. The handler's second argument
+   * is the call's {@link ToolContext} (id, cancellation, progress).
+   * Registered after `ready`, the tool is announced at once.
+   */
+  tool<S extends Schema<any>>(
+    name: string,
+    description: string,
+    schema: S,
+    handler: (args: Infer<S>, ctx: ToolContext) => MaybePromise<ToolResult>,
+  ): this;
+  tool(name: string, description: string, schema: Json, handler: ToolHandler): this;
+  tool(name: string, description: string, schema: Json | Schema<any>, handler: (args: any, ctx: ToolContext) => MaybePromise<ToolResult>): this {
+    return this.addTool(this.entry(name, description, schema, false, handler));
   }
 
   /** A tool the model only sees once a result names it in `activateTools`. */
-  deferredTool(name: string, description: string, schema: Json, handler: ToolHandler): this {
-    return this.addTool({ name, description, schema, deferred: true, interactive: false, plain: handler });
+  deferredTool<S extends Schema<any>>(
+    name: string,
+    description: string,
+    schema: S,
+    handler: (args: Infer<S>, ctx: ToolContext) => MaybePromise<ToolResult>,
+  ): this;
+  deferredTool(name: string, description: string, schema: Json, handler: ToolHandler): this;
+  deferredTool(name: string, description: string, schema: Json | Schema<any>, handler: (args: any, ctx: ToolContext) => MaybePromise<ToolResult>): this {
+    return this.addTool(this.entry(name, description, schema, true, handler));
+  }
+
+  private entry(name: string, description: string, schema: Json | Schema<any>, deferred: boolean, handler: ToolHandler): ToolEntry {
+    if (schema instanceof Schema) {
+      return { name, description, schema: schema.json, deferred, interactive: false, plain: handler, typed: schema };
+    }
+    return { name, description, schema, deferred, interactive: false, plain: handler };
+  }
+
+  /** Withdraws a tool; the host stops offering it (`late_registration`). */
+  unregisterTool(name: string): void {
+    this.tools.delete(name);
+    if (this.announced) this.send({ type: "unregister_tool", name });
+  }
+
+  /** Withdraws a command (`late_registration`). */
+  unregisterCommand(name: string): void {
+    this.commands.delete(name);
+    if (this.announced) this.send({ type: "unregister_command", name });
+  }
+
+  /** Reports progress of the tool call `id` (see {@link ToolContext.progress}). */
+  toolProgress(id: string, message?: string, progress?: number, total?: number): void {
+    const frame: Extract<ExtToHostFrame, { type: "tool_progress" }> = { type: "tool_progress", id };
+    if (message !== undefined) frame.message = message;
+    if (progress !== undefined) frame.progress = progress;
+    if (total !== undefined) frame.total = total;
+    this.send(frame);
+  }
+
+  /**
+   * A {@link BranchState} that follows the active session branch; subscribes
+   * to the session events that carry state. Call it before {@link Extension.run}.
+   */
+  state<T extends Json>(initial: T): BranchState<T> {
+    const st = new BranchState<T>(initial);
+    this.states.push(st as unknown as BranchState<Json>);
+    for (const name of STATE_EVENTS) if (!this.events.has(name)) this.events.set(name, () => undefined);
+    return st;
   }
 
   /**
@@ -789,30 +1172,61 @@ export class Extension {
 
   /** Observe a lifecycle event (one handler per name; a second call replaces the first). */
   on(event: string, handler: EventHandler): this {
-    this.lateCheck(`event ${event}`);
+    const fresh = !this.events.has(event);
     this.events.set(event, handler);
+    if (this.announced && fresh) this.send({ type: "subscribe", events: [event], intercept: [] });
     return this;
   }
 
-  /** Block or rewrite tool calls before they run. */
-  interceptToolCall(fn: ToolCallInterceptor): this {
-    this.lateCheck("tool_call interceptor");
-    this.toolCallInterceptor = fn;
+  private lateIntercept(kind: InterceptKind, fresh: boolean): this {
+    if (this.announced && fresh) this.send({ type: "subscribe", events: [], intercept: [kind] });
     return this;
+  }
+
+  /** Block or rewrite tool calls before they run, or approve them / ask for confirmation. */
+  interceptToolCall(fn: ToolCallInterceptor): this {
+    const fresh = !this.toolCallInterceptor;
+    this.toolCallInterceptor = fn;
+    return this.lateIntercept("tool_call", fresh);
   }
 
   /** Block a turn before the model is called, or add hidden context to it. */
   interceptTurnStart(fn: TurnStartInterceptor): this {
-    this.lateCheck("turn_start interceptor");
+    const fresh = !this.turnStartInterceptor;
     this.turnStartInterceptor = fn;
-    return this;
+    return this.lateIntercept("turn_start", fresh);
   }
 
   /** Suppress or rewrite the assistant's text before the user sees it. */
   interceptAssistantMessage(fn: AssistantMessageInterceptor): this {
-    this.lateCheck("assistant_message interceptor");
+    const fresh = !this.assistantMessageInterceptor;
     this.assistantMessageInterceptor = fn;
-    return this;
+    return this.lateIntercept("assistant_message", fresh);
+  }
+
+  /** Judge each prompt before its first turn: block it, rewrite it, or add hidden context. */
+  interceptUserMessage(fn: UserMessageInterceptor): this {
+    const fresh = !this.userMessageInterceptor;
+    this.userMessageInterceptor = fn;
+    return this.lateIntercept("user_message", fresh);
+  }
+
+  /**
+   * See every tool's result before the model does (`event` has `toolId`,
+   * `toolName`, `toolArgs`, `isError`, `content`, `extension`): replace it,
+   * withhold it, or add hidden context.
+   */
+  interceptToolResult(fn: ToolResultInterceptor): this {
+    const fresh = !this.toolResultInterceptor;
+    this.toolResultInterceptor = fn;
+    return this.lateIntercept("tool_result", fresh);
+  }
+
+  /** See the end of each prompt (`event.text`, `steps`, `continued`); {@link keepGoing} continues it. */
+  interceptAgentEnd(fn: AgentEndInterceptor): this {
+    const fresh = !this.agentEndInterceptor;
+    this.agentEndInterceptor = fn;
+    return this.lateIntercept("agent_end", fresh);
   }
 
   /**
@@ -834,13 +1248,9 @@ export class Extension {
   }
 
   private addTool(t: ToolEntry): this {
-    this.lateCheck(`tool ${t.name}`);
     this.tools.set(t.name, t);
+    if (this.announced) this.send(registerFrame(t));
     return this;
-  }
-
-  private lateCheck(what: string): void {
-    if (this.announced) this.log(`${what} registered after ready is not announced to the host`);
   }
 
   // -- runtime calls (fire and forget) ---------------------------------------
@@ -1070,6 +1480,7 @@ export class Extension {
       cwd: str(ack.cwd),
       extensionDir: str(ack.extension_dir),
       dataDir: str(ack.data_dir),
+      features: Array.isArray(ack.features) ? ack.features.filter((f): f is string => typeof f === "string") : [],
     };
     const session = fromWireSession(ack.session);
     if (session) host.session = session;
@@ -1097,21 +1508,14 @@ export class Extension {
     for (const [name, c] of this.commands) {
       this.write({ type: "register_command", name, description: c.description });
     }
-    for (const t of this.tools.values()) {
-      const frame: ExtToHostFrame = {
-        type: "register_tool",
-        name: t.name,
-        description: t.description,
-        schema: t.schema,
-      };
-      if (t.deferred) frame.deferred = true;
-      if (t.interactive) frame.interactive = true;
-      this.write(frame);
-    }
+    for (const t of this.tools.values()) this.write(registerFrame(t));
     const intercept: InterceptKind[] = [];
     if (this.toolCallInterceptor) intercept.push("tool_call");
     if (this.turnStartInterceptor) intercept.push("turn_start");
     if (this.assistantMessageInterceptor) intercept.push("assistant_message");
+    if (this.userMessageInterceptor) intercept.push("user_message");
+    if (this.toolResultInterceptor) intercept.push("tool_result");
+    if (this.agentEndInterceptor) intercept.push("agent_end");
     if (this.events.size > 0 || intercept.length > 0) {
       this.write({ type: "subscribe", events: [...this.events.keys()], intercept });
     }
@@ -1197,47 +1601,57 @@ export class Extension {
       this.send(toWireResult(id, errorResult(`no handler for tool "${name}"`)));
       return;
     }
+    // Registered before the handler starts, so a cancel that arrives at
+    // any point after this reaches it.
+    const controller = new AbortControllerImpl();
+    this.running.set(id, controller);
+    const ctx: ToolContext = {
+      id,
+      signal: controller.signal,
+      progress: (message?: string, progress?: number, total?: number) => {
+        if (!controller.signal.aborted) this.toolProgress(id, message, progress, total);
+      },
+    };
+    const answer = (r: ToolResult) => {
+      if (controller.signal.aborted) return; // the host stopped waiting
+      this.running.delete(id);
+      this.send(toWireResult(id, this.withState(r ?? textResult(""))));
+    };
+    const failed = (err: unknown) => answer(errorResult(`panic: ${messageOf(err)}`));
     if (t.interactive && t.ctx) {
       const handler = t.ctx;
-      // Registered before the handler starts, so a cancel that arrives at
-      // any point after this reaches it.
-      const controller = new AbortControllerImpl();
-      this.running.set(id, controller);
-      const answer = (r: ToolResult) => {
-        if (controller.signal.aborted) return; // the host stopped waiting
-        this.running.delete(id);
-        this.send(toWireResult(id, r ?? textResult("")));
-      };
-      settle(
-        () => handler({ id, signal: controller.signal }, args),
-        answer,
-        (err) => answer(errorResult(`panic: ${messageOf(err)}`)),
-      );
+      settle(() => handler(ctx, args), answer, failed);
       return;
     }
+    if (t.typed) {
+      const err = t.typed.check(args, "");
+      if (err) {
+        answer(errorResult(`invalid arguments for ${name}: ${err}`));
+        return;
+      }
+    }
     const handler = t.plain as ToolHandler;
-    settle(
-      () => handler(args),
-      (r) => this.send(toWireResult(id, r ?? textResult(""))),
-      (err) => this.send(toWireResult(id, errorResult(`panic: ${messageOf(err)}`))),
-    );
+    settle(() => handler(args, ctx), answer, failed);
+  }
+
+  /** Puts changed branch state into the result's `details` (one state: the value itself). */
+  private withState(r: ToolResult): ToolResult {
+    if (this.states.length === 0) return r;
+    if (r.details !== undefined) {
+      for (const st of this.states) st.saved(r.details);
+      return r;
+    }
+    const changed = this.states.map((st) => st.take());
+    if (changed.every((c) => c === undefined)) return r;
+    const details: Json = this.states.length === 1 ? this.states[0].value : this.states.map((st) => st.value);
+    return { ...r, details };
   }
 
   private onEvent(frame: Extract<HostToExtFrame, { type: "event" }>): Promise<void> | undefined {
+    if (STATE_EVENTS.includes(str(frame.event))) for (const st of this.states) st.restore(frame.state);
     const handler = this.events.get(str(frame.event));
     if (!handler) return undefined;
-    const ev: Event = { name: str(frame.event) };
-    const session = fromWireSession(frame.session);
-    if (session) ev.session = session;
-    if (frame.state !== undefined) ev.state = frame.state;
-    if (typeof frame.step === "number") ev.step = frame.step;
-    if (typeof frame.stop === "string") ev.stop = frame.stop;
-    if (typeof frame.error === "string") ev.error = frame.error;
-    if (typeof frame.tool_id === "string") ev.toolId = frame.tool_id;
-    if (typeof frame.tool_name === "string") ev.toolName = frame.tool_name;
-    if (frame.tool_args !== undefined) ev.toolArgs = frame.tool_args;
-    if (typeof frame.tool_preview === "string") ev.toolPreview = frame.tool_preview;
-    if (typeof frame.text === "string") ev.text = frame.text;
+    const ev = eventOf(frame);
     return settle(
       () => handler(ev),
       () => undefined,
@@ -1266,6 +1680,7 @@ export class Extension {
             const out: Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id"> =
               blockOr(d?.block, d?.reason);
             if (!d?.block && d?.modifiedArgs !== undefined) out.modified_args = d.modifiedArgs;
+            if (!d?.block && (d?.decision === "approve" || d?.decision === "ask")) out.decision = d.decision;
             reply(out);
           },
           failClosed,
@@ -1301,6 +1716,45 @@ export class Extension {
           },
           failClosed,
         );
+        return;
+      }
+      case "user_message": {
+        const f = this.userMessageInterceptor;
+        if (!f) return reply({});
+        const original = str(frame.text);
+        settle(
+          () => f(original),
+          (d) => {
+            const out: Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id"> =
+              blockOr(d?.block, d?.reason);
+            if (!d?.block && d?.replaceText && d.replaceText !== original) out.replace_text = d.replaceText;
+            if (!d?.block && d?.context) out.context = d.context;
+            reply(out);
+          },
+          failClosed,
+        );
+        return;
+      }
+      case "tool_result": {
+        const f = this.toolResultInterceptor;
+        if (!f) return reply({});
+        settle(
+          () => f(eventOf(frame)),
+          (d) => {
+            const out: Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id"> =
+              blockOr(d?.block, d?.reason);
+            if (!d?.block && Array.isArray(d?.replaceContent)) out.replace_content = d.replaceContent.map(toWireContent);
+            if (!d?.block && d?.context) out.context = d.context;
+            reply(out);
+          },
+          failClosed,
+        );
+        return;
+      }
+      case "agent_end": {
+        const f = this.agentEndInterceptor;
+        if (!f) return reply({});
+        settle(() => f(eventOf(frame)), (d) => reply(blockOr(d?.block, d?.reason)), failClosed);
         return;
       }
       default:

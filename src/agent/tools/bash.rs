@@ -9,7 +9,7 @@
 //!
 //! Threads: the guard's exit notice (a channel that disconnects when the
 //! shell exits), and a reader that `poll`s the pipe (and a stop pipe) and
-//! keeps a bounded [`Capture`] of the output. The calling thread `select!`s
+//! keeps a bounded `Capture` of the output. The calling thread `select!`s
 //! on the exit, the timeout and the cancel token; nothing sleeps in a loop.
 //!
 //! Invariants:
@@ -95,13 +95,25 @@ pub fn run(args: &Value, ctx: &ToolContext, cancel: &CancelToken) -> ToolOutput 
     bash(args, ctx, cancel).unwrap_or_else(|err| err)
 }
 
-fn bash(args: &Value, ctx: &ToolContext, cancel: &CancelToken) -> Result<ToolOutput, ToolOutput> {
-    let args = Args::new("bash", args)?;
+/// Checks the arguments without running anything (before a person is
+/// asked to approve a call that would fail anyway).
+pub fn check(args: &Value) -> Result<(), ToolOutput> {
+    parse(&Args::new("bash", args)?).map(drop)
+}
+
+/// `command` and `timeout`, validated.
+fn parse<'a>(args: &Args<'a>) -> Result<(&'a str, u64), ToolOutput> {
     let command = args.string("command", "the shell command to run")?;
     let timeout = args.positive("timeout", "a positive whole number of seconds")?;
     if command.trim().is_empty() {
         return Err(args.error("\"command\" is empty"));
     }
+    Ok((command, timeout))
+}
+
+fn bash(args: &Value, ctx: &ToolContext, cancel: &CancelToken) -> Result<ToolOutput, ToolOutput> {
+    let args = Args::new("bash", args)?;
+    let (command, timeout) = parse(&args)?;
     if !ctx.cwd.is_dir() {
         return Err(args.error(format!(
             "the working directory {} does not exist",

@@ -194,7 +194,19 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
         _ => PathBuf::from("."),
     };
     fs::create_dir_all(&dir)?;
-    let existing = fs::metadata(&target).ok().map(|m| m.permissions());
+    let existing = match fs::metadata(&target) {
+        // Replacing a FIFO or a device node with a regular file would
+        // report success while destroying what was there (as root,
+        // `/dev/zero` itself).
+        Ok(meta) if !meta.is_file() => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("it is {}, not a regular file", crate::safe_fs::kind(&meta)),
+            ))
+        }
+        Ok(meta) => Some(meta.permissions()),
+        Err(_) => None,
+    };
     let mut tmp = tempfile::Builder::new()
         .prefix(".zut-write-")
         .suffix(".tmp")
@@ -312,6 +324,22 @@ pub mod testing {
         let dir = tempfile::tempdir().expect("temporary directory");
         let cwd = dir.path().to_path_buf();
         (dir, ToolContext { cwd })
+    }
+
+    /// Makes a FIFO (named pipe) at `path`.
+    pub fn mkfifo(path: &std::path::Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    }
+
+    /// Runs `f` on another thread and fails the test if it has not
+    /// returned within 20 s (a blocking open of a FIFO never would).
+    pub fn within_deadline<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || tx.send(f()));
+        rx.recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the tool returns instead of blocking")
     }
 }
 

@@ -13,7 +13,7 @@ use super::common::{atomic_write, io_problem, resolve, Args};
 use super::{ToolContext, ToolOutput};
 use crate::provider::ToolDef;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The definition advertised to the model.
 pub fn definition() -> ToolDef {
@@ -76,12 +76,18 @@ struct Span {
     end: usize,
 }
 
-fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
-    let args = Args::new("edit", args)?;
+/// Checks the arguments and that every edit applies, without writing
+/// (before a person is asked to approve an edit that would fail anyway).
+pub fn check(args: &Value, ctx: &ToolContext) -> Result<(), ToolOutput> {
+    prepare(&Args::new("edit", args)?, ctx).map(drop)
+}
+
+/// The file's path, its edited text and the number of edits.
+fn prepare(args: &Args, ctx: &ToolContext) -> Result<(PathBuf, String, usize), ToolOutput> {
     let path = args.string("path", "the file to edit")?;
-    let edits = parse_edits(&args)?;
+    let edits = parse_edits(args)?;
     let path = resolve(ctx, path);
-    let original = read_text(&args, &path)?;
+    let original = read_text(args, &path)?;
 
     let crlf = is_crlf(&original);
     let content = if crlf {
@@ -101,14 +107,19 @@ fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
         edits
     };
 
-    let spans = locate(&args, &path, &content, &edits)?;
+    let spans = locate(args, &path, &content, &edits)?;
     let mut updated = apply(&content, &edits, &spans);
     if crlf {
         updated = updated.replace('\n', "\r\n");
     }
+    Ok((path, updated, edits.len()))
+}
+
+fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let args = Args::new("edit", args)?;
+    let (path, updated, count) = prepare(&args, ctx)?;
     atomic_write(&path, updated.as_bytes())
         .map_err(|e| args.error(format!("cannot write {}: {e}", path.display())))?;
-    let count = edits.len();
     Ok(ToolOutput::text(format!(
         "applied {count} edit{} to {}",
         if count == 1 { "" } else { "s" },
@@ -156,7 +167,8 @@ fn read_text(args: &Args, path: &Path) -> Result<String, ToolOutput> {
     if path.is_dir() {
         return Err(args.error(format!("{} is a directory", path.display())));
     }
-    let bytes = std::fs::read(path).map_err(|e| args.error(io_problem(path, &e)))?;
+    // Never a FIFO (blocks forever) or a device (`/dev/zero` never ends).
+    let bytes = crate::safe_fs::read_regular(path).map_err(|e| args.error(io_problem(path, &e)))?;
     String::from_utf8(bytes).map_err(|_| {
         args.error(format!(
             "{} is not UTF-8 text and cannot be edited",
@@ -404,5 +416,27 @@ mod tests {
             fs::read_to_string(ctx.cwd.join("w.txt")).unwrap(),
             "1\r\n2\r\nthree\r\n"
         );
+    }
+
+    #[test]
+    fn fifos_and_devices_are_refused_without_blocking() {
+        use super::super::common::testing::{mkfifo, within_deadline};
+        let (dir, ctx) = setup();
+        mkfifo(&ctx.cwd.join("pipe"));
+        for path in [
+            ctx.cwd.join("pipe").display().to_string(),
+            "/dev/zero".into(),
+        ] {
+            let ctx = ctx.clone();
+            let out = within_deadline(move || {
+                run(
+                    &json!({"path": path, "edits": [{"oldText": "a", "newText": "b"}]}),
+                    &ctx,
+                )
+            });
+            assert!(out.is_error);
+            assert!(text(&out).contains("not a regular file"), "{}", text(&out));
+        }
+        drop(dir);
     }
 }

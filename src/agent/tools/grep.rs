@@ -18,7 +18,7 @@ use crate::cancel::CancelToken;
 use crate::provider::ToolDef;
 use regex::bytes::Regex;
 use serde_json::{json, Value};
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, BufRead, BufReader, Read};
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -114,21 +114,12 @@ fn grep(args: &Value, ctx: &ToolContext, cancel: &CancelToken) -> Result<ToolOut
     Ok(ToolOutput::text(search.report()))
 }
 
-/// The walk of a directory search: entries in name order, `.git` never
-/// entered, symlinks not followed, hidden files included, and the
-/// `.gitignore` files (and `.git/info/exclude`) applied whether or not the
-/// directory is in a git repository. Unreadable entries are skipped.
+/// The walk of a directory search: [`crate::walk::project_files`] (name
+/// order, `.git` never entered, symlinks not followed, hidden files
+/// included, `.gitignore` and `.git/info/exclude` applied whether or not
+/// the directory is a repository, and no ignore file can block it).
 fn walker(dir: &Path) -> ignore::Walk {
-    ignore::WalkBuilder::new(dir)
-        .standard_filters(false)
-        .git_ignore(true)
-        .git_exclude(true)
-        .parents(true)
-        .require_git(false)
-        .follow_links(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .build()
+    crate::walk::project_files(dir)
 }
 
 /// Why a search ended early.
@@ -174,7 +165,8 @@ impl Search<'_> {
 
     /// Searches one file line by line.
     fn file(&mut self, path: &Path) -> Scan {
-        let mut file = match File::open(path) {
+        // A FIFO named on the command line would block the open forever.
+        let mut file = match crate::safe_fs::open_regular(path) {
             Ok(file) => file,
             Err(e) => return Scan::Unreadable(e),
         };
@@ -457,5 +449,23 @@ mod tests {
         let out = run(&json!({"pattern": "x"}), &ctx, &token);
         assert!(out.is_error);
         assert_eq!(text(&out), "grep: aborted");
+    }
+
+    #[test]
+    fn fifos_never_block_a_search() {
+        use super::super::common::testing::{mkfifo, within_deadline};
+        let (_dir, ctx) = context();
+        tree(&ctx.cwd, &[("sub/a.txt", "needle\n"), (".git/info/x", "")]);
+        mkfifo(&ctx.cwd.join(".gitignore"));
+        mkfifo(&ctx.cwd.join("sub/.gitignore"));
+        mkfifo(&ctx.cwd.join(".git/info/exclude"));
+        mkfifo(&ctx.cwd.join("named.fifo"));
+        let c = ctx.clone();
+        let out = within_deadline(move || grep(&c, json!({"pattern": "needle"})));
+        assert_eq!(text(&out), "sub/a.txt:1: needle");
+        let c = ctx.clone();
+        let out = within_deadline(move || grep(&c, json!({"pattern": "x", "path": "named.fifo"})));
+        assert!(out.is_error);
+        assert!(text(&out).contains("FIFO"), "{}", text(&out));
     }
 }

@@ -69,6 +69,17 @@ pub fn definitions() -> Vec<ToolDef> {
     ]
 }
 
+/// Checks a confirmed built-in's arguments without running it, so that no
+/// one is asked to approve a call that can only fail; `Ok` for others.
+pub fn check(name: &str, args: &Value, ctx: &ToolContext) -> Result<(), ToolOutput> {
+    match name {
+        "bash" => bash::check(args),
+        "write" => write::check(args, ctx),
+        "edit" => edit::check(args, ctx),
+        _ => Ok(()),
+    }
+}
+
 /// Runs a built-in tool; `None` when `name` is not one.
 pub fn run(
     name: &str,

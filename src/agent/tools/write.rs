@@ -9,6 +9,7 @@ use super::common::{atomic_write, resolve, Args};
 use super::{ToolContext, ToolOutput};
 use crate::provider::ToolDef;
 use serde_json::{json, Value};
+use std::path::PathBuf;
 
 /// The definition advertised to the model.
 pub fn definition() -> ToolDef {
@@ -40,14 +41,26 @@ pub fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     write(args, ctx).unwrap_or_else(|err| err)
 }
 
-fn write(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
-    let args = Args::new("write", args)?;
+/// Checks the arguments without writing (before a person is asked to
+/// approve a write that would fail anyway).
+pub fn check(args: &Value, ctx: &ToolContext) -> Result<(), ToolOutput> {
+    parse(&Args::new("write", args)?, ctx).map(drop)
+}
+
+/// The target path and the content, validated.
+fn parse<'a>(args: &Args<'a>, ctx: &ToolContext) -> Result<(PathBuf, &'a str), ToolOutput> {
     let path = args.string("path", "the file to write")?;
     let content = args.string("content", "the complete new content of the file")?;
     let path = resolve(ctx, path);
     if path.is_dir() {
         return Err(args.error(format!("{} is a directory", path.display())));
     }
+    Ok((path, content))
+}
+
+fn write(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let args = Args::new("write", args)?;
+    let (path, content) = parse(&args, ctx)?;
     atomic_write(&path, content.as_bytes())
         .map_err(|e| args.error(format!("cannot write {}: {e}", path.display())))?;
     Ok(ToolOutput::text(format!(
@@ -111,5 +124,27 @@ mod tests {
         let out = run(&json!({"path": "file/inner.txt", "content": "x"}), &ctx);
         assert!(out.is_error);
         assert!(text(&out).starts_with("write: cannot write "));
+    }
+
+    #[test]
+    fn fifos_and_devices_are_never_replaced() {
+        use super::super::common::testing::{mkfifo, within_deadline};
+        use std::os::unix::fs::FileTypeExt;
+        let (_dir, ctx) = context();
+        let pipe = ctx.cwd.join("pipe");
+        mkfifo(&pipe);
+        let path = pipe.display().to_string();
+        let c = ctx.clone();
+        let out = within_deadline(move || run(&json!({"path": path, "content": "x"}), &c));
+        assert!(out.is_error, "{}", text(&out));
+        assert!(text(&out).contains("FIFO"), "{}", text(&out));
+        assert!(fs::symlink_metadata(&pipe).unwrap().file_type().is_fifo());
+        let out = run(&json!({"path": "/dev/null", "content": "x"}), &ctx);
+        assert!(out.is_error);
+        assert!(text(&out).contains("a device"), "{}", text(&out));
+        assert!(fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
     }
 }

@@ -11,16 +11,18 @@
 //! panel; confirmations are answered in the order they were asked.
 
 use super::editor::Editor;
+use super::keys::Typing;
 use super::text::strip_controls;
 use super::theme::{ColorDepth, Theme, ThemeFile};
-use crate::agent::Decision;
+use crate::agent::{content_text, Decision};
+use crate::commands;
 use crate::events::Event;
 use crate::frontend::{CoreState, Submitted};
 use crate::provider::{Block, Message, Role};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
-use zut_ext::wire::{ContentBlock, Panel};
+use zut_ext::wire::Panel;
 
 /// How long the status line reporting a reload stays.
 pub const RELOAD_STATUS_TTL: Duration = Duration::from_secs(5);
@@ -28,6 +30,8 @@ pub const RELOAD_STATUS_TTL: Duration = Duration::from_secs(5);
 /// Persistent chrome bounds, marker row included.
 pub const WIDGET_ROWS: usize = 12;
 pub const STATUS_ROWS: usize = 6;
+/// At most this many notes are kept (the oldest go first).
+pub const NOTES_MAX: usize = 200;
 
 /// Something the loop does for the app.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,8 +65,20 @@ pub enum Intent {
     SaveSettings,
     /// One terminal bell.
     Bell,
+    /// Bytes for the terminal itself (OSC 52 clipboard, mouse capture).
+    Terminal(Vec<u8>),
     /// Shut the core down and leave with this exit status.
     Quit(i32),
+    /// Ctrl+G: the prompt in `$VISUAL`/`$EDITOR`, back via
+    /// [`App::edited_externally`].
+    EditExternally,
+    /// Ctrl+Z: stop until resumed, the terminal restored meanwhile.
+    Suspend,
+    /// Withdraw the last queued prompt from the core (Up took it back).
+    TakeBackQueued,
+    /// Abort the turn and drop every queued prompt (they went back into
+    /// the editor).
+    AbortAll,
 }
 
 /// What to do once a fresh core state arrived.
@@ -95,6 +111,9 @@ pub enum Entry {
         args: String,
         state: ToolState,
     },
+    /// The model's streamed reasoning: dimmed while it streams, folded to
+    /// one line after the step (Ctrl+O unfolds).
+    Thinking(String),
     /// A muted line of the UI's own (aborted, session switched, …).
     Info(String),
     Error(String),
@@ -129,6 +148,9 @@ pub struct StatusItem {
 pub struct Widget {
     pub title: String,
     pub lines: Vec<String>,
+    /// `above_input` (also for empty and unknown), `right_bar` or
+    /// `below_input`.
+    pub position: String,
 }
 
 /// The panel in the one slot and the extension that owns it.
@@ -144,6 +166,8 @@ pub struct Confirmation {
     pub request_id: u64,
     pub tool_name: String,
     pub preview: String,
+    /// Its diff, whole command or arguments, scope and scroll position.
+    pub detail: super::approve::Detail,
 }
 
 /// The one-line temporary status above the editor.
@@ -181,6 +205,7 @@ pub struct PickItem {
 pub enum PickAction {
     Switch(String),
     ToggleAlerts,
+    ToggleMouse,
     ChooseTheme,
     /// Index into the theme list (0 dark, 1 light, then files).
     Theme(usize),
@@ -193,35 +218,26 @@ pub struct MenuItem {
     pub description: String,
 }
 
-/// The commands the terminal itself knows, with descriptions.
-pub const BUILTINS: &[(&str, &str)] = &[
-    ("help", "keys and commands"),
-    ("clear", "clear the screen, notes and load errors"),
-    ("reload-ext", "restart every extension"),
-    ("ext", "extensions, their commands, tools and status"),
-    ("new", "start a fresh session"),
-    ("fork", "branch the session here (or at message N)"),
-    ("tree", "branches of this session; pick one to switch"),
-    ("resume", "resume an earlier session (or /resume ID)"),
-    ("compact", "summarise older history"),
-    ("model", "show or set the model (/model NAME)"),
-    ("settings", "alerts on/off, colour theme"),
-    ("skills", "list the skills the model can use"),
-    ("quit", "leave zut"),
-];
-
 /// The keys, for `/help`.
 const HELP: &[&str] = &[
     "Enter              send (queued behind a running turn)",
     "Alt+Enter, Ctrl+J  new line (Shift+Enter where the terminal reports it)",
     "Up / Down          move between lines; history on the first/last line",
     "/                  command menu; Tab completes, Up/Down choose",
-    "Esc                close dialog/panel/notes first, else abort the turn",
+    "Esc                close dialog/panel/notes first, else abort the turn (queue back to editor)",
     "Ctrl+O             expand or collapse tool results",
-    "PageUp / PageDown  scroll the chat",
-    "Ctrl+A/E/U/K/W     line start/end, kill to start/end, delete word",
+    "PageUp / PageDown  scroll the chat by a screen; mouse wheel scrolls too",
+    "Home / End         top / bottom of the chat (Ctrl+Home/End while typing)",
+    "Ctrl+A/E/B/F       line start/end, character back/forward",
+    "Alt+B/F, Ctrl+←/→  word back/forward",
+    "Ctrl+U/K/W, Alt+Backspace/D  kill to start/end, word before/after",
+    "Ctrl+Y, Ctrl+_     put back the last kill, undo",
+    "Ctrl+R             search the history (again: older; Esc cancels)",
+    "Up on empty        take the last queued prompt back (during a turn)",
+    "Ctrl+G, Ctrl+Z     edit in $VISUAL/$EDITOR, suspend",
     "Ctrl+C twice, Ctrl+D on an empty editor, /quit: leave",
-    "In a confirmation: y allow once, a always this session, n or Esc deny",
+    "In a confirmation: y allow once, a always (the scope it names), n or Esc deny;",
+    "                   PgUp/PgDn and arrows scroll a long diff or command",
 ];
 
 /// What the app is started with.
@@ -234,6 +250,13 @@ pub struct AppConfig {
     /// Theme to start with: `dark`, `light` or a file theme's name.
     pub theme: Option<String>,
     pub alerts: bool,
+    /// Mouse capture for wheel scrolling (off: the terminal selects text).
+    pub mouse: bool,
+    /// Where the prompt history is kept, and under which project; `None`:
+    /// only for this run.
+    pub history: Option<(std::path::PathBuf, String)>,
+    /// Box drawing and symbols in ASCII (`TERM=linux`).
+    pub ascii: bool,
 }
 
 impl Default for AppConfig {
@@ -244,6 +267,9 @@ impl Default for AppConfig {
             themes: Vec::new(),
             theme: None,
             alerts: true,
+            mouse: true,
+            history: None,
+            ascii: false,
         }
     }
 }
@@ -252,6 +278,8 @@ impl Default for AppConfig {
 pub struct App {
     pub(super) now: Instant,
     pub(super) state: CoreState,
+    /// The session picker waiting for the core's `sessions` answer.
+    pub(super) awaiting_sessions: Option<Then>,
     pub(super) session_id: String,
     pub(super) busy: bool,
     pub(super) chat: Vec<Entry>,
@@ -270,10 +298,26 @@ pub struct App {
     /// The editor text for which the menu was dismissed with Esc.
     pub(super) menu_dismissed: Option<String>,
     pub(super) expand_tools: bool,
-    /// Rows scrolled up from the bottom of the chat.
-    pub(super) scroll: usize,
+    /// Where the chat view is (following the bottom, or held).
+    pub(super) scroll: super::scroll::Scroll,
+    /// The chat's width and height at the last frame (for paging).
+    pub(super) chat_view: std::cell::Cell<(usize, usize)>,
+    /// Rendered markdown of assistant entries, by chat index.
+    /// The front question last drawn whole, and its body's height.
+    pub(super) confirm_drawn: std::cell::Cell<Option<u64>>,
+    pub(super) confirm_page: std::cell::Cell<usize>,
+    /// Arguments (and the change of a write/edit) of each call, by id.
+    pub(super) calls: std::collections::HashMap<String, super::approve::Detail>,
+    /// While drawing bottom-up: how many rows of an answer are needed.
+    pub(super) row_limit: std::cell::Cell<usize>,
+    pub(super) md: std::cell::RefCell<std::collections::HashMap<usize, super::markdown::MdCache>>,
     pub(super) ctrl_c_armed: bool,
     pub(super) alerts: bool,
+    pub(super) mouse: bool,
+    /// Token use and cost of this session so far, for the footer.
+    pub(super) usage: super::footer::UsageTotals,
+    /// Where [`Intent::Terminal`] bytes go (the real terminal only).
+    pub(super) terminal_out: Option<Box<dyn FnMut(&[u8])>>,
     pub(super) theme: Theme,
     pub(super) theme_files: Vec<ThemeFile>,
     pub(super) depth: ColorDepth,
@@ -281,6 +325,8 @@ pub struct App {
     /// The last `ext_display` text, so the `command_result` that follows
     /// it does not show it twice.
     last_display: Option<String>,
+    /// Ctrl+R search and the editor's other state.
+    pub(super) typing: Typing,
 }
 
 impl App {
@@ -288,6 +334,7 @@ impl App {
         let mut app = App {
             now,
             state: CoreState::default(),
+            awaiting_sessions: None,
             session_id: String::new(),
             busy: false,
             chat: Vec::new(),
@@ -301,18 +348,36 @@ impl App {
             flash: None,
             sheet: None,
             picker: None,
-            editor: Editor::default(),
+            editor: match config.history {
+                Some((file, project)) => {
+                    Editor::with_history(super::history::History::load(file, project))
+                }
+                None => Editor::default(),
+            },
             menu_selected: 0,
             menu_dismissed: None,
             expand_tools: false,
-            scroll: 0,
+            scroll: Default::default(),
+            chat_view: Default::default(),
+            md: Default::default(),
+            row_limit: std::cell::Cell::new(usize::MAX),
+            confirm_drawn: Default::default(),
+            confirm_page: Default::default(),
+            calls: Default::default(),
             ctrl_c_armed: false,
             alerts: config.alerts,
+            mouse: config.mouse,
+            usage: Default::default(),
+            terminal_out: None,
             theme: Theme::builtin(config.dark_terminal, config.depth),
             theme_files: config.themes,
             depth: config.depth,
             dark_terminal: config.dark_terminal,
             last_display: None,
+            typing: Typing {
+                ascii: config.ascii,
+                ..Typing::default()
+            },
         };
         if let Some(name) = config.theme {
             if let Some(i) = app.theme_names().iter().position(|n| *n == name) {
@@ -331,6 +396,16 @@ impl App {
 
     pub fn alerts(&self) -> bool {
         self.alerts
+    }
+
+    /// Whether the mouse wheel is captured.
+    pub fn mouse(&self) -> bool {
+        self.mouse
+    }
+
+    /// Where terminal bytes (clipboard, mouse capture) are written.
+    pub fn set_terminal_out(&mut self, out: Box<dyn FnMut(&[u8])>) {
+        self.terminal_out = Some(out);
     }
 
     /// The theme's label (`dark`, `light` or a file theme's name).
@@ -406,7 +481,12 @@ impl App {
         }
     }
 
-    fn set_flash(&mut self, text: impl Into<String>, level: &str, ttl: Option<Duration>) {
+    pub(super) fn set_flash(
+        &mut self,
+        text: impl Into<String>,
+        level: &str,
+        ttl: Option<Duration>,
+    ) {
         self.flash = Some(Flash {
             text: text.into(),
             level: level.to_string(),
@@ -422,7 +502,9 @@ impl App {
         // Only the event right after an `ext_display` can repeat it.
         let last_display = self.last_display.take();
         match event {
-            Event::ExtLoaded { .. } => out.push(Intent::Refresh(Then::Nothing)),
+            Event::ExtLoaded { .. } | Event::ExtToolsChanged { .. } => {
+                out.push(Intent::Refresh(Then::Nothing))
+            }
             Event::ExtError { extension, message } => {
                 self.push_load_error(format!(
                     "{}: {}",
@@ -443,7 +525,7 @@ impl App {
                 self.close_assistant();
                 self.chat.push(Entry::User(text));
                 self.busy = true;
-                self.scroll = 0;
+                self.scroll = super::scroll::Scroll::Bottom;
             }
             Event::TurnStart { .. } => self.busy = true,
             Event::TurnBlocked { reason } => {
@@ -452,6 +534,30 @@ impl App {
                     strip_controls(&reason)
                 )));
             }
+            Event::ThinkingDelta { delta } => {
+                let delta = strip_controls(&delta);
+                match self.chat.last_mut() {
+                    Some(Entry::Thinking(t)) => t.push_str(&delta),
+                    _ => {
+                        self.close_assistant();
+                        self.chat.push(Entry::Thinking(delta));
+                    }
+                }
+            }
+            Event::Usage {
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                cost_usd,
+                ..
+            } => self.usage.add(
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                cost_usd,
+            ),
             Event::TextDelta { delta } => {
                 let delta = strip_controls(&delta);
                 match self.chat.last_mut() {
@@ -467,6 +573,7 @@ impl App {
             }
             Event::ToolCall { id, name, args } => {
                 self.close_assistant();
+                self.note_call(&id, &name, &args);
                 let extension = self
                     .state
                     .tools
@@ -659,7 +766,7 @@ impl App {
                 id,
                 title,
                 lines,
-                ..
+                position,
             } => {
                 if extension.is_empty() || id.is_empty() {
                     return out;
@@ -669,6 +776,7 @@ impl App {
                     Widget {
                         title: strip_controls(&title),
                         lines: lines.iter().map(|l| strip_controls(l)).collect(),
+                        position: strip_controls(&position),
                     },
                 );
             }
@@ -736,14 +844,17 @@ impl App {
             }
             Event::ConfirmationRequested {
                 request_id,
+                tool_id,
                 tool_name,
                 preview,
-                ..
             } => {
+                let detail = self.calls.get(&tool_id).cloned().unwrap_or_default();
+                let detail = super::approve::Detail::new(&tool_name, detail.args, detail.diff);
                 self.confirmations.push_back(Confirmation {
                     request_id,
                     tool_name: strip_controls(&tool_name),
                     preview: strip_controls(&preview),
+                    detail,
                 });
                 if self.alerts {
                     out.push(Intent::Bell);
@@ -794,10 +905,29 @@ impl App {
                 out.push(Intent::Refresh(Then::Nothing));
             }
             Event::Queued { text, .. } => self.push_queued(&text),
+            // Thinking, usage and retries are drawn by the terminal's own
+            // helpers (the footer reads the totals from the core's state).
+            Event::Retry {
+                attempt,
+                wait_ms,
+                reason,
+            } => {
+                let text = format!(
+                    "provider: {reason}; trying again (attempt {attempt}) in {:.1} s",
+                    wait_ms as f64 / 1000.0
+                );
+                self.set_flash(text, "warn", None);
+            }
             Event::Error { message } => self.chat.push(Entry::Error(strip_controls(&message))),
             Event::Idle => {
                 self.busy = false;
                 out.push(Intent::Refresh(Then::Nothing));
+            }
+            Event::Sessions { sessions } => {
+                self.state.sessions = sessions;
+                if let Some(then) = self.awaiting_sessions.take() {
+                    out.extend(self.set_state(self.state.clone(), then));
+                }
             }
             Event::Done => {
                 self.close_assistant();
@@ -835,12 +965,17 @@ impl App {
             return;
         }
         let owner = strip_controls(owner);
-        for line in message.split('\n') {
+        let lines: Vec<&str> = message.split('\n').collect();
+        for line in &lines[lines.len().saturating_sub(NOTES_MAX)..] {
             self.notes.push(Note {
                 owner: owner.clone(),
                 level: level.to_string(),
                 text: line.to_string(),
             });
+        }
+        if self.notes.len() > NOTES_MAX {
+            let extra = self.notes.len() - NOTES_MAX;
+            self.notes.drain(..extra);
         }
         if self.flash.as_ref().is_some_and(|f| f.until.is_none()) {
             self.flash = None;
@@ -850,7 +985,7 @@ impl App {
     /// Rebuilds the chat from the core's transcript (after a switch).
     fn rebuild_chat(&mut self) {
         self.chat = transcript_entries(&self.state.messages, &self.state);
-        self.scroll = 0;
+        self.scroll = super::scroll::Scroll::Bottom;
     }
 
     // ----- keys -----
@@ -861,19 +996,25 @@ impl App {
             return Vec::new();
         }
         if let Some(p) = &self.panel {
-            return strip_controls(text)
+            // One frame with the whole text: an owner that handles keys
+            // concurrently must not see a pasted secret out of order.
+            let text: String = strip_controls(text)
                 .chars()
                 .filter(|c| !c.is_control())
                 .take(4096)
-                .map(|c| Intent::PanelKey {
-                    extension: p.extension.clone(),
-                    panel_id: p.panel.id.clone(),
-                    key: "rune".into(),
-                    text: Some(c.to_string()),
-                })
                 .collect();
+            if text.is_empty() {
+                return Vec::new();
+            }
+            return vec![Intent::PanelKey {
+                extension: p.extension.clone(),
+                panel_id: p.panel.id.clone(),
+                key: "rune".into(),
+                text: Some(text),
+            }];
         }
-        self.editor.insert_str(text);
+        self.typing.search = None;
+        self.editor.paste(text);
         Vec::new()
     }
 
@@ -921,7 +1062,14 @@ impl App {
         }
 
         // The confirmation dialog is modal.
+        if self.confirmation_scroll(key.code) {
+            return Vec::new();
+        }
         if let Some(c) = self.confirmations.front() {
+            // Never an answer to a question the person could not see whole.
+            if !self.confirmation_visible() {
+                return Vec::new();
+            }
             let decision = match key.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') => Decision::Allow,
                 KeyCode::Char('a') | KeyCode::Char('A') => Decision::Always,
@@ -955,6 +1103,9 @@ impl App {
             return self.picker_key(key);
         }
 
+        if let Some(out) = self.typing_key(&key) {
+            return out;
+        }
         let menu_len = self.menu().len();
         match key.code {
             KeyCode::Esc => {
@@ -964,7 +1115,7 @@ impl App {
                     self.notes.clear();
                     self.sheet = None;
                 } else if self.busy {
-                    return vec![Intent::Abort];
+                    return self.abort_and_take_back();
                 } else {
                     self.flash = None;
                 }
@@ -1003,8 +1154,10 @@ impl App {
                     self.editor.history_next();
                 }
             }
-            KeyCode::PageUp => self.scroll = self.scroll.saturating_add(10),
-            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            KeyCode::PageUp => self.scroll_page(true),
+            KeyCode::PageDown => self.scroll_page(false),
+            KeyCode::Home if ctrl || self.editor.is_empty() => self.scroll_home(),
+            KeyCode::End if ctrl || self.editor.is_empty() => self.scroll_end(),
             KeyCode::Char('o') if ctrl => self.expand_tools = !self.expand_tools,
             KeyCode::Char('d') if ctrl => {
                 if self.editor.is_empty() {
@@ -1012,13 +1165,6 @@ impl App {
                 }
                 self.editor.delete();
             }
-            KeyCode::Char('a') if ctrl => self.editor.home(),
-            KeyCode::Char('e') if ctrl => self.editor.end(),
-            KeyCode::Char('u') if ctrl => self.editor.kill_to_start(),
-            KeyCode::Char('k') if ctrl => self.editor.kill_to_end(),
-            KeyCode::Char('w') if ctrl => self.editor.delete_word(),
-            KeyCode::Char('b') if ctrl => self.editor.left(),
-            KeyCode::Char('f') if ctrl => self.editor.right(),
             KeyCode::Char(_) if ctrl || alt => {}
             KeyCode::Char(c) => {
                 self.editor.insert_char(c);
@@ -1049,9 +1195,9 @@ impl App {
             return Vec::new();
         }
         let prefix = prefix.to_lowercase();
-        let builtins = BUILTINS.iter().map(|(n, d)| MenuItem {
-            name: n.to_string(),
-            description: d.to_string(),
+        let builtins = commands::available(commands::Mode::Terminal).map(|b| MenuItem {
+            name: b.name.to_string(),
+            description: b.description.to_string(),
         });
         let commands = self.state.commands.iter().map(|c| MenuItem {
             name: strip_controls(&c.name),
@@ -1094,6 +1240,17 @@ impl App {
                 self.alerts = !self.alerts;
                 self.open_settings();
                 vec![Intent::SaveSettings]
+            }
+            PickAction::ToggleMouse => {
+                self.mouse = !self.mouse;
+                self.open_settings();
+                if let Some(p) = &mut self.picker {
+                    p.selected = 2;
+                }
+                vec![
+                    Intent::SaveSettings,
+                    Intent::Terminal(super::mouse_capture(self.mouse)),
+                ]
             }
             PickAction::ChooseTheme => {
                 let items = self
@@ -1168,6 +1325,11 @@ impl App {
                     label: format!("colour theme: {}", self.theme.name),
                     detail: "choose…".into(),
                     action: PickAction::ChooseTheme,
+                },
+                PickItem {
+                    label: format!("mouse wheel: {}", if self.mouse { "on" } else { "off" }),
+                    detail: "off lets the terminal select text with the mouse".into(),
+                    action: PickAction::ToggleMouse,
                 },
             ],
             selected: 0,
@@ -1262,7 +1424,7 @@ impl App {
         let text = self.editor.take();
         self.menu_selected = 0;
         self.menu_dismissed = None;
-        self.scroll = 0;
+        self.scroll = super::scroll::Scroll::Bottom;
         let trimmed = text.trim();
         if trimmed.starts_with('/') && !trimmed.starts_with("//") {
             return self.run_slash(trimmed);
@@ -1278,7 +1440,9 @@ impl App {
         let (name, args) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
         let args = args.trim();
         let arg = (!args.is_empty()).then(|| args.to_string());
-        match name.to_lowercase().as_str() {
+        // The table names the built-ins; the ones the terminal does not
+        // run itself (and extension commands) go to the core.
+        match commands::find(name).map_or("", |b| b.name) {
             "help" => self.sheet = Some(self.help_sheet()),
             "clear" => {
                 self.chat.clear();
@@ -1286,9 +1450,9 @@ impl App {
                 self.load_errors.clear();
                 self.sheet = None;
                 self.flash = None;
-                self.scroll = 0;
+                self.scroll = super::scroll::Scroll::Bottom;
             }
-            "quit" | "exit" => return vec![Intent::Quit(0)],
+            "quit" => return vec![Intent::Quit(0)],
             "reload-ext" => {
                 self.set_flash("reloading extensions…", "info", None);
                 return vec![Intent::Reload];
@@ -1327,8 +1491,9 @@ impl App {
                 }
             },
             "settings" => self.open_settings(),
+            "copy" => return self.copy_command(arg.as_deref()),
+            "export" => self.export_command(arg.as_deref()),
             _ => {
-                self.notes.clear();
                 return vec![Intent::Command(line.to_string())];
             }
         }
@@ -1338,8 +1503,8 @@ impl App {
     fn help_sheet(&self) -> Sheet {
         let mut lines: Vec<String> = HELP.iter().map(|s| s.to_string()).collect();
         lines.push(String::new());
-        for (n, d) in BUILTINS {
-            lines.push(format!("/{n:<12} {d}"));
+        for b in commands::available(commands::Mode::Terminal) {
+            lines.push(format!("/{:<12} {}", b.name, b.description));
         }
         lines.push(format!("/{:<12} {}", "skill:NAME", "run a skill"));
         for c in &self.state.commands {
@@ -1428,19 +1593,6 @@ fn clean_panel(p: Panel) -> Panel {
     }
 }
 
-/// The text of a tool result (images as a placeholder).
-fn content_text(content: &[ContentBlock]) -> String {
-    let mut out = Vec::new();
-    for b in content {
-        match b {
-            ContentBlock::Text { text } => out.push(text.clone()),
-            #[allow(unreachable_patterns)]
-            _ => out.push("[image]".to_string()),
-        }
-    }
-    out.join("\n")
-}
-
 /// Chat entries for a stored transcript.
 fn transcript_entries(messages: &[Message], state: &CoreState) -> Vec<Entry> {
     let mut out: Vec<Entry> = Vec::new();
@@ -1484,7 +1636,9 @@ fn transcript_entries(messages: &[Message], state: &CoreState) -> Vec<Entry> {
                         };
                     }
                 }
-                (_, Block::Image { .. }) => {}
+                (_, Block::Image { .. })
+                | (_, Block::Thinking { .. })
+                | (_, Block::RedactedThinking { .. }) => {}
             }
         }
     }

@@ -9,6 +9,7 @@
 //! the screen is full, so a long transcript costs no more than a short one.
 
 use super::app::{App, Entry, ToolState, STATUS_ROWS, WIDGET_ROWS};
+use super::layout::{Place, BELOW_ROWS};
 use super::text::{truncate, width, wrap};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -24,7 +25,7 @@ const EDITOR_ROWS: usize = 8;
 type Lines = Vec<Line<'static>>;
 
 impl App {
-    fn fg(&self, c: Color) -> Style {
+    pub(super) fn fg(&self, c: Color) -> Style {
         if self.theme.plain() {
             Style::default()
         } else {
@@ -32,7 +33,7 @@ impl App {
         }
     }
 
-    fn selected(&self) -> Style {
+    pub(super) fn selected(&self) -> Style {
         if self.theme.plain() {
             Style::default().add_modifier(Modifier::REVERSED)
         } else {
@@ -62,7 +63,8 @@ impl App {
 
         let (editor_rows, cursor) = self.editor.layout(w - 2);
         let editor_h = editor_rows.len().clamp(1, EDITOR_ROWS.min((h / 3).max(1)));
-        let fixed = (editor_h + 2).min(h);
+        let below = self.widget_lines(Place::Below, w, w, BELOW_ROWS.min(h / 4));
+        let fixed = (editor_h + 2 + below.len()).min(h);
         let avail = h - fixed;
         let mut chrome = self.chrome_lines(w);
         let chrome_max = avail / 2;
@@ -74,8 +76,17 @@ impl App {
         let rect = |y: usize, height: usize| {
             Rect::new(area.x, area.y + y as u16, area.width, height as u16)
         };
-        let chat_area = rect(0, chat_h);
-        f.render_widget(Paragraph::new(self.chat_window(w, chat_h)), chat_area);
+        let rail = self.rail_width(w);
+        let chat_w = rail.map_or(w, |r| w - r - 1);
+        let chat_area = Rect::new(area.x, area.y, chat_w as u16, chat_h as u16);
+        f.render_widget(Paragraph::new(self.chat_window(chat_w, chat_h)), chat_area);
+        if let (Some(l), true) = (self.first_screen(chat_w), chat_h > 0) {
+            f.render_widget(Paragraph::new(l), rect(0, 1));
+        }
+        if let Some(r) = rail {
+            let x = area.x + (w - r - 1) as u16;
+            self.draw_rail(f, Rect::new(x, area.y, (r + 1) as u16, chat_h as u16), w);
+        }
         f.render_widget(Paragraph::new(chrome.clone()), rect(chat_h, chrome.len()));
 
         // Rule, editor, footer.
@@ -109,8 +120,15 @@ impl App {
                 rect(editor_y, editor_h.min(h - editor_y)),
             );
         }
-        if editor_y + editor_h < h {
-            f.render_widget(Paragraph::new(self.footer(w)), rect(editor_y + editor_h, 1));
+        let below_y = editor_y + editor_h;
+        if !below.is_empty() && below_y + below.len() <= h {
+            f.render_widget(Paragraph::new(below.clone()), rect(below_y, below.len()));
+        }
+        if below_y + below.len() < h {
+            f.render_widget(
+                Paragraph::new(self.footer(w)),
+                rect(below_y + below.len(), 1),
+            );
         }
 
         // Overlays, lowest first; the focused one ends on top.
@@ -130,7 +148,8 @@ impl App {
             self.draw_picker(f, p, over);
         }
         if self.panel.is_some() {
-            self.draw_panel(f, over);
+            // Over the chrome too: widgets never squeeze a panel.
+            self.draw_panel(f, App::panel_area(area, avail));
         }
         if !self.confirmations.is_empty() {
             self.draw_confirmation(f, over);
@@ -142,6 +161,9 @@ impl App {
             let y = area.y + (editor_y + cursor.0 - first) as u16;
             f.set_cursor_position((x, y));
         }
+        if self.ascii() {
+            super::layout::ascii_fallback(f.buffer_mut());
+        }
     }
 
     /// The last `height` chat rows (minus the scroll offset).
@@ -149,7 +171,11 @@ impl App {
         if height == 0 {
             return Vec::new();
         }
-        let need = height + self.scroll;
+        self.chat_view.set((w, height));
+        if let super::scroll::Scroll::Top(top) = self.scroll {
+            return self.held_window(top, w, height);
+        }
+        let need = height;
         // Built bottom-up, reversed at the end.
         let mut rev: Lines = Vec::new();
         let push = |block: Lines, rev: &mut Lines| {
@@ -173,20 +199,25 @@ impl App {
                 }
             }
             for (i, e) in self.chat.iter().enumerate().rev() {
-                if push(self.entry_lines(e, i == 0, w), &mut rev) {
+                // A screen needs only the last rows of a long answer.
+                self.row_limit.set(need.saturating_sub(rev.len()) + 2);
+                let lines = self.entry_lines(e, i, w);
+                self.row_limit.set(usize::MAX);
+                if push(lines, &mut rev) {
                     break 'fill;
                 }
             }
         }
         let total = rev.len();
-        let scroll = self.scroll.min(total.saturating_sub(height));
+        let scroll = 0;
         rev.reverse();
         let end = total - scroll;
         let start = end.saturating_sub(height);
         rev.drain(start..end).collect()
     }
 
-    fn entry_lines(&self, e: &Entry, first: bool, w: usize) -> Lines {
+    pub(super) fn entry_lines(&self, e: &Entry, index: usize, w: usize) -> Lines {
+        let first = index == 0;
         let t = &self.theme;
         let mut out = Vec::new();
         match e {
@@ -208,12 +239,17 @@ impl App {
             }
             Entry::Assistant { text, blocked, .. } => {
                 if !text.is_empty() {
-                    for (i, row) in wrap(text, w.saturating_sub(2)).into_iter().enumerate() {
+                    let (first_row, rows) = self
+                        .md
+                        .borrow_mut()
+                        .entry(index)
+                        .or_default()
+                        .render_tail(text, w.saturating_sub(2), t, self.row_limit.get());
+                    for (i, row) in (first_row..).zip(rows) {
                         let prefix = if i == 0 { "● " } else { "  " };
-                        out.push(Line::from(vec![
-                            Span::styled(prefix, self.fg(t.assistant)),
-                            Span::styled(row, self.fg(t.fg)),
-                        ]));
+                        let mut spans = vec![Span::styled(prefix, self.fg(t.assistant))];
+                        spans.extend(row.spans);
+                        out.push(Line::from(spans));
                     }
                 }
                 if let Some(reason) = blocked {
@@ -227,18 +263,23 @@ impl App {
                 }
             }
             Entry::Tool {
+                id,
                 name,
                 extension,
                 args,
                 state,
-                ..
             } => {
+                let change = self.finished_change(id, state);
                 let mut parts = vec![(
                     format!("⚙ {name}"),
                     self.fg(t.tool).add_modifier(Modifier::BOLD),
                 )];
                 if let Some(x) = extension {
                     parts.push((format!(" ({x})"), self.fg(t.muted)));
+                }
+                if let Some(d) = change {
+                    parts.push((format!(" +{}", d.added), self.fg(t.tool)));
+                    parts.push((format!(" -{}", d.removed), self.fg(t.error)));
                 }
                 if !args.is_empty() {
                     parts.push((format!(" {args}"), self.fg(t.tool_out)));
@@ -267,6 +308,9 @@ impl App {
                             let wrapped = prefixed(output, mark, "    ", w, style);
                             let n = wrapped.len();
                             out.extend(wrapped.into_iter().take(EXPANDED_ROWS));
+                            if let Some(d) = change {
+                                out.extend(self.diff_lines(d, w, "    "));
+                            }
                             if n > EXPANDED_ROWS {
                                 out.push(Line::styled(
                                     format!("    … {} more rows", n - EXPANDED_ROWS),
@@ -290,17 +334,33 @@ impl App {
                     }
                 }
             }
+            Entry::Thinking(text) => {
+                let style = self
+                    .fg(t.muted)
+                    .add_modifier(Modifier::DIM | Modifier::ITALIC);
+                let streaming = self.busy && index + 1 == self.chat.len();
+                if streaming || self.expand_tools {
+                    out.extend(prefixed(text, "∴ ", "  ", w, style));
+                } else {
+                    let n = text.lines().count().max(1);
+                    let s = if n == 1 { "" } else { "s" };
+                    out.push(Line::styled(
+                        truncate(&format!("∴ thought for {n} line{s} (Ctrl+O unfolds)"), w),
+                        style,
+                    ));
+                }
+            }
             Entry::Info(text) => out.extend(prefixed(text, "· ", "  ", w, self.fg(t.muted))),
             Entry::Error(text) => out.extend(prefixed(text, "✖ ", "  ", w, self.fg(t.error))),
         }
         out
     }
 
-    fn error_lines(&self, text: &str, w: usize) -> Lines {
+    pub(super) fn error_lines(&self, text: &str, w: usize) -> Lines {
         prefixed(text, "✖ ", "  ", w, self.fg(self.theme.error))
     }
 
-    fn note_lines(&self, owner: &str, level: &str, text: &str, w: usize) -> Lines {
+    pub(super) fn note_lines(&self, owner: &str, level: &str, text: &str, w: usize) -> Lines {
         let tag = format!("[{owner}] ");
         let tw = width(&tag);
         let (avail, indent) = if w >= tw + 8 {
@@ -322,7 +382,7 @@ impl App {
             .collect()
     }
 
-    fn sheet_lines(&self, s: &super::app::Sheet, w: usize) -> Lines {
+    pub(super) fn sheet_lines(&self, s: &super::app::Sheet, w: usize) -> Lines {
         let mut out = vec![Line::styled(
             truncate(&s.title, w),
             self.fg(self.theme.accent).add_modifier(Modifier::BOLD),
@@ -341,23 +401,7 @@ impl App {
     fn chrome_lines(&self, w: usize) -> Lines {
         let t = &self.theme;
         let one = |s: &str| truncate(&s.replace('\n', " ↩ "), w);
-        let mut widgets: Lines = Vec::new();
-        for ((ext, _), wd) in &self.widgets {
-            widgets.push(Line::styled(
-                one(&format!("  [{ext}] {}", wd.title)),
-                self.fg(t.accent),
-            ));
-            for l in &wd.lines {
-                widgets.push(Line::styled(one(&format!("  {l}")), self.fg(t.fg)));
-            }
-        }
-        if widgets.len() > WIDGET_ROWS {
-            widgets.truncate(WIDGET_ROWS - 1);
-            widgets.push(Line::styled(
-                one("  ... extension widgets truncated ..."),
-                self.fg(t.muted),
-            ));
-        }
+        let widgets = self.widget_lines(Place::Above, w, w, WIDGET_ROWS);
         let mut statuses: Lines = self
             .statuses
             .iter()
@@ -390,6 +434,9 @@ impl App {
         if let Some(fl) = &self.flash {
             out.push(Line::styled(one(&fl.text), self.level(&fl.level)));
         }
+        if let Some(s) = self.search_prompt() {
+            out.push(Line::styled(one(&s), self.fg(t.accent)));
+        }
         out
     }
 
@@ -398,14 +445,20 @@ impl App {
         let session = if self.session_id.is_empty() {
             "no session".to_string()
         } else {
-            format!("session {}", self.session_id)
+            format!("session {}", super::footer::short_session(&self.session_id))
         };
+        let usage = self.usage_text();
         // The script provider has no model: nothing is shown for it.
-        let left = [self.state.provider.as_str(), &self.state.model, &session]
-            .into_iter()
-            .filter(|part| !part.is_empty())
-            .collect::<Vec<_>>()
-            .join(" · ");
+        let left = [
+            self.state.provider.as_str(),
+            &self.state.model,
+            &session,
+            &usage,
+        ]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" · ");
         let mut right = String::new();
         if self.busy {
             right.push_str("● working (Esc aborts)");
@@ -490,7 +543,7 @@ impl App {
         Some(Rect::new(x, y, width, height))
     }
 
-    fn bordered(&self, title: String, style: Style) -> Block<'static> {
+    pub(super) fn bordered(&self, title: String, style: Style) -> Block<'static> {
         Block::default()
             .borders(Borders::ALL)
             .border_style(style)
@@ -538,107 +591,6 @@ impl App {
         let title = truncate(&format!(" {} ", p.title), inner_w);
         f.render_widget(
             Paragraph::new(lines).block(self.bordered(title, self.fg(self.theme.accent))),
-            r,
-        );
-    }
-
-    fn draw_panel(&self, f: &mut Frame, over: Rect) {
-        let Some(open) = &self.panel else {
-            return;
-        };
-        let p = &open.panel;
-        let footer_rows = if p.footer.is_empty() { 0 } else { 2 };
-        let Some(r) = self.float(over, p.lines.len().max(1) + footer_rows, 100) else {
-            return;
-        };
-        let inner_w = usize::from(r.width - 2);
-        let inner_h = usize::from(r.height - 2);
-        let body_h = inner_h.saturating_sub(footer_rows).max(1.min(inner_h));
-        let is_selected = |l: &str| {
-            let s = l.trim_start();
-            s.starts_with("▸ ") || s.starts_with("● ") || s.starts_with('\u{200b}')
-        };
-        let sel = p.lines.iter().position(|l| is_selected(l));
-        let first = match sel {
-            Some(s) if s >= body_h => s + 1 - body_h,
-            _ => 0,
-        };
-        let mut lines: Lines = p
-            .lines
-            .iter()
-            .enumerate()
-            .skip(first)
-            .take(body_h)
-            .map(|(i, l)| {
-                let text = truncate(&l.replace('\u{200b}', ""), inner_w);
-                if Some(i) == sel {
-                    let pad = inner_w.saturating_sub(width(&text));
-                    Line::styled(format!("{text}{}", " ".repeat(pad)), self.selected())
-                } else if text.contains('✓') {
-                    Line::styled(text, self.fg(self.theme.tool))
-                } else {
-                    Line::styled(text, self.fg(self.theme.fg))
-                }
-            })
-            .collect();
-        if footer_rows > 0 && inner_h > body_h {
-            lines.push(Line::default());
-            lines.push(Line::styled(
-                truncate(&p.footer, inner_w),
-                self.fg(self.theme.muted),
-            ));
-        }
-        let title = if p.title.is_empty() {
-            &open.extension
-        } else {
-            &p.title
-        };
-        let title = truncate(&format!(" {title} "), inner_w);
-        f.render_widget(Clear, r);
-        f.render_widget(
-            Paragraph::new(lines).block(self.bordered(title, self.fg(self.theme.accent))),
-            r,
-        );
-    }
-
-    fn draw_confirmation(&self, f: &mut Frame, over: Rect) {
-        let Some(c) = self.confirmations.front() else {
-            return;
-        };
-        let inner_w = usize::from(over.width.min(100)).saturating_sub(2).max(1);
-        let mut lines: Lines = wrap(&c.preview, inner_w)
-            .into_iter()
-            .take(6)
-            .map(|r| Line::styled(r, self.fg(self.theme.fg)))
-            .collect();
-        lines.push(Line::default());
-        let more = if self.confirmations.len() > 1 {
-            format!("  (+{} waiting)", self.confirmations.len() - 1)
-        } else {
-            String::new()
-        };
-        lines.push(Line::styled(
-            truncate(
-                &format!("[y] allow once  [a] always this session  [n/Esc] deny{more}"),
-                inner_w,
-            ),
-            self.fg(self.theme.accent),
-        ));
-        let Some(r) = self.float(over, lines.len(), 100) else {
-            return;
-        };
-        let title = truncate(
-            &format!(" allow {}? ", c.tool_name),
-            usize::from(r.width - 2),
-        );
-        f.render_widget(Clear, r);
-        // Keep the key line visible when the box is short.
-        let inner_h = usize::from(r.height - 2);
-        if lines.len() > inner_h {
-            lines.drain(..lines.len() - inner_h);
-        }
-        f.render_widget(
-            Paragraph::new(lines).block(self.bordered(title, self.fg(self.theme.warning))),
             r,
         );
     }

@@ -18,8 +18,19 @@
 //! never waits on an extension (every [`Core`] method returns at once).
 
 mod app;
+mod approve;
 mod draw;
 mod editor;
+mod export;
+mod footer;
+mod highlight;
+mod history;
+mod keys;
+mod layout;
+mod markdown;
+mod palette;
+mod scroll;
+mod term;
 pub mod text;
 pub mod theme;
 
@@ -52,13 +63,15 @@ pub struct TuiOptions {
     pub zut_home: PathBuf,
     /// Theme files shipped by loaded extensions, in extension-name order.
     pub theme_paths: Vec<PathBuf>,
+    /// The project directory: the prompt history is kept per project.
+    pub project: PathBuf,
 }
 
 /// Something the UI thread hears besides core events.
 #[derive(Debug, Clone)]
 pub enum Input {
     Term(TermEvent),
-    /// SIGTERM or SIGHUP arrived.
+    /// SIGTERM, SIGHUP, SIGINT or SIGQUIT arrived.
     Signal(i32),
 }
 
@@ -66,35 +79,55 @@ pub enum Input {
 /// status (0 on a normal quit, 128 + signal number on SIGTERM/SIGHUP).
 pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i32 {
     let (input_tx, input_rx) = unbounded();
-    let signals = match SignalThread::start(input_tx.clone()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("zut: cannot watch signals: {e}");
-            return 1;
-        }
-    };
+    // SIGTERM, SIGHUP and an external SIGINT or SIGQUIT (raw mode means
+    // the keyboard sends neither) become input, so the loop restores the
+    // terminal.
+    let signal_tx = input_tx.clone();
+    let on_signal = move |sig| signal_tx.send(Input::Signal(sig)).is_ok();
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    let signals =
+        match crate::signals::SignalBridge::start(&[SIGTERM, SIGHUP, SIGINT, SIGQUIT], on_signal) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("zut: cannot watch signals: {e}");
+                return 1;
+            }
+        };
     install_panic_hook();
     let guard = match TerminalGuard::enter() {
         Ok(g) => g,
         Err(e) => {
             restore_terminal();
-            signals.stop();
+            drop(signals);
             eprintln!("zut: cannot set up the terminal: {e}");
             return 1;
         }
     };
     let reader = InputThread::start(input_tx);
-    let mut terminal = match Terminal::new(CrosstermBackend::new(std::io::stdout())) {
+    let sixteen = theme::ColorDepth::detect() == theme::ColorDepth::Ansi16;
+    let out = palette::Sgr16::new(std::io::stdout(), sixteen);
+    let mut terminal = match Terminal::new(CrosstermBackend::new(out)) {
         Ok(t) => t,
         Err(e) => {
             drop(guard);
             reader.stop();
-            signals.stop();
+            drop(signals);
             eprintln!("zut: cannot set up the terminal: {e}");
             return 1;
         }
     };
     let mut app = App::new(app_config(&opts), Instant::now());
+    app.set_terminal_out(Box::new(|bytes: &[u8]| {
+        let mut out = std::io::stdout();
+        let _ = out.write_all(bytes);
+        let _ = out.flush();
+    }));
+    if app.mouse() {
+        let mut out = std::io::stdout();
+        let _ = out.write_all(&mouse_capture(true));
+        let _ = out.flush();
+    }
+    app.set_real_terminal();
     let settings_home = opts.zut_home.clone();
     let mut bell = || {
         let mut out = std::io::stdout();
@@ -113,7 +146,7 @@ pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i3
     drop(terminal);
     drop(guard);
     reader.stop();
-    signals.stop();
+    drop(signals);
     code
 }
 
@@ -137,6 +170,12 @@ fn app_config(opts: &TuiOptions) -> AppConfig {
             .get("alerts")
             .and_then(|v| v.as_bool())
             .unwrap_or(true),
+        mouse: saved.get("mouse").and_then(|v| v.as_bool()).unwrap_or(true),
+        ascii: theme::ascii_only(std::env::var("TERM").ok().as_deref()),
+        history: Some((
+            opts.zut_home.join("history.jsonl"),
+            opts.project.display().to_string(),
+        )),
     }
 }
 
@@ -151,7 +190,7 @@ fn save_settings(zut_home: &std::path::Path, app: &App) {
     };
     config.extra.insert(
         "tui".into(),
-        serde_json::json!({"alerts": app.alerts(), "theme": app.theme_name()}),
+        serde_json::json!({"alerts": app.alerts(), "theme": app.theme_name(), "mouse": app.mouse()}),
     );
     if let Err(e) = crate::config::save(zut_home, &config) {
         log::warn!("settings not saved: {e}");
@@ -215,7 +254,11 @@ pub fn drive<B: Backend>(
         }
         let now = Instant::now();
         dirty |= app.tick(now);
-        if dirty && last_draw.map_or(true, |t| now.duration_since(t) >= FRAME) {
+        if app.take_redraw_all() {
+            let _ = terminal.clear();
+            dirty = true;
+        }
+        if dirty && last_draw.is_none_or(|t| now.duration_since(t) >= FRAME) {
             if let Err(e) = terminal.draw(|f| app.draw(f)) {
                 // Nothing can be shown any more: end as on a hang-up rather
                 // than retrying forever.
@@ -234,6 +277,10 @@ fn on_terminal(app: &mut App, ev: TermEvent) -> Vec<Intent> {
     match ev {
         TermEvent::Key(k) => app.on_key(k),
         TermEvent::Paste(text) => app.on_paste(&text),
+        TermEvent::Mouse(m) => {
+            app.on_mouse(m);
+            Vec::new()
+        }
         _ => Vec::new(),
     }
 }
@@ -256,9 +303,28 @@ fn execute(
                 app.on_submitted(&text, s);
             }
             Intent::Command(line) => {
-                let _ = core.command(line);
+                if !core.command_now(&line) {
+                    let _ = core.command(line);
+                }
             }
             Intent::Abort => core.abort(false),
+            Intent::AbortAll => core.abort(true),
+            Intent::TakeBackQueued => {
+                core.withdraw_last();
+            }
+            Intent::Suspend => {
+                if app.on_real_terminal() {
+                    term::suspend();
+                    app.redraw_all();
+                }
+            }
+            Intent::EditExternally => {
+                if app.on_real_terminal() {
+                    let r = term::edit_externally(&app.editor_text().to_string());
+                    app.edited_externally(r);
+                    app.redraw_all();
+                }
+            }
             Intent::Confirm(id, d) => core.confirm(id, d),
             Intent::PanelKey {
                 extension,
@@ -278,12 +344,24 @@ fn execute(
             Intent::SetModel(m) => core.set_model(m),
             // One plain refresh per batch is enough.
             Intent::Refresh(Then::Nothing) if refreshed => {}
+            // The pickers need the session list: asked for, and opened
+            // when the core's `sessions` event answers.
+            Intent::Refresh(then @ (Then::PickTree | Then::PickResume)) => {
+                queue.extend(app.set_state(core.state(), Then::Nothing));
+                app.awaiting_sessions = Some(then);
+                core.list_sessions();
+            }
             Intent::Refresh(then) => {
                 refreshed = true;
                 queue.extend(app.set_state(core.state(), then));
             }
             Intent::SaveSettings => save(app),
             Intent::Bell => bell(),
+            Intent::Terminal(bytes) => {
+                if let Some(out) = &mut app.terminal_out {
+                    out(&bytes);
+                }
+            }
             Intent::Quit(code) => return Some(code),
         }
     }
@@ -303,6 +381,7 @@ impl TerminalGuard {
             crossterm::terminal::EnterAlternateScreen,
             crossterm::event::EnableBracketedPaste
         )?;
+        term::push_keyboard_flags();
         Ok(guard)
     }
 }
@@ -315,13 +394,27 @@ impl Drop for TerminalGuard {
 
 /// Puts the terminal back the way a shell expects it. Safe to call twice.
 pub fn restore_terminal() {
+    term::pop_keyboard_flags();
     let _ = crossterm::execute!(
         std::io::stdout(),
         crossterm::event::DisableBracketedPaste,
+        crossterm::event::DisableMouseCapture,
         crossterm::terminal::LeaveAlternateScreen,
         crossterm::cursor::Show
     );
     let _ = crossterm::terminal::disable_raw_mode();
+}
+
+/// The sequence that turns mouse capture (wheel scrolling) on or off.
+pub fn mouse_capture(on: bool) -> Vec<u8> {
+    use crossterm::Command;
+    let mut s = String::new();
+    let _ = if on {
+        crossterm::event::EnableMouseCapture.write_ansi(&mut s)
+    } else {
+        crossterm::event::DisableMouseCapture.write_ansi(&mut s)
+    };
+    s.into_bytes()
 }
 
 /// Restores the terminal before the default panic report is printed, so
@@ -350,6 +443,13 @@ impl InputThread {
             // row mean a hang-up, not a quiet keyboard.
             let mut instant_returns = 0u32;
             while !flag.load(Ordering::Relaxed) {
+                // Away (Ctrl+G, Ctrl+Z): the keyboard is someone else's.
+                if term::INPUT_PAUSED.load(Ordering::SeqCst) {
+                    term::INPUT_IDLE.store(true, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(10));
+                    instant_returns = 0;
+                    continue;
+                }
                 let asked = std::time::Instant::now();
                 match term_event::poll(Duration::from_millis(50)) {
                     Ok(false) => {
@@ -399,32 +499,10 @@ impl InputThread {
     }
 }
 
-/// Turns SIGTERM and SIGHUP into [`Input::Signal`].
-struct SignalThread {
-    handle: signal_hook::iterator::Handle,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl SignalThread {
-    fn start(tx: Sender<Input>) -> std::io::Result<SignalThread> {
-        use signal_hook::consts::{SIGHUP, SIGTERM};
-        let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP])?;
-        let handle = signals.handle();
-        let thread = std::thread::spawn(move || {
-            for sig in signals.forever() {
-                if tx.send(Input::Signal(sig)).is_err() {
-                    break;
-                }
-            }
-        });
-        Ok(SignalThread { handle, thread })
-    }
-
-    fn stop(self) {
-        self.handle.close();
-        let _ = self.thread.join();
-    }
-}
+#[cfg(test)]
+mod reading_tests;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_typing;

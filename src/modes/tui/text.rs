@@ -7,60 +7,11 @@
 
 use unicode_width::UnicodeWidthChar;
 
-/// Removes terminal control sequences and control characters from `text`:
-/// ESC sequences (CSI, OSC, DCS, APC, PM, SOS and two-byte ones), C1
-/// controls, DEL and every C0 control except newline and tab.
-///
-/// One function on purpose: a program-wide sanitiser can replace it.
+/// Removes terminal control sequences and control characters from `text`
+/// (everything but newline and tab): zut's one sanitiser,
+/// [`crate::sanitize::sanitize`], as an owned string for a cell.
 pub fn strip_controls(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => match chars.next() {
-                // CSI: parameters, then one final byte in @..~
-                Some('[') => {
-                    for n in chars.by_ref() {
-                        if ('\u{40}'..='\u{7e}').contains(&n) {
-                            break;
-                        }
-                    }
-                }
-                // String controls: until BEL or ST (ESC \)
-                Some(']' | 'P' | '_' | '^' | 'X') => {
-                    while let Some(n) = chars.next() {
-                        if n == '\u{7}' || n == '\u{9c}' {
-                            break;
-                        }
-                        if n == '\u{1b}' {
-                            if chars.peek() == Some(&'\\') {
-                                chars.next();
-                            }
-                            break;
-                        }
-                    }
-                }
-                // Two-byte sequences (ESC 7, ESC c, ESC ( B …): drop both
-                // (and the designator of a charset selection).
-                Some('(' | ')' | '*' | '+' | '#' | '%') => {
-                    chars.next();
-                }
-                Some(_) | None => {}
-            },
-            // 8-bit CSI: parameters and final byte go too
-            '\u{9b}' => {
-                for n in chars.by_ref() {
-                    if ('\u{40}'..='\u{7e}').contains(&n) {
-                        break;
-                    }
-                }
-            }
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
+    crate::sanitize::sanitize(text).into_owned()
 }
 
 /// Columns `c` occupies (tabs count as [`TAB`] spaces).

@@ -48,6 +48,11 @@ impl ColorDepth {
         }
         let colorterm = colorterm.unwrap_or("").to_ascii_lowercase();
         let term = term.unwrap_or("").to_ascii_lowercase();
+        // These names promise 16 colours; a COLORTERM inherited from an
+        // outer terminal (tmux, screen, the console) does not change that.
+        if sixteen_colour_term(&term) {
+            return ColorDepth::Ansi16;
+        }
         if colorterm == "truecolor" || colorterm == "24bit" || term.ends_with("-direct") {
             ColorDepth::TrueColor
         } else if term.contains("256color") {
@@ -56,6 +61,20 @@ impl ColorDepth {
             ColorDepth::Ansi16
         }
     }
+}
+
+/// Whether `term` (lower-case) names a 16-colour terminal type.
+fn sixteen_colour_term(term: &str) -> bool {
+    matches!(
+        term,
+        "xterm" | "screen" | "linux" | "vt100" | "vt220" | "ansi" | "xterm-color" | "tmux"
+    )
+}
+
+/// Whether the terminal type draws only ASCII reliably (the Linux
+/// console's font has no box drawing beyond a few lines, no arrows).
+pub fn ascii_only(term: Option<&str>) -> bool {
+    matches!(term, Some("linux") | Some("vt100") | Some("vt220"))
 }
 
 /// A colour as a theme writes it, before the terminal's depth is known.

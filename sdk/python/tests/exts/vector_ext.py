@@ -39,7 +39,26 @@ def command_handler(reply):
     return handle
 
 
-def tool_handler(behavior):
+def tool_handler(behavior, state=None):
+    if behavior == "progress":
+        def slow(args, call):
+            call.progress("step 1", 1, 2)
+            call.progress("step 2", 2, 2)
+            return zx.text_result("done")
+        return slow
+    if behavior == "late":
+        def late(args, call):
+            ext.tool(args["name"], "registered late", {"type": "object"}, tool_handler("echo"))
+            ext.unregister_tool(args["drop"])
+            ext.unregister_command(args["drop_command"])
+            return "ok"
+        return late
+    if behavior == "count":
+        def count(args):
+            n = state.update(lambda v: {"n": v["n"] + 1})["n"]
+            return str(n)
+        return count
+
     def handle(args):
         if behavior == "echo":
             return zx.text_result(json.dumps(args, separators=(",", ":"), sort_keys=True, ensure_ascii=False))
@@ -58,9 +77,16 @@ def tool_handler(behavior):
 for c in spec.get("commands", []):
     ext.command(c["name"], c.get("description", ""), command_handler(c["reply"]))
 
+state = ext.state(spec["state"]["default"]) if "state" in spec else None
+
 for t in spec.get("tools", []):
+    if t["behavior"] == "typed_weather":
+        @ext.tool(t["name"], t.get("description", ""))
+        def weather(city: str, days: int = 1) -> str:
+            return f"{city} {days}"
+        continue
     register = ext.deferred_tool if t.get("deferred") else ext.tool
-    register(t["name"], t.get("description", ""), t.get("schema"), tool_handler(t["behavior"]))
+    register(t["name"], t.get("description", ""), t.get("schema"), tool_handler(t["behavior"], state))
 
 for name in spec.get("events", []):
     ext.on(name, lambda ev: None)
@@ -75,6 +101,10 @@ if "tool_call" in intercept:
     def on_tool(tool, args):
         if tool == rule.get("block_tool"):
             return zx.ToolCallDecision(block=True, reason=rule.get("reason", ""))
+        if tool == rule.get("approve_tool"):
+            return zx.ToolCallDecision(decision=zx.APPROVE)
+        if tool == rule.get("ask_tool"):
+            return zx.ToolCallDecision(decision=zx.ASK)
         return None
 
 if "turn_start" in intercept:
@@ -88,6 +118,36 @@ if "assistant_message" in intercept:
     def on_message(text):
         if old and old in text:
             return zx.AssistantMessageDecision(replace_text=text.replace(old, new))
+        return None
+
+if "user_message" in intercept:
+    um = behavior.get("user_message", {})
+
+    @ext.intercept_user_message
+    def on_user(text):
+        if um.get("block_if") and um["block_if"] in text:
+            return zx.UserMessageDecision(block=True, reason=um.get("reason", ""))
+        old, new = um.get("replace", ["", ""])
+        return zx.UserMessageDecision(
+            replace_text=text.replace(old, new) if old else "", context=um.get("context", ""))
+
+if "tool_result" in intercept:
+    secret = behavior.get("tool_result", {}).get("redact", "")
+
+    @ext.intercept_tool_result
+    def on_result(ev):
+        if secret and any(secret in c.text for c in ev.content):
+            return zx.ToolResultDecision(
+                replace_content=[zx.text(c.text.replace(secret, "[redacted]")) for c in ev.content])
+        return None
+
+if "agent_end" in intercept:
+    ae = behavior.get("agent_end", {})
+
+    @ext.intercept_agent_end
+    def on_end(ev):
+        if ae.get("until") and ae["until"] not in ev.text:
+            return zx.AgentEndDecision.keep_going(ae.get("reason", ""))
         return None
 
 ext.run()

@@ -6,9 +6,9 @@
 //! refused extension paths are reported on stderr; the listing goes to
 //! stdout. Exit status: 0, 1 for an unknown NAME, 2 for a usage error.
 
-use super::{discover, listing, refusals, render};
-use crate::cli::CliContext;
+use super::CliContext;
 use crate::host::discovery;
+use crate::skills::{discover, listing, refusals, render};
 use std::io::Write;
 
 const USAGE: &str = "usage: zut skills [NAME]";
@@ -38,13 +38,13 @@ pub fn run(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut dyn
         ext_paths: ctx.ext_paths.clone(),
         no_extensions: ctx.no_extensions,
     });
-    let manifests = super::contributing(&entries);
+    let manifests = crate::skills::contributing(&entries);
     for m in &manifests {
         for r in refusals(m) {
             let _ = writeln!(err, "zut: warning: extension {}: {r}", m.name);
         }
     }
-    let home = super::home_dir();
+    let home = crate::skills::home_dir();
     let set = discover(&ctx.cwd, &ctx.zut_home, home.as_deref(), &manifests);
     for w in &set.warnings {
         let _ = match &w.extension {
@@ -57,7 +57,7 @@ pub fn run(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut dyn
         Some(n) => match set.get(n) {
             Some(skill) => render(skill),
             None => {
-                let _ = writeln!(err, "zut skills: {}", super::not_found(&set, n));
+                let _ = writeln!(err, "zut skills: {}", crate::skills::not_found(&set, n));
                 return 1;
             }
         },

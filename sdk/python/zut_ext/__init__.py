@@ -38,7 +38,10 @@ Invariants the module keeps:
 from __future__ import annotations
 
 import base64
+import dataclasses
+import inspect
 import json
+import re
 import queue
 import sys
 import threading
@@ -76,7 +79,16 @@ __all__ = [
     "ToolCallDecision",
     "TurnStartDecision",
     "AssistantMessageDecision",
+    "UserMessageDecision",
+    "ToolResultDecision",
+    "AgentEndDecision",
+    "APPROVE",
+    "DERIVE",
+    "ASK",
     "Cancel",
+    "ToolCall",
+    "BranchState",
+    "schema_of",
     "Extension",
     "decode_frame",
     "encode_frame",
@@ -116,8 +128,18 @@ WIDGET_ABOVE_INPUT = "above_input"
 #: The one alert kind hosts understand today: ring the terminal bell.
 ALERT_BELL = "bell"
 
-#: Event names an extension may intercept.
-_INTERCEPTABLE = ("tool_call", "turn_start", "assistant_message")
+#: Event names an extension may intercept, in the order ``subscribe`` lists
+#: them. The last three are protocol additions: hosts that have them say so
+#: in ``hello_ack.features`` (see :attr:`HostInfo.features`).
+_INTERCEPTABLE = ("tool_call", "turn_start", "assistant_message", "user_message", "tool_result", "agent_end")
+
+#: ``ToolCallDecision.decision``: this call skips the confirmation dialog.
+APPROVE = "approve"
+#: ``ToolCallDecision.decision``: this call needs confirmation even under ``--yolo``.
+ASK = "ask"
+
+#: Session events that carry this extension's stored state (``state``).
+_STATE_EVENTS = ("session_opened", "session_switched", "session_forked", "session_compacted")
 
 
 class _NoDetails:
@@ -135,6 +157,16 @@ class _NoDetails:
 
     def __bool__(self) -> bool:
         return False
+
+
+class _Derive:
+    def __repr__(self) -> str:
+        return "DERIVE"
+
+
+#: The default ``schema`` of :meth:`Extension.tool`: derive it from the
+#: handler's type hints and check arguments against it.
+DERIVE: Any = _Derive()
 
 
 #: Default of :attr:`ToolResult.details`: the ``details`` field is left out.
@@ -222,6 +254,10 @@ def encode_frame(frame: Mapping[str, Any]) -> str:
     return _ENCODER.encode(frame)
 
 
+# A UTF-16 surrogate code point on its own in a ``str``.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 # A JSON string literal exactly as ``_ENCODER`` writes one (quotes included).
 _json_str: Callable[[str], str] = json.encoder.encode_basestring
 
@@ -295,6 +331,9 @@ class HostInfo:
     extension_dir: str = ""
     data_dir: str = ""
     session: Optional[Session] = None
+    #: Protocol additions the host supports (``late_registration``,
+    #: ``tool_progress``, ...); empty on hosts that announce none.
+    features: List[str] = field(default_factory=list)
 
     @staticmethod
     def from_frame(f: Mapping[str, Any]) -> "HostInfo":
@@ -308,6 +347,9 @@ class HostInfo:
             extension_dir=_str(f.get("extension_dir")),
             data_dir=_str(f.get("data_dir")),
             session=Session.from_json(f.get("session")),
+            features=[x for x in f.get("features") or [] if isinstance(x, str)]
+            if isinstance(f.get("features"), list)
+            else [],
         )
 
 
@@ -333,6 +375,15 @@ class Event:
     tool_args: Any = None
     tool_preview: str = ""
     text: str = ""
+    #: ``tool_result``: whether the tool failed, the blocks it returned and
+    #: the extension that served it (empty for built-in tools).
+    is_error: bool = False
+    content: List["ToolContent"] = field(default_factory=list)
+    extension: str = ""
+    #: ``agent_end``: model steps of this prompt so far, and how often the
+    #: prompt was already continued.
+    steps: int = 0
+    continued: int = 0
     raw: Dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
@@ -351,6 +402,13 @@ class Event:
             tool_args=f.get("tool_args"),
             tool_preview=_str(f.get("tool_preview")),
             text=_str(f.get("text")),
+            is_error=f.get("is_error") is True,
+            content=[ToolContent.from_json(b) for b in f.get("content") or [] if isinstance(b, dict)]
+            if isinstance(f.get("content"), list)
+            else [],
+            extension=_str(f.get("extension")),
+            steps=_int(f.get("steps")),
+            continued=_int(f.get("continued")),
             raw=f,
         )
 
@@ -462,6 +520,16 @@ class ToolContent:
                 out[k] = getattr(self, k)
         return out
 
+    @staticmethod
+    def from_json(b: Mapping[str, Any]) -> "ToolContent":
+        """A block from its wire object (unknown fields dropped)."""
+        return ToolContent(
+            type=_str(b.get("type")) or "text",
+            text=_str(b.get("text")),
+            mime_type=_str(b.get("mime_type")),
+            data=_str(b.get("data")),
+        )
+
 
 def text(s: str) -> ToolContent:
     """A text block."""
@@ -524,12 +592,16 @@ class ToolCallDecision:
     """An interceptor's verdict on a tool call.
 
     ``block`` refuses it (the model sees ``reason``); otherwise
-    ``modified_args`` (a JSON object) replaces the arguments the tool gets.
+    ``modified_args`` (a JSON object) replaces the arguments the tool gets,
+    and ``decision`` may be :data:`APPROVE` (skip the confirmation dialog)
+    or :data:`ASK` (confirm even under ``--yolo``). Across extensions the
+    host ranks block > ask > approve > allow.
     """
 
     block: bool = False
     reason: str = ""
     modified_args: Any = None
+    decision: str = ""
 
 
 @dataclass
@@ -548,6 +620,54 @@ class AssistantMessageDecision:
     block: bool = False
     reason: str = ""
     replace_text: str = ""
+
+
+@dataclass
+class UserMessageDecision:
+    """An interceptor's verdict on the prompt the user typed.
+
+    ``block`` drops the prompt (the user sees ``reason``); otherwise
+    ``replace_text`` is what the model sees and the session saves, and
+    ``context`` is hidden context sent with every request of this prompt.
+    """
+
+    block: bool = False
+    reason: str = ""
+    replace_text: str = ""
+    context: str = ""
+
+
+@dataclass
+class ToolResultDecision:
+    """An interceptor's verdict on a tool's result, before the model sees it.
+
+    ``block`` withholds it (the model gets an error result reading
+    ``reason``); otherwise ``replace_content`` (when not ``None``) is what
+    the model and the transcript get instead, and ``context`` is hidden
+    context for the next request.
+    """
+
+    block: bool = False
+    reason: str = ""
+    replace_content: Optional[List[ToolContent]] = None
+    context: str = ""
+
+
+@dataclass
+class AgentEndDecision:
+    """An interceptor's verdict when the model ends a prompt.
+
+    ``block`` means "not done yet": ``reason`` goes to the model as a user
+    message and the prompt goes on (at most 8 times per prompt).
+    """
+
+    block: bool = False
+    reason: str = ""
+
+    @staticmethod
+    def keep_going(reason: str) -> "AgentEndDecision":
+        """Continue the prompt, telling the model ``reason``."""
+        return AgentEndDecision(block=True, reason=reason)
 
 
 # --------------------------------------------------------------------------
@@ -611,6 +731,320 @@ class Cancel:
                 traceback.print_exc(file=sys.stderr)
 
 
+class ToolCall(Cancel):
+    """One running tool call: its id, its cancellation, and progress reports.
+
+    Handlers get one when they ask for it: interactive tools as their first
+    argument, plain tools as a second parameter (``fn(args, call)``), typed
+    tools through a parameter annotated ``ToolCall``.
+    """
+
+    def __init__(self, call_id: Any = None, ext: Optional["Extension"] = None) -> None:
+        super().__init__(call_id)
+        self._ext = ext
+
+    @property
+    def id(self) -> Any:
+        """The id of the ``tool_call`` frame (what ``tool_progress`` names)."""
+        return self.call_id
+
+    def progress(
+        self, message: Optional[str] = None, progress: Optional[float] = None, total: Optional[float] = None
+    ) -> None:
+        """Tells the host the call is alive (``tool_progress``).
+
+        Each report restarts the call's reply deadline on hosts with the
+        ``tool_progress`` feature; others ignore it. Nothing is sent once the
+        call was cancelled.
+        """
+        if self._ext is not None and not self.cancelled:
+            self._ext.tool_progress(self.call_id, message, progress, total)
+
+
+# --------------------------------------------------------------------------
+# Per-branch state
+
+
+def _copy_json(v: Any) -> Any:
+    return json.loads(json.dumps(v)) if v is not None else None
+
+
+class BranchState:
+    """State that belongs to the active session branch, managed for you.
+
+    Made by :meth:`Extension.state`. It starts as a copy of ``default``; a
+    session event (opened, switched, forked, compacted) restores the
+    branch's stored snapshot, or the default when the branch has none. Set
+    :attr:`value` (or call :meth:`set`) in a tool handler and the SDK saves it
+    as that tool result's ``details``; a tool that returns ``details``
+    itself sets the value too. Reads and writes are thread-safe; mutate a
+    copy and :meth:`set` it rather than changing the value in place.
+    """
+
+    def __init__(self, default: Any = None) -> None:
+        self._default = _copy_json(default)
+        self._lock = threading.Lock()
+        self._value = _copy_json(default)
+        self._dirty = False
+
+    @property
+    def value(self) -> Any:
+        """The current branch's state."""
+        with self._lock:
+            return self._value
+
+    @value.setter
+    def value(self, v: Any) -> None:
+        self.set(v)
+
+    def get(self) -> Any:
+        """The current branch's state (same as :attr:`value`)."""
+        return self.value
+
+    def set(self, v: Any) -> None:
+        """Replaces the state; it is saved with the next tool result."""
+        with self._lock:
+            self._value = v
+            self._dirty = True
+
+    def update(self, fn: Callable[[Any], Any]) -> Any:
+        """Sets the state to ``fn(current)`` atomically and returns it."""
+        with self._lock:
+            self._value = fn(self._value)
+            self._dirty = True
+            return self._value
+
+    def _restore(self, ev: "Event") -> None:
+        with self._lock:
+            if ev.has_state and ev.state is not None:
+                self._value = ev.state
+            else:
+                self._value = _copy_json(self._default)
+            self._dirty = False
+
+    def _take(self) -> Any:
+        """The value to save, or NO_DETAILS when nothing changed."""
+        with self._lock:
+            if not self._dirty:
+                return NO_DETAILS
+            self._dirty = False
+            return self._value
+
+    def _saved(self, details: Any) -> None:
+        with self._lock:
+            self._value = details
+            self._dirty = False
+
+
+# --------------------------------------------------------------------------
+# Tool arguments from type hints
+
+
+class _SchemaError(TypeError):
+    pass
+
+
+_JSON_TYPE_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string"}
+
+
+def _hint_schema(hint: Any) -> Dict[str, Any]:
+    """The JSON Schema of one type hint (the subset tool arguments use)."""
+    import typing
+
+    if hint is Any or hint is inspect.Parameter.empty:
+        return {}
+    if hint in _JSON_TYPE_NAMES:
+        return {"type": _JSON_TYPE_NAMES[hint]}
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _dataclass_schema(hint)
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return _hint_schema(rest[0])  # Optional[T]: not required, same shape
+        return {"anyOf": [_hint_schema(a) for a in rest]}
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if origin in (list, tuple, set, frozenset) or hint in (list, tuple):
+        out: Dict[str, Any] = {"type": "array"}
+        if args and args[0] is not Ellipsis:
+            out["items"] = _hint_schema(args[0])
+        return out
+    if origin is dict or hint is dict:
+        out = {"type": "object"}
+        if len(args) == 2:
+            out["additionalProperties"] = _hint_schema(args[1])
+        return out
+    raise _SchemaError(f"cannot describe type {hint!r} in JSON Schema")
+
+
+def _fields_schema(fields: Sequence[Tuple[str, Any, bool]]) -> Dict[str, Any]:
+    props = {name: _hint_schema(hint) for name, hint, _ in fields}
+    out: Dict[str, Any] = {"type": "object", "properties": props}
+    required = [name for name, _, req in fields if req]
+    if required:
+        out["required"] = required
+    return out
+
+
+def _is_optional(hint: Any) -> bool:
+    import typing
+
+    return type(None) in typing.get_args(hint)
+
+
+def _dataclass_schema(cls: type) -> Dict[str, Any]:
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    fields = []
+    for f in dataclasses.fields(cls):
+        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        fields.append((f.name, hints.get(f.name, Any), not has_default and not _is_optional(hints.get(f.name))))
+    return _fields_schema(fields)
+
+
+def _kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    return type(v).__name__
+
+
+def _check(schema: Mapping[str, Any], v: Any, path: str) -> Optional[str]:
+    """The first way ``v`` breaks ``schema`` (a plain subset), or ``None``."""
+    where = f'field "{path}"' if path else "arguments"
+    if "anyOf" in schema:
+        if all(_check(s, v, path) is not None for s in schema["anyOf"]):
+            return f"{where} matches none of the allowed shapes"
+        return None
+    if "enum" in schema and v not in schema["enum"]:
+        return f"{where} must be one of {', '.join(json.dumps(e) for e in schema['enum'])}"
+    want = schema.get("type")
+    kind = _kind(v)
+    if isinstance(want, str):
+        ok = kind == want or (want == "number" and kind == "integer")
+        if not ok:
+            return f"{where} must be {want}, got {kind}"
+    if kind == "object":
+        props = schema.get("properties") or {}
+        for name in schema.get("required") or []:
+            if name not in v:
+                inner = f"{path}.{name}" if path else name
+                return f'missing required field "{inner}"'
+        for name, sub in props.items():
+            if name in v and not (v[name] is None and name not in (schema.get("required") or [])):
+                err = _check(sub, v[name], f"{path}.{name}" if path else name)
+                if err:
+                    return err
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for name, item in v.items():
+                if name not in props:
+                    err = _check(extra, item, f"{path}.{name}" if path else name)
+                    if err:
+                        return err
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(v):
+            err = _check(schema["items"], item, f"{path}[{i}]")
+            if err:
+                return err
+    return None
+
+
+def _build(hint: Any, v: Any) -> Any:
+    """Turns checked JSON into the hinted type (dataclasses, tuples)."""
+    import typing
+
+    if v is None:
+        return None
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type) and isinstance(v, dict):
+        hints = typing.get_type_hints(hint)
+        names = {f.name for f in dataclasses.fields(hint)}
+        return hint(**{k: _build(hints.get(k, Any), x) for k, x in v.items() if k in names})
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
+        rest = [a for a in args if a is not type(None)]
+        return _build(rest[0], v) if len(rest) == 1 else v
+    if hint is float and isinstance(v, int) and not isinstance(v, bool):
+        return float(v)
+    if origin in (list, set, frozenset, tuple) and isinstance(v, list):
+        item = args[0] if args and args[0] is not Ellipsis else Any
+        built = [_build(item, x) for x in v]
+        return origin(built) if origin is not list else built
+    if origin is dict and isinstance(v, dict) and len(args) == 2:
+        return {k: _build(args[1], x) for k, x in v.items()}
+    return v
+
+
+class _Typed:
+    """A handler whose parameters are the tool's arguments."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        import typing
+
+        self.fn = fn
+        sig = inspect.signature(fn)
+        hints = typing.get_type_hints(fn)
+        self.call_param: Optional[str] = None
+        self.whole: Optional[Tuple[str, type]] = None  # one dataclass parameter: the whole args
+        params = []
+        for p in sig.parameters.values():
+            hint = hints.get(p.name, p.annotation)
+            if hint is ToolCall or hint is Cancel:
+                self.call_param = p.name
+                continue
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise _SchemaError(f"{fn.__name__}: *args/**kwargs cannot describe tool arguments")
+            params.append((p, hint))
+        if len(params) == 1 and dataclasses.is_dataclass(params[0][1]) and isinstance(params[0][1], type):
+            self.whole = (params[0][0].name, params[0][1])
+            self.schema = _dataclass_schema(params[0][1])
+        else:
+            self.schema = _fields_schema(
+                [(p.name, h, p.default is p.empty and not _is_optional(h)) for p, h in params]
+            )
+        self.hints = {p.name: h for p, h in params}
+
+    def __call__(self, tool: str, args: Any, call: ToolCall) -> Any:
+        err = _check(self.schema, args, "")
+        if err:
+            return error_result(f"invalid arguments for {tool}: {err}")
+        kwargs: Dict[str, Any] = {}
+        if self.whole is not None:
+            kwargs[self.whole[0]] = _build(self.whole[1], args)
+        else:
+            for name, hint in self.hints.items():
+                if name in args and args[name] is not None:
+                    kwargs[name] = _build(hint, args[name])
+        if self.call_param is not None:
+            kwargs[self.call_param] = call
+        return self.fn(**kwargs)
+
+
+def schema_of(fn: Callable[..., Any]) -> Dict[str, Any]:
+    """The JSON Schema :meth:`Extension.tool` derives from ``fn``'s type hints.
+
+    Each parameter is an argument (required unless it has a default or is
+    ``Optional``); a single dataclass parameter stands for the whole object;
+    a parameter annotated :class:`ToolCall` is not an argument.
+    """
+    return _Typed(fn).schema
+
+
 # --------------------------------------------------------------------------
 # The extension
 
@@ -637,6 +1071,10 @@ class _Tool:
     fn: Callable[..., Any]
     deferred: bool = False
     interactive: bool = False
+    #: The handler's parameters are the arguments (schema derived, checked).
+    typed: Optional[_Typed] = None
+    #: A plain handler that takes the ToolCall as its second parameter.
+    wants_call: bool = False
 
     def frame(self) -> Dict[str, Any]:
         f = _put({"type": "register_tool", "name": self.name}, description=self.description, schema=self.schema)
@@ -655,6 +1093,16 @@ _HANDOVER_AFTER = 0.002
 
 #: The watchdog behind the hand-over sleeps after this long without work.
 _WATCH_IDLE = 0.1
+
+
+def _positional_arity(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return 2
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 def _plain_text_line(call_id: Any, result: Any) -> Optional[str]:
@@ -776,6 +1224,10 @@ class Extension:
         self._tool_interceptor: Optional[Callable[[str, Any], Any]] = None
         self._turn_interceptor: Optional[Callable[[int], Any]] = None
         self._message_interceptor: Optional[Callable[[str], Any]] = None
+        self._user_interceptor: Optional[Callable[[str], Any]] = None
+        self._result_interceptor: Optional[Callable[[Event], Any]] = None
+        self._end_interceptor: Optional[Callable[[Event], Any]] = None
+        self._states: List[BranchState] = []
         self._panels: Dict[str, List[Optional[Callable[..., None]]]] = {}
         self._pending: Dict[Any, Cancel] = {}
         self._workers = _Workers()
@@ -808,8 +1260,11 @@ class Extension:
         """Writes one encoded frame (see :func:`encode_frame`) as a line."""
         try:
             line = (text + "\n").encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: escape it as JSON does
-            line = (_ASCII_ENCODER.encode(json.loads(text)) + "\n").encode("ascii")
+        except UnicodeEncodeError:
+            # A lone surrogate (``os.listdir`` gives them for file names that
+            # are not UTF-8): no UTF-8 JSON can carry one, escaped or not, so
+            # it becomes U+FFFD instead of costing the whole frame.
+            line = (_LONE_SURROGATE.sub("\ufffd", text) + "\n").encode("utf-8")
         with self._write_lock:
             if self._closed or self._out is None:
                 return False
@@ -836,11 +1291,12 @@ class Extension:
         """Registers slash command ``/name``; ``fn(args) -> Response``.
 
         ``args`` is the text after the command name. Returning ``None`` is a
-        :func:`noop`.
+        :func:`noop`. Registering after ``ready`` announces it at once.
         """
 
         def register(f: CommandHandler) -> CommandHandler:
-            self._commands.append(_Command(name, description, f))
+            with self._state_lock:
+                self._commands = [c for c in self._commands if c.name != name] + [_Command(name, description, f)]
             if self._announced:
                 self._send(_put({"type": "register_command", "name": name}, description=description))
             return f
@@ -848,33 +1304,95 @@ class Extension:
         return register(fn) if fn is not None else register
 
     def _add_tool(self, tool: _Tool) -> None:
-        self._tools.append(tool)
-        self._tool_index.setdefault(tool.name, tool)
+        with self._state_lock:
+            self._tools = [t for t in self._tools if t.name != tool.name] + [tool]
+            self._tool_index[tool.name] = tool
         if self._announced:
             self._send(tool.frame())
 
-    def tool(self, name: str, description: str, schema: Any, fn: Optional[ToolHandler] = None) -> Any:
-        """Registers a tool the model can call; ``fn(args) -> ToolResult``.
+    def _make_tool(self, name: str, description: str, schema: Any, f: Callable[..., Any], deferred: bool) -> _Tool:
+        if schema is DERIVE:
+            typed = _Typed(f)
+            return _Tool(name, description, typed.schema, f, deferred=deferred, typed=typed)
+        return _Tool(name, description, schema, f, deferred=deferred, wants_call=_positional_arity(f) >= 2)
 
-        ``schema`` is the JSON Schema of the arguments; ``args`` is what the
-        model sent (usually a dict; validate it). A returned ``str`` becomes
-        a :func:`text_result`.
+    def tool(self, name: str, description: str, schema: Any = DERIVE, fn: Optional[Callable[..., Any]] = None) -> Any:
+        """Registers a tool the model can call. Usable as a decorator.
+
+        Without ``schema`` (or with :data:`DERIVE`), the handler's parameters are the arguments: the
+        schema is derived from their type hints (``str``, ``int``, ``float``,
+        ``bool``, lists, dicts, ``Optional``, ``Literal``, dataclasses; see
+        :func:`schema_of`), the model's arguments are checked before the
+        handler runs (a mismatch answers an error result naming the field)
+        and passed as keyword arguments; a parameter annotated
+        :class:`ToolCall` gets the running call.
+
+        With a ``schema`` (JSON Schema), ``fn(args)`` gets the raw argument
+        dict, or ``fn(args, call)`` when it takes two parameters. A returned
+        ``str`` becomes a :func:`text_result`. Registering after ``ready``
+        announces the tool at once (hosts with ``late_registration``); an
+        existing tool of the same name is replaced.
         """
+        if callable(schema) and fn is None and not isinstance(schema, dict):
+            schema, fn = DERIVE, schema
 
-        def register(f: ToolHandler) -> ToolHandler:
-            self._add_tool(_Tool(name, description, schema, f))
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+            self._add_tool(self._make_tool(name, description, schema, f, False))
             return f
 
         return register(fn) if fn is not None else register
 
-    def deferred_tool(self, name: str, description: str, schema: Any, fn: Optional[ToolHandler] = None) -> Any:
+    def deferred_tool(self, name: str, description: str, schema: Any = DERIVE, fn: Optional[Callable[..., Any]] = None) -> Any:
         """Like :meth:`tool`, but hidden until a result names it in ``activate_tools``."""
+        if callable(schema) and fn is None and not isinstance(schema, dict):
+            schema, fn = DERIVE, schema
 
-        def register(f: ToolHandler) -> ToolHandler:
-            self._add_tool(_Tool(name, description, schema, f, deferred=True))
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+            self._add_tool(self._make_tool(name, description, schema, f, True))
             return f
 
         return register(fn) if fn is not None else register
+
+    def unregister_tool(self, name: str) -> None:
+        """Withdraws tool ``name``; the host stops offering it (``late_registration``)."""
+        with self._state_lock:
+            self._tools = [t for t in self._tools if t.name != name]
+            self._tool_index.pop(name, None)
+        if self._announced:
+            self._send({"type": "unregister_tool", "name": name})
+
+    def unregister_command(self, name: str) -> None:
+        """Withdraws command ``/name`` (``late_registration``)."""
+        with self._state_lock:
+            self._commands = [c for c in self._commands if c.name != name]
+        if self._announced:
+            self._send({"type": "unregister_command", "name": name})
+
+    def tool_progress(
+        self, call_id: Any, message: Optional[str] = None, progress: Optional[float] = None, total: Optional[float] = None
+    ) -> None:
+        """Reports progress of tool call ``call_id`` (see :meth:`ToolCall.progress`)."""
+        f: Dict[str, Any] = {"type": "tool_progress", "id": call_id}
+        if message is not None:
+            f["message"] = message
+        if progress is not None:
+            f["progress"] = progress
+        if total is not None:
+            f["total"] = total
+        self._send(f)
+
+    def state(self, default: Any = None) -> BranchState:
+        """A :class:`BranchState` that follows the active session branch.
+
+        Subscribes to the session events that carry state. Call it before
+        :meth:`run`.
+        """
+        st = BranchState(default)
+        self._states.append(st)
+        for name in _STATE_EVENTS:
+            if name not in self._events:
+                self.on(name, lambda ev: None)
+        return st
 
     def interactive_tool(
         self, name: str, description: str, schema: Any, fn: Optional[InteractiveHandler] = None
@@ -919,6 +1437,29 @@ class Extension:
         ``None`` allows the call unchanged. Usable as a decorator.
         """
         self._set_interceptor("tool_call", "_tool_interceptor", fn)
+        return fn
+
+    def intercept_user_message(self, fn: Callable[[str], Optional[UserMessageDecision]]) -> Any:
+        """Sees each prompt before its first turn: ``fn(text) -> UserMessageDecision``."""
+        self._set_interceptor("user_message", "_user_interceptor", fn)
+        return fn
+
+    def intercept_tool_result(self, fn: Callable[[Event], Optional[ToolResultDecision]]) -> Any:
+        """Sees every tool's result before the model: ``fn(event) -> ToolResultDecision``.
+
+        ``event`` has ``tool_id``, ``tool_name``, ``tool_args``, ``is_error``,
+        ``content`` and ``extension`` (empty for built-in tools).
+        """
+        self._set_interceptor("tool_result", "_result_interceptor", fn)
+        return fn
+
+    def intercept_agent_end(self, fn: Callable[[Event], Optional[AgentEndDecision]]) -> Any:
+        """Sees the end of each prompt: ``fn(event) -> AgentEndDecision``.
+
+        ``event`` has ``text`` (the final answer), ``steps`` and ``continued``;
+        :meth:`AgentEndDecision.keep_going` continues the prompt.
+        """
+        self._set_interceptor("agent_end", "_end_interceptor", fn)
         return fn
 
     def intercept_turn_start(self, fn: Callable[[int], Optional[TurnStartDecision]]) -> Any:
@@ -1073,7 +1614,15 @@ class Extension:
         intercept = [
             kind
             for kind, fn in zip(
-                _INTERCEPTABLE, (self._tool_interceptor, self._turn_interceptor, self._message_interceptor)
+                _INTERCEPTABLE,
+                (
+                    self._tool_interceptor,
+                    self._turn_interceptor,
+                    self._message_interceptor,
+                    self._user_interceptor,
+                    self._result_interceptor,
+                    self._end_interceptor,
+                ),
             )
             if fn is not None
         ]
@@ -1260,14 +1809,23 @@ class Extension:
             args = {}
         # Registered before the handler starts, so a tool_cancel read next
         # finds it even if the thread has not run yet.
-        cancel = Cancel(call_id)
+        cancel = ToolCall(call_id, self)
         with self._state_lock:
             self._pending[call_id] = cancel
         return (self._run_tool, (tool, call_id, args, cancel))
 
-    def _run_tool(self, tool: _Tool, call_id: Any, args: Any, cancel: Cancel) -> None:
+    def _run_tool(self, tool: _Tool, call_id: Any, args: Any, cancel: ToolCall) -> None:
         try:
-            result = tool.fn(cancel, args) if tool.interactive else tool.fn(args)
+            if tool.typed is not None:
+                result = tool.typed(tool.name, args, cancel)
+            elif tool.interactive:
+                result = tool.fn(cancel, args)
+            elif tool.wants_call:
+                result = tool.fn(args, cancel)
+            else:
+                result = tool.fn(args)
+            if self._states:
+                result = self._with_state(result)
             line = _plain_text_line(call_id, result)
             if line is None:
                 if result is None:
@@ -1287,10 +1845,30 @@ class Extension:
             return  # the host has given up on this call
         self._send_line(line)
 
+    def _with_state(self, result: Any) -> Any:
+        """Puts changed branch state into ``result.details`` (one state: the value itself)."""
+        if isinstance(result, str):
+            result = text_result(result)
+        elif result is None:
+            result = ToolResult()
+        if not isinstance(result, ToolResult):
+            return result
+        if result.details is not NO_DETAILS:
+            for st in self._states:
+                st._saved(result.details)
+            return result
+        changed = [st._take() for st in self._states]
+        if any(c is not NO_DETAILS for c in changed):
+            result.details = self._states[0].value if len(self._states) == 1 else [st.value for st in self._states]
+        return result
+
     # ---- events and interception
 
     def _on_event(self, f: Dict[str, Any]) -> None:
         ev = Event.from_frame(f)
+        if ev.name in _STATE_EVENTS:
+            for st in self._states:
+                st._restore(ev)
         fn = self._events.get(ev.name)
         if fn is None:
             return
@@ -1312,6 +1890,41 @@ class Extension:
                         out["reason"] = d.reason
                     if not d.block and d.modified_args is not None:
                         out["modified_args"] = d.modified_args
+                    if not d.block and d.decision in (APPROVE, ASK):
+                        out["decision"] = d.decision
+            elif event == "user_message" and self._user_interceptor is not None:
+                original = _str(f.get("text"))
+                d = self._user_interceptor(original)
+                if d is not None:
+                    if d.block:
+                        out["block"] = True
+                    if d.reason:
+                        out["reason"] = d.reason
+                    if not d.block and d.replace_text and d.replace_text != original:
+                        out["replace_text"] = d.replace_text
+                    if not d.block and d.context:
+                        out["context"] = d.context
+            elif event == "tool_result" and self._result_interceptor is not None:
+                d = self._result_interceptor(Event.from_frame(f))
+                if d is not None:
+                    if d.block:
+                        out["block"] = True
+                    if d.reason:
+                        out["reason"] = d.reason
+                    if not d.block and d.replace_content is not None:
+                        out["replace_content"] = [
+                            c.to_json() if isinstance(c, ToolContent) else text(str(c)).to_json()
+                            for c in d.replace_content
+                        ]
+                    if not d.block and d.context:
+                        out["context"] = d.context
+            elif event == "agent_end" and self._end_interceptor is not None:
+                d = self._end_interceptor(Event.from_frame(f))
+                if d is not None:
+                    if d.block:
+                        out["block"] = True
+                    if d.reason:
+                        out["reason"] = d.reason
             elif event == "turn_start" and self._turn_interceptor is not None:
                 d = self._turn_interceptor(_int(f.get("step")))
                 if d is not None:

@@ -1,4 +1,5 @@
-//! "Did you mean …?" for extension names that do not exist.
+//! "Did you mean …?" for names that do not exist (extensions, skills,
+//! subcommands). A leaf module: the CLI and the skills both use it.
 //!
 //! A candidate is close when its edit distance (Levenshtein, on characters,
 //! case-insensitive) is at most a third of the typed name's length (at

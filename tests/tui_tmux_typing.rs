@@ -1,0 +1,345 @@
+//! End-to-end tests of typing and extensions' chrome in the interactive
+//! terminal: the real `zut` in a detached tmux session (private socket),
+//! the scripted provider, and the fixture extension
+//! `tests/fixtures/tui/chrome` (a `right_bar` plan widget and a panel that
+//! lists the `panel_key` frames it got).
+//!
+//! Every wait polls the pane until a text appears or a deadline passes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const DEADLINE: Duration = Duration::from_secs(15);
+
+fn chrome_ext() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tui/chrome")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// One `zut` in its own tmux server, killed on drop. `dir` holds `home`
+/// (ZUT_HOME) and `project`, and may outlive one run.
+struct Tmux {
+    socket: String,
+    dir: PathBuf,
+}
+
+impl Tmux {
+    fn start(dir: &Path, size: (u16, u16), term: &str, args: &[&str], script: &[&str]) -> Tmux {
+        let home = dir.join("home");
+        let project = dir.join("project");
+        std::fs::create_dir_all(&home).expect("mkdir");
+        std::fs::create_dir_all(&project).expect("mkdir");
+        let script_path = dir.join("script.jsonl");
+        std::fs::write(&script_path, script.join("\n") + "\n").expect("script");
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let socket = format!(
+            "zut-typing-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        );
+        let mut cmd = vec![
+            shell_quote(env!("CARGO_BIN_EXE_zut")),
+            "--provider".into(),
+            "script".into(),
+            "--script".into(),
+            shell_quote(&script_path.to_string_lossy()),
+            "--script-log".into(),
+            shell_quote(&dir.join("requests.jsonl").to_string_lossy()),
+        ];
+        cmd.extend(args.iter().map(|a| shell_quote(a)));
+        let line = format!(
+            "cd {} && env ZUT_HOME={} TERM={term} {}; echo EXITED:$?; sleep 600",
+            shell_quote(&project.to_string_lossy()),
+            shell_quote(&home.to_string_lossy()),
+            cmd.join(" ")
+        );
+        let t = Tmux {
+            socket,
+            dir: dir.to_path_buf(),
+        };
+        let (w, h) = (size.0.to_string(), size.1.to_string());
+        let out = t.tmux(&[
+            "new-session",
+            "-d",
+            "-x",
+            &w,
+            "-y",
+            &h,
+            "-s",
+            "zut",
+            "sh",
+            "-c",
+            &line,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("run tmux")
+    }
+
+    fn type_text(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "zut", "-l", text]);
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "zut"];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    /// A bracketed paste of `text`.
+    fn paste(&self, text: &str) {
+        self.tmux(&["set-buffer", "-b", "p", text]);
+        self.tmux(&["paste-buffer", "-p", "-b", "p", "-t", "zut"]);
+    }
+
+    fn capture_with(&self, extra: &[&str]) -> String {
+        let mut args = vec!["capture-pane", "-p", "-t", "zut"];
+        args.extend_from_slice(extra);
+        String::from_utf8_lossy(&self.tmux(&args).stdout).into_owned()
+    }
+
+    fn capture(&self) -> String {
+        self.capture_with(&[])
+    }
+
+    fn wait_for(&self, text: &str) -> String {
+        let end = Instant::now() + DEADLINE;
+        loop {
+            let pane = self.capture();
+            if pane.contains(text) {
+                return pane;
+            }
+            if Instant::now() > end {
+                panic!("{text:?} did not appear within {DEADLINE:?}; the pane:\n{pane}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn quit(&self) {
+        self.keys(&["C-c"]);
+        self.keys(&["C-c"]);
+        self.wait_for("EXITED:0");
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+#[test]
+fn history_survives_a_restart_and_ctrl_r_finds_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = [
+        r#"{"text":"answer one"}"#,
+        r#"{"text":"answer two"}"#,
+        r#"{"text":"answer three"}"#,
+    ];
+    let t = Tmux::start(
+        dir.path(),
+        (100, 30),
+        "xterm-256color",
+        &["--no-extensions"],
+        &script,
+    );
+    t.wait_for("Enter to send");
+    t.type_text("first prompt alpha");
+    t.keys(&["Enter"]);
+    t.wait_for("answer one");
+    t.type_text("second beta");
+    t.keys(&["Enter"]);
+    t.wait_for("answer two");
+    t.quit();
+    drop(t);
+    let file = dir.path().join("home/history.jsonl");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&file)
+        .expect("history file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let t = Tmux::start(
+        dir.path(),
+        (100, 30),
+        "xterm-256color",
+        &["--no-extensions"],
+        &script,
+    );
+    t.wait_for("Enter to send");
+    t.keys(&["Up"]);
+    t.wait_for("› second beta");
+    t.keys(&["C-u", "C-r"]);
+    t.wait_for("(search history)");
+    t.type_text("alpha");
+    t.wait_for("› first prompt alpha");
+    t.keys(&["Enter"]);
+    // The script's next answer goes to the prompt found.
+    t.wait_for("answer one");
+    let log = std::fs::read_to_string(dir.path().join("requests.jsonl")).expect("log");
+    assert!(log.contains("first prompt alpha"), "{log}");
+}
+
+#[test]
+fn esc_aborts_and_puts_the_queue_back_into_the_editor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = Tmux::start(
+        dir.path(),
+        (100, 30),
+        "xterm-256color",
+        &["--no-extensions"],
+        &[r#"{"delay_ms":20000,"text":"slow"}"#, r#"{"text":"never"}"#],
+    );
+    t.wait_for("Enter to send");
+    t.type_text("go");
+    t.keys(&["Enter"]);
+    t.wait_for("working");
+    t.type_text("later one");
+    t.keys(&["Enter"]);
+    t.wait_for("queued: later one");
+    t.keys(&["Escape"]);
+    let pane = t.wait_for("turn aborted");
+    let pane = if pane.contains("› later one") {
+        pane
+    } else {
+        t.wait_for("› later one")
+    };
+    assert!(!pane.contains("queued:"), "{pane}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !t.capture().contains("never"),
+        "the queued prompt never started"
+    );
+}
+
+#[test]
+fn a_panel_command_runs_during_a_slow_turn_and_a_paste_is_one_frame() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = Tmux::start(
+        dir.path(),
+        (100, 30),
+        "xterm-256color",
+        &["--ext", &chrome_ext()],
+        &[r#"{"delay_ms":20000,"text":"slow answer"}"#],
+    );
+    t.wait_for("Phases");
+    t.type_text("go");
+    t.keys(&["Enter"]);
+    t.wait_for("working");
+    t.type_text("/keys");
+    t.keys(&["Enter"]);
+    let pane = t.wait_for("frames: 0");
+    assert!(pane.contains("working"), "still in the turn:\n{pane}");
+    assert!(!pane.contains("slow answer"), "{pane}");
+    t.paste("hunter2 pass");
+    let pane = t.wait_for("frames: 1");
+    assert!(pane.contains("frame 1: rune hunter2 pass"), "{pane}");
+    assert!(!pane.contains("slow answer"), "{pane}");
+}
+
+#[test]
+fn a_right_bar_plan_is_a_rail_at_120_columns_showing_the_current_phase() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = Tmux::start(
+        dir.path(),
+        (120, 36),
+        "xterm-256color",
+        &["--ext", &chrome_ext()],
+        &[],
+    );
+    let pane = t.wait_for("▸ 21. current phase");
+    let row = pane
+        .lines()
+        .find(|l| l.contains("▸ 21. current phase"))
+        .expect("row");
+    let col = row.chars().position(|c| c == '▸').expect("marker");
+    assert!(col > 70, "on the right:\n{pane}");
+    let editor = pane
+        .lines()
+        .position(|l| l.starts_with('›'))
+        .expect("editor");
+    let phase = pane
+        .lines()
+        .position(|l| l.contains("▸ 21."))
+        .expect("phase");
+    assert!(phase < editor, "{pane}");
+}
+
+#[test]
+fn term_linux_draws_ascii_in_sixteen_colours() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = Tmux::start(dir.path(), (80, 24), "linux", &["--no-extensions"], &[]);
+    let pane = t.wait_for("Enter to send");
+    for s in ["─", "›", "●"] {
+        assert!(!pane.contains(s), "{s} on a linux console:\n{pane}");
+    }
+    assert!(pane.contains("----------"), "{pane}");
+    assert!(pane.lines().any(|l| l.starts_with('>')), "{pane}");
+    let coloured = t.capture_with(&["-e"]);
+    assert!(
+        !coloured.contains("38;5;") && !coloured.contains("38;2;"),
+        "256-colour or RGB sequences:\n{coloured:?}"
+    );
+}
+
+#[test]
+fn an_external_sigint_leaves_the_alternate_screen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = Tmux::start(
+        dir.path(),
+        (80, 24),
+        "xterm-256color",
+        &["--no-extensions"],
+        &[],
+    );
+    t.wait_for("Enter to send");
+    let pid = String::from_utf8_lossy(
+        &Command::new("pgrep")
+            .args([
+                "-f",
+                &format!(
+                    "{} --provider script --script {}",
+                    env!("CARGO_BIN_EXE_zut"),
+                    t.dir.join("script.jsonl").display()
+                ),
+            ])
+            .output()
+            .expect("pgrep")
+            .stdout,
+    )
+    .lines()
+    .next()
+    .map(str::to_string)
+    .expect("zut's pid");
+    Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill");
+    let pane = t.wait_for("EXITED:");
+    assert!(pane.contains("EXITED:130"), "{pane}");
+    assert!(
+        !pane.contains("Enter to send"),
+        "the alternate screen was left:\n{pane}"
+    );
+}

@@ -1,0 +1,274 @@
+//! What users hit, pinned end to end through the real binary: each test
+//! is named after what a person saw go wrong.
+
+mod support;
+
+use serde_json::{json, Value};
+use support::*;
+
+fn tool_results(requests: &[Value]) -> Vec<Value> {
+    requests
+        .iter()
+        .flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default())
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .collect()
+}
+
+#[test]
+fn an_extension_tool_result_over_the_limit_is_cut_before_the_model_sees_it() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-normal", &[]);
+    let big = "x".repeat(20_000);
+    let (out, requests) = {
+        let lines = [
+            json!({"tool_calls": [{"id": "c1", "name": "fx_normal_echo", "args": {"text": big}}]}),
+            json!({"text": "done"}),
+        ];
+        let s = script(&sb, &lines);
+        let log = sb.path("requests.jsonl");
+        let out = zut(&sb)
+            .env("ZUT_TOOL_RESULT_MAX_BYTES", "1000")
+            .arg("-e")
+            .arg(&ext)
+            .args(["--provider", "script", "--script", &s, "--script-log"])
+            .arg(&log)
+            .args(["--mode", "json", "go"])
+            .output()
+            .unwrap();
+        (out, json_lines(&std::fs::read(&log).unwrap()))
+    };
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = tool_results(&requests);
+    let text = results[0]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.len() < 1500,
+        "cut to about the limit: {} bytes",
+        text.len()
+    );
+    assert!(text.contains("bytes cut"), "{text}");
+    assert!(text.contains("tool_result_max_bytes"), "{text}");
+    // The image after the text is kept: only text counts against the limit.
+    assert_eq!(results[0]["content"][1]["type"], "image");
+    // The event stream shows what the model saw.
+    let event = json_lines(&out.stdout)
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(event["content"][0]["text"].as_str().unwrap(), text);
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_mistyped_flag_gets_a_did_you_mean() {
+    let sb = Sandbox::new();
+    let out = zut(&sb)
+        .args(["--provder", "x", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("did you mean \"--provider\"?"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_mistyped_ext_path_is_a_usage_error_naming_it() {
+    let sb = Sandbox::new();
+    let out = zut(&sb)
+        .args(["--ext", "./nope", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--ext ./nope: no such directory"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::create_dir(sb.cwd().join("empty")).unwrap();
+    let out = zut(&sb)
+        .args(["--ext", "empty", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("has no extension.json"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn script_alone_picks_the_scripted_provider_and_clashes_are_named() {
+    let sb = Sandbox::new();
+    let s = script(&sb, &[json!({"text": "from the script"})]);
+    let out = zut(&sb)
+        .args(["--script", &s, "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from the script\n");
+    let out = zut(&sb)
+        .args(["--provider", "openai", "--script", &s, "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--script is for the scripted provider"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A project extension whose program exits before `hello`.
+fn broken_project_extension(sb: &Sandbox) {
+    let dir = sb.cwd().join(".zut/extensions/bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name":"bad","exec":"./run.sh"}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("run.sh"), "#!/bin/sh\necho oops >&2\nexit 3\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn ext_doctor_names_a_failed_extension_s_directory_and_log_once() {
+    let sb = Sandbox::new();
+    broken_project_extension(&sb);
+    let out = zut(&sb)
+        .env("ZUT_TRUST_ALL", "1")
+        .args(["ext", "doctor"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("directory:").count(), 1, "{text}");
+    assert_eq!(text.matches("log:").count(), 1, "{text}");
+    assert!(
+        text.contains("exit status 3") && text.contains("oops"),
+        "{text}"
+    );
+}
+
+#[test]
+fn global_flags_before_ext_do_not_change_what_ext_list_shows() {
+    let sb = Sandbox::new();
+    broken_project_extension(&sb);
+    let plain = zut(&sb).args(["ext", "list"]).output().unwrap();
+    let flagged = zut(&sb)
+        .args(["--no-extensions", "ext", "list"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&plain.stdout).contains("bad"));
+    assert_eq!(plain.stdout, flagged.stdout);
+}
+
+#[test]
+fn claude_md_is_read_after_agents_md() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.cwd().join("AGENTS.md"), "agents rule").unwrap();
+    std::fs::write(sb.cwd().join("CLAUDE.md"), "claude rule").unwrap();
+    let (out, requests) = run_scripted(&sb, &[], &[json!({"text": "ok"})], &["-p", "hi"]);
+    assert_eq!(out.status.code(), Some(0));
+    let system = requests[0]["system"].as_str().unwrap();
+    let (a, c) = (
+        system.find("agents rule").unwrap(),
+        system.find("claude rule").unwrap(),
+    );
+    assert!(a < c, "{system}");
+}
+
+#[test]
+fn the_open_file_soft_limit_is_raised_to_the_hard_limit() {
+    let sb = Sandbox::new();
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [{"id": "c1", "name": "bash",
+                "args": {"command": "echo soft=$(ulimit -Sn) hard=$(ulimit -Hn)", "timeout": 10}}]}),
+            json!({"text": "ok"}),
+        ],
+    );
+    let zut_bin = env!("CARGO_BIN_EXE_zut");
+    // Lower the soft limit in a shell, then start zut from it.
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -Sn 256 && exec \"$ZUT_BIN\" --provider script --script \"$SCRIPT\" --yolo --mode json go")
+        .current_dir(sb.cwd())
+        .env("ZUT_HOME", sb.home())
+        .env("ZUT_BIN", zut_bin)
+        .env("SCRIPT", &s)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let result = json_lines(&out.stdout)
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .expect("the bash call ran");
+    let text = result["content"][0]["text"].as_str().unwrap().to_string();
+    let soft = text
+        .split("soft=")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let hard = text
+        .split("hard=")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    assert_eq!(soft, hard, "{text}");
+    assert_ne!(soft, "256", "{text}");
+}
+
+#[test]
+fn an_unwritable_zut_home_warns_once_and_zut_goes_on() {
+    let sb = Sandbox::new();
+    // A home below a regular file cannot be created, not even by root.
+    let blocker = sb.path("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let home = blocker.join("zut");
+    let ext = sb.fixture("fx-normal", &[]);
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [{"id": "c1", "name": "fx_normal_echo", "args": {"text": "hi"}}]}),
+            json!({"text": "all fine"}),
+        ],
+    );
+    let out = zut(&sb)
+        .env("ZUT_HOME", &home)
+        .arg("-e")
+        .arg(&ext)
+        .args(["--provider", "script", "--script", &s, "-p", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "all fine\n");
+    assert_eq!(
+        stderr(&out).matches("warning").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("going on without one"),
+        "{}",
+        stderr(&out)
+    );
+}
