@@ -83,6 +83,9 @@ struct Cli {
     /// no skill discovery, no skill tool, no /skill: commands
     #[argh(switch)]
     no_skills: bool,
+    /// do not run Claude Code hooks from .claude/settings.json and $ZUT_HOME/settings.json (man zut-hooks)
+    #[argh(switch)]
+    no_hooks: bool,
     /// cap model calls per prompt (default 50; at least 1)
     #[argh(option, arg_name = "N")]
     max_steps: Option<u32>,
@@ -304,6 +307,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         yolo: cli.yolo,
         no_skills: cli.no_skills,
         session,
+        no_hooks: cli.no_hooks,
     };
     let code = if mode == Mode::Interactive {
         // The terminal UI reads Ctrl+C as a key and watches SIGTERM and

@@ -193,6 +193,18 @@ pub enum Event {
         text: String,
         position: usize,
     },
+    /// One hook handler ran (Claude Code hooks, zut-hooks(7)); `exit`
+    /// is null on timeout.
+    Hook {
+        event: String,
+        command: String,
+        exit: Option<i32>,
+        outcome: String,
+        reason: String,
+        ms: u64,
+        #[serde(skip_serializing_if = "String::is_empty")]
+        system_message: String,
+    },
     Error {
         message: String,
     },

@@ -15,6 +15,7 @@ pub mod events;
 pub mod frontend;
 #[cfg(test)]
 mod fuzz;
+pub mod hooks;
 pub mod host;
 pub mod mcp;
 pub mod modes;

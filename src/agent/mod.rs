@@ -102,6 +102,8 @@ pub struct Options {
     pub yolo: bool,
     /// Who answers confirmations; `None` outside interactive front ends.
     pub confirmer: Option<Arc<dyn Confirmer>>,
+    /// Claude Code hooks (zut-hooks(7)); empty with `--no-hooks`.
+    pub hooks: Arc<crate::hooks::Hooks>,
 }
 
 /// What the agent reports as it goes, on its own thread (the session
@@ -142,6 +144,8 @@ pub struct Agent {
     activated: HashSet<String>,
     approved: HashSet<String>,
     next_call: u64,
+    /// Hidden context from hooks: this prompt's, and the next request's.
+    hook_context: (Vec<String>, Vec<String>),
     /// The most bytes of text of one tool result the model sees.
     result_cap: usize,
 }
@@ -168,6 +172,7 @@ impl Agent {
             activated: HashSet::new(),
             approved: HashSet::new(),
             next_call: 0,
+            hook_context: Default::default(),
             result_cap: cap::limit(zut_home),
         };
         agent.system = agent.build_system();
@@ -270,6 +275,11 @@ impl Agent {
     /// Runs one user prompt to the end.
     pub fn prompt(&mut self, text: &str, cancel: &CancelToken) -> Outcome {
         self.refresh_tools();
+        match crate::hooks::agent::prompt_submit(&self.opts.hooks, text, &*self.sink) {
+            Ok(context) => self.hook_context = (context, Vec::new()),
+            Err(reason) => return Outcome::Blocked { reason },
+        }
+        let mut continued = 0;
         self.push(Message::user_text(text));
         self.emit(Event::UserMessage {
             text: text.to_string(),
@@ -283,6 +293,9 @@ impl Agent {
                 Ok(h) => h,
                 Err(outcome) => return outcome,
             };
+            let mut hidden = hidden;
+            hidden.extend(self.hook_context.0.iter().cloned());
+            hidden.append(&mut self.hook_context.1);
             let tools = self.tool_defs();
             // While an extension may rewrite or withhold the answer, its
             // text is not streamed: the interceptor's verdict is shown
@@ -343,6 +356,15 @@ impl Agent {
                 ..EventPayload::named("turn_end")
             });
             if calls.is_empty() {
+                if continued < 8 {
+                    let sink = self.sink.clone();
+                    if let Some(r) = crate::hooks::agent::stop(&self.opts.hooks, continued, &*sink)
+                    {
+                        continued += 1;
+                        self.push(Message::user_text(r));
+                        continue;
+                    }
+                }
                 return Outcome::Done { text: last_text };
             }
             let results = self.run_tools(&calls, cancel);
@@ -496,6 +518,20 @@ impl Agent {
                 if let (Some(ext), Some(state)) = (&extension, details) {
                     self.commit_state(ext, &state);
                 }
+                if let Ok(a) = &args {
+                    let text = content_text(&out.content);
+                    let sink = self.sink.clone();
+                    let more = crate::hooks::agent::post_tool_use(
+                        &self.opts.hooks,
+                        id,
+                        &name,
+                        a,
+                        &text,
+                        out.is_error,
+                        &*sink,
+                    );
+                    self.hook_context.1.extend(more);
+                }
                 (out, extension)
             };
             let out = ToolOutput {
@@ -555,14 +591,35 @@ impl Agent {
             log::info!("tool call {name} ({id}) blocked by {ext}: {reason}");
             return Err(reason);
         }
-        let args = verdict.args;
+        let sink = self.sink.clone();
+        let (args, perm) = match crate::hooks::agent::pre_tool_use(
+            &self.opts.hooks,
+            id,
+            name,
+            verdict.args,
+            &*sink,
+        ) {
+            crate::hooks::agent::Pre::Run(a, p) => (a, p),
+            crate::hooks::agent::Pre::Block(cmd, reason) => {
+                self.emit(Event::ToolBlocked {
+                    id: id.into(),
+                    name: name.into(),
+                    reason: reason.clone(),
+                    extension: format!("hook {cmd}"),
+                });
+                return Err(reason);
+            }
+        };
         self.emit(Event::ToolCall {
             id: id.into(),
             name: name.into(),
             args: args.clone(),
         });
+        let hook_ask = matches!(&perm, Some((false, _)));
         let scope = approval_scope(name, &args).0;
-        if CONFIRMED_TOOLS.contains(&name) && !self.opts.yolo && !self.approved.contains(&scope) {
+        let needs =
+            CONFIRMED_TOOLS.contains(&name) && !self.opts.yolo && !self.approved.contains(&scope);
+        if hook_ask || (needs && !matches!(perm, Some((true, _)))) {
             let ctx = ToolContext {
                 cwd: self.opts.cwd.clone(),
             };
@@ -570,6 +627,9 @@ impl Agent {
                 return Err(content_text(&bad.content));
             }
             let Some(confirmer) = self.opts.confirmer.clone() else {
+                if let Some((false, cmd)) = &perm {
+                    return Err(format!("the hook {cmd} asks for confirmation of {name}, and nobody can confirm in this mode"));
+                }
                 return Err(format!(
                     "{name} needs confirmation, and nobody can confirm in this mode: run zut with --yolo to allow {} without asking",
                     confirmed_tools_list()
@@ -595,6 +655,12 @@ impl Agent {
                 tool_preview: req.preview.clone(),
                 ..EventPayload::named("tool_confirmation_requested")
             });
+            crate::hooks::agent::notify(
+                &self.opts.hooks,
+                format!("zut needs your permission to use {name}"),
+                "permission_prompt",
+                self.sink.clone(),
+            );
             match confirmer.confirm(&req, cancel) {
                 Decision::Allow => {}
                 Decision::Always => {

@@ -39,6 +39,8 @@ pub struct EngineConfig {
     pub store: Option<Store>,
     /// The session to start with (already opened or created).
     pub session: Option<Session>,
+    /// Claude Code hooks (zut-hooks(7)).
+    pub hooks: Arc<crate::hooks::Hooks>,
     /// The front end, for which built-in commands run ([`commands`]).
     pub front: commands::Mode,
 }
@@ -257,6 +259,7 @@ impl Engine {
             sh.messages = s.messages().to_vec();
         }
         let store = config.store.clone();
+        crate::hooks::announce(&config.hooks, lock(&session).as_ref(), &events);
         let (ended_tx, worker_ended) = crossbeam_channel::bounded::<()>(0);
         let engine = Arc::new(Engine {
             jobs: Mutex::new(Some(tx)),
@@ -704,6 +707,7 @@ impl Worker {
                     .config
                     .can_confirm
                     .then(|| self.confirms.clone() as Arc<dyn Confirmer>),
+                hooks: self.config.hooks.clone(),
             };
             let sink: Arc<dyn EventSink> =
                 Arc::new(ChannelSink(self.events.clone(), self.shared.clone()));

@@ -54,6 +54,8 @@ pub struct Run {
     pub no_skills: bool,
     /// Which session to keep (`--no-session`, `--continue`, `--session`).
     pub session: SessionChoice,
+    /// `--no-hooks`: no Claude Code hooks.
+    pub no_hooks: bool,
 }
 
 /// The session a run starts with.
@@ -244,6 +246,12 @@ impl Booted {
                 store: self.store,
                 session: self.session,
                 front,
+                hooks: std::sync::Arc::new(crate::hooks::Hooks::load(
+                    &run.host.cwd,
+                    &run.host.zut_home,
+                    run.yolo,
+                    run.no_hooks,
+                )),
             },
         )
     }

@@ -101,6 +101,20 @@ impl super::Front for Printer {
                 ),
                 _ => return,
             },
+            Event::Hook {
+                command,
+                outcome,
+                reason,
+                system_message,
+                ..
+            } => match outcome.as_str() {
+                "block" | "error" | "timeout" => {
+                    let verb = if outcome == "block" { "blocked" } else { "failed" };
+                    format!("zut: hook {command:?} {verb}: {reason}")
+                }
+                _ if !system_message.is_empty() => format!("[hook] {system_message}"),
+                _ => return,
+            },
             Event::Error { message } => {
                 self.failed = true;
                 format!("zut: {message}")

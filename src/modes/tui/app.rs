@@ -708,6 +708,24 @@ impl App {
             } => {
                 self.add_notes(&extension, &level, &message);
             }
+            Event::Hook {
+                outcome,
+                reason,
+                system_message,
+                command,
+                ..
+            } => {
+                if !system_message.is_empty() {
+                    self.add_notes("hook", "info", &system_message);
+                }
+                if matches!(outcome.as_str(), "error" | "timeout") {
+                    self.add_notes(
+                        "hook",
+                        "warning",
+                        &format!("{command}: {outcome}: {reason}"),
+                    );
+                }
+            }
             Event::ExtDisplay { extension, text } => {
                 self.add_notes(&extension, "info", &text);
                 self.last_display = Some(text);

@@ -1,0 +1,150 @@
+//! The agent's call sites: one function per intercept point, each taking
+//! the loaded [`Hooks`] and returning what the agent must do.
+
+use super::{tools, Hooks};
+use crate::events::EventSink;
+use serde_json::{json, Value};
+
+/// A PreToolUse verdict on the final arguments.
+pub enum Pre {
+    /// Run with these arguments; `Some(true)`: skip confirmation (allow),
+    /// `Some(false)`: confirm even under `--yolo` (ask), naming the hook.
+    Run(Value, Option<(bool, String)>),
+    /// Refused: the hook's command and the reason the model gets.
+    Block(String, String),
+}
+
+/// PreToolUse for the call `id` of `name` with `args`.
+pub fn pre_tool_use(h: &Hooks, id: &str, name: &str, args: Value, sink: &dyn EventSink) -> Pre {
+    if !h.has("PreToolUse") {
+        return Pre::Run(args, None);
+    }
+    let (cname, input) = tools::to_claude(name, &args, &h.project);
+    let v = h.fire(
+        "PreToolUse",
+        Some(&cname),
+        json!({"tool_name": cname, "tool_input": input, "tool_use_id": id}),
+        sink,
+    );
+    if let Some((cmd, reason)) = v.block.or(v.stop) {
+        let reason = if reason.is_empty() {
+            format!("blocked by hook {cmd}")
+        } else {
+            reason
+        };
+        return Pre::Block(cmd, reason);
+    }
+    let args = if v.updated.is_empty() {
+        args
+    } else {
+        let mut merged = input;
+        for u in &v.updated {
+            if let (Some(m), Some(u)) = (merged.as_object_mut(), u.as_object()) {
+                m.extend(u.clone());
+            }
+        }
+        tools::from_claude(name, &merged, &args)
+    };
+    let perm = match v.ask {
+        Some(cmd) => Some((false, cmd)),
+        None if v.allow => Some((true, String::new())),
+        None => None,
+    };
+    Pre::Run(args, perm)
+}
+
+/// PostToolUse (or PostToolUseFailure when `is_error`): the hidden
+/// context for the next request (exit-2 reasons, `decision:block`
+/// reasons, `additionalContext`).
+pub fn post_tool_use(
+    h: &Hooks,
+    id: &str,
+    name: &str,
+    args: &Value,
+    text: &str,
+    is_error: bool,
+    sink: &dyn EventSink,
+) -> Vec<String> {
+    let event = if is_error {
+        "PostToolUseFailure"
+    } else {
+        "PostToolUse"
+    };
+    if !h.has(event) {
+        return Vec::new();
+    }
+    let (cname, input) = tools::to_claude(name, args, &h.project);
+    let response = tools::response(&cname, &input, text, is_error);
+    let mut v = h.fire(
+        event,
+        Some(&cname),
+        json!({"tool_name": cname, "tool_input": input, "tool_use_id": id, "tool_response": response}),
+        sink,
+    );
+    if let Some((_, reason)) = v.block.take().filter(|(_, r)| !r.is_empty()) {
+        v.context.insert(0, reason);
+    }
+    v.context
+}
+
+/// UserPromptSubmit: the prompt's hidden context, or why it was refused.
+pub fn prompt_submit(h: &Hooks, prompt: &str, sink: &dyn EventSink) -> Result<Vec<String>, String> {
+    if !h.has("UserPromptSubmit") {
+        return Ok(Vec::new());
+    }
+    let v = h.fire("UserPromptSubmit", None, json!({"prompt": prompt}), sink);
+    if let Some((cmd, reason)) = v.block.or(v.stop) {
+        return Err(if reason.is_empty() {
+            format!("blocked by hook {cmd}")
+        } else {
+            format!("{reason} (blocked by hook {cmd})")
+        });
+    }
+    Ok(v.context)
+}
+
+/// Stop: the reason to continue with, if a hook blocked the stop.
+pub fn stop(h: &Hooks, continued: u32, sink: &dyn EventSink) -> Option<String> {
+    if !h.has("Stop") {
+        return None;
+    }
+    let v = h.fire(
+        "Stop",
+        None,
+        json!({"stop_hook_active": continued > 0}),
+        sink,
+    );
+    if v.stop.is_some() {
+        return None;
+    }
+    v.block.map(|(cmd, r)| {
+        if r.is_empty() {
+            format!("continue (hook {cmd})")
+        } else {
+            r
+        }
+    })
+}
+
+/// Notification (a confirmation dialog), run without waiting for it.
+pub fn notify(
+    h: &std::sync::Arc<Hooks>,
+    message: String,
+    kind: &str,
+    sink: std::sync::Arc<dyn EventSink>,
+) {
+    if !h.has("Notification") {
+        return;
+    }
+    let (h, kind) = (h.clone(), kind.to_string());
+    let _ = std::thread::Builder::new()
+        .name("hook-notify".into())
+        .spawn(move || {
+            h.fire(
+                "Notification",
+                Some(&kind),
+                json!({"message": message, "notification_type": kind}),
+                &*sink,
+            );
+        });
+}

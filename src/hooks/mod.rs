@@ -1,0 +1,134 @@
+//! Claude Code hooks as zut interceptors.
+//!
+//! Role: read the `hooks` of the Claude Code settings files (and zut's own
+//! `$ZUT_HOME/settings.json`), pick the handlers that match one event, run
+//! them as `sh -c COMMAND` in parallel through the child guard, and fold
+//! their exit codes and JSON answers into one [`Verdict`].
+//!
+//! Invariants:
+//! - a malformed entry is a warning naming the file and the JSON path; the
+//!   rest of that file still loads;
+//! - identical commands of one event run once, across sources and matcher
+//!   groups (the first occurrence's timeout and `onFailure` apply);
+//! - a timeout or crash never blocks unless the handler says
+//!   `"onFailure":"block"`; a timed-out hook's process group is killed;
+//! - across handlers: deny > ask > allow; `updatedInput`s in configuration
+//!   order; contexts joined in configuration order.
+
+pub mod agent;
+pub mod matcher;
+pub mod result;
+pub mod runner;
+pub mod settings;
+pub mod tools;
+
+pub use result::Verdict;
+pub use settings::{Handler, HookSet};
+
+use crate::events::{Event, EventSink};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// The loaded hooks of one run and the session identity their input names.
+#[derive(Debug, Default)]
+pub struct Hooks {
+    pub set: HookSet,
+    pub project: PathBuf,
+    /// `--yolo`: `permission_mode` is `bypassPermissions`.
+    pub yolo: bool,
+    /// Session id and transcript path.
+    pub session: Mutex<(String, String)>,
+}
+
+impl Hooks {
+    /// Loads every source (none with `--no-hooks`).
+    pub fn load(
+        project: &std::path::Path,
+        zut_home: &std::path::Path,
+        yolo: bool,
+        off: bool,
+    ) -> Hooks {
+        Hooks {
+            set: if off {
+                HookSet::default()
+            } else {
+                HookSet::load(project, zut_home)
+            },
+            project: project.to_path_buf(),
+            yolo,
+            session: Mutex::new(Default::default()),
+        }
+    }
+
+    /// Whether any handler is configured for `event` (the cheap check
+    /// before building input).
+    pub fn has(&self, event: &str) -> bool {
+        self.set.handlers.iter().any(|h| h.event == event)
+    }
+
+    /// Runs the handlers of `event` matching `subject` with the common
+    /// input fields plus `extra`, reports a `hook` event per handler, and
+    /// combines the answers.
+    pub fn fire(
+        &self,
+        event: &str,
+        subject: Option<&str>,
+        extra: Value,
+        sink: &dyn EventSink,
+    ) -> Verdict {
+        let handlers = self.set.matching(event, subject);
+        if handlers.is_empty() {
+            return Verdict::default();
+        }
+        let (sid, path) = self.session.lock().map(|s| s.clone()).unwrap_or_default();
+        let mut input = json!({
+            "session_id": sid,
+            "transcript_path": path,
+            "cwd": self.project.display().to_string(),
+            "permission_mode": if self.yolo { "bypassPermissions" } else { "default" },
+            "hook_event_name": event,
+        });
+        if let (Some(m), Value::Object(x)) = (input.as_object_mut(), extra) {
+            m.extend(x);
+        }
+        let bytes = input.to_string().into_bytes();
+        let runs = runner::run_all(&handlers, &bytes, &self.project);
+        let plain = matches!(event, "UserPromptSubmit" | "SessionStart");
+        let answers: Vec<(&Handler, result::Answer)> = handlers
+            .iter()
+            .zip(&runs)
+            .map(|(h, r)| (*h, result::answer(h, r, plain)))
+            .collect();
+        for ((h, a), r) in answers.iter().zip(&runs) {
+            sink.emit(Event::Hook {
+                event: event.to_string(),
+                command: h.command.chars().take(120).collect(),
+                exit: a.exit,
+                outcome: a.outcome.to_string(),
+                reason: a.reason.clone(),
+                ms: r.ms,
+                system_message: a.system_message.clone(),
+            });
+        }
+        result::combine(&answers)
+    }
+}
+
+/// At engine start: the session the hooks' input names, and every
+/// settings warning as an `ext_warning` of `hooks`.
+pub fn announce(
+    hooks: &Hooks,
+    session: Option<&crate::session::Session>,
+    events: &crossbeam_channel::Sender<Event>,
+) {
+    if let (Some(s), Ok(mut ident)) = (session, hooks.session.lock()) {
+        *ident = (s.id().to_string(), s.path().display().to_string());
+    }
+    for w in &hooks.set.warnings {
+        let _ = events.send(Event::ExtWarning {
+            extension: "hooks".into(),
+            message: w.clone(),
+        });
+    }
+}
