@@ -2,20 +2,24 @@
 //! the real `zut` binary in a detached tmux session (100×30, private
 //! socket) with the scripted provider, read with `capture-pane`.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+#[path = "common/tmux.rs"]
+mod tmux;
 
-const DEADLINE: Duration = Duration::from_secs(15);
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tmux::{shell_quote as quote, Pane, DEADLINE};
 
 struct Tmux {
-    socket: String,
+    pane: Pane,
     _tmp: tempfile::TempDir,
     project: PathBuf,
 }
 
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
+impl std::ops::Deref for Tmux {
+    type Target = Pane;
+    fn deref(&self) -> &Pane {
+        &self.pane
+    }
 }
 
 impl Tmux {
@@ -27,13 +31,6 @@ impl Tmux {
         std::fs::create_dir_all(&project).expect("mkdir");
         let script_path = dir.join("script.jsonl");
         std::fs::write(&script_path, script.join("\n") + "\n").expect("script");
-        let socket = format!(
-            "zut-read-{}-{}",
-            std::process::id(),
-            dir.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        );
         let line = format!(
             "cd {} && env ZUT_HOME={} TERM=xterm-256color {} --no-extensions --provider script --script {}; echo EXITED:$?; sleep 600",
             quote(&project.to_string_lossy()),
@@ -42,84 +39,22 @@ impl Tmux {
             quote(&script_path.to_string_lossy()),
         );
         let t = Tmux {
-            socket,
+            pane: Pane::launch("read", (100, 30), &line),
             _tmp: tmp,
             project,
         };
-        let out = t.tmux(&[
-            "new-session",
-            "-d",
-            "-x",
-            "100",
-            "-y",
-            "30",
-            "-s",
-            "zut",
-            "sh",
-            "-c",
-            &line,
-        ]);
-        assert!(
-            out.status.success(),
-            "tmux: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         t.tmux(&["set-option", "-g", "set-clipboard", "on"]);
         t.wait_for("script");
         t
     }
 
-    fn tmux(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("run tmux")
-    }
-
     fn send(&self, text: &str) {
-        self.tmux(&["send-keys", "-t", "zut", "-l", text]);
+        self.type_text(text);
         self.keys(&["Enter"]);
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "zut"];
-        args.extend_from_slice(keys);
-        self.tmux(&args);
-    }
-
-    fn capture(&self) -> String {
-        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "zut"]).stdout)
-            .into_owned()
-    }
-
-    fn wait_until(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let end = Instant::now() + DEADLINE;
-        loop {
-            let pane = self.capture();
-            if ok(&pane) {
-                return pane;
-            }
-            if Instant::now() > end {
-                panic!("{what} did not happen within {DEADLINE:?}; the pane:\n{pane}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn wait_for(&self, text: &str) -> String {
-        self.wait_until(&format!("{text:?} shown"), |p| p.contains(text))
     }
 
     fn file(&self, name: &str) -> PathBuf {
         self.project.join(name)
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]);
     }
 }
 

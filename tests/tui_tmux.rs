@@ -8,12 +8,11 @@
 //! the shell that ran `zut` then prints its exit status and whether the
 //! terminal is back in canonical mode, which is how "restored" is checked.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+#[path = "common/tmux.rs"]
+mod tmux;
 
-/// How long any one expected text may take to appear.
-const DEADLINE: Duration = Duration::from_secs(15);
+use std::path::{Path, PathBuf};
+use tmux::{shell_quote, Pane};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tui")
@@ -21,9 +20,16 @@ fn fixtures() -> PathBuf {
 
 /// One `zut` in its own tmux server (private socket), killed on drop.
 struct Tmux {
-    socket: String,
+    pane: Pane,
     _dir: tempfile::TempDir,
     dir: PathBuf,
+}
+
+impl std::ops::Deref for Tmux {
+    type Target = Pane;
+    fn deref(&self) -> &Pane {
+        &self.pane
+    }
 }
 
 impl Tmux {
@@ -39,13 +45,6 @@ impl Tmux {
         std::fs::create_dir_all(&project).expect("mkdir");
         let script_path = dir.join("script.jsonl");
         std::fs::write(&script_path, script.join("\n") + "\n").expect("script");
-        let socket = format!(
-            "zut-tui-{}-{}",
-            std::process::id(),
-            dir.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        );
         let mut cmd = vec![
             shell_quote(env!("CARGO_BIN_EXE_zut")),
             "--provider".into(),
@@ -61,86 +60,10 @@ impl Tmux {
             shell_quote(&home.to_string_lossy()),
             cmd.join(" ")
         );
-        let t = Tmux {
-            socket,
+        Tmux {
+            pane: Pane::launch("tui", (100, 30), &line),
             _dir: tmp,
             dir,
-        };
-        let out = t.tmux(&[
-            "new-session",
-            "-d",
-            "-x",
-            "100",
-            "-y",
-            "30",
-            "-s",
-            "zut",
-            "sh",
-            "-c",
-            &line,
-        ]);
-        assert!(
-            out.status.success(),
-            "tmux new-session: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        t
-    }
-
-    fn tmux(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("run tmux (apt-get install -y tmux)")
-    }
-
-    /// Types text literally.
-    fn type_text(&self, text: &str) {
-        self.tmux(&["send-keys", "-t", "zut", "-l", text]);
-    }
-
-    /// Sends named keys (`Enter`, `Escape`, `Down`, `C-d`, …).
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "zut"];
-        args.extend_from_slice(keys);
-        self.tmux(&args);
-    }
-
-    fn capture(&self) -> String {
-        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "zut"]).stdout)
-            .into_owned()
-    }
-
-    /// Polls the pane until `text` is on it; panics with the pane after
-    /// the deadline.
-    fn wait_for(&self, text: &str) -> String {
-        let end = Instant::now() + DEADLINE;
-        loop {
-            let pane = self.capture();
-            if pane.contains(text) {
-                return pane;
-            }
-            if Instant::now() > end {
-                panic!("{text:?} did not appear within {DEADLINE:?}; the pane:\n{pane}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Polls until `text` is gone.
-    fn wait_gone(&self, text: &str) -> String {
-        let end = Instant::now() + DEADLINE;
-        loop {
-            let pane = self.capture();
-            if !pane.contains(text) {
-                return pane;
-            }
-            if Instant::now() > end {
-                panic!("{text:?} still shown after {DEADLINE:?}; the pane:\n{pane}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -157,16 +80,6 @@ impl Tmux {
             "the alternate screen was left:\n{pane}"
         );
     }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]);
-    }
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 fn ui_ext() -> String {

@@ -6,11 +6,13 @@
 //!
 //! Every wait polls the pane until a text appears or a deadline passes.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+#[path = "common/tmux.rs"]
+mod tmux;
 
-const DEADLINE: Duration = Duration::from_secs(15);
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use tmux::{shell_quote, Pane};
 
 fn chrome_ext() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -19,15 +21,18 @@ fn chrome_ext() -> String {
         .into_owned()
 }
 
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
 /// One `zut` in its own tmux server, killed on drop. `dir` holds `home`
 /// (ZUT_HOME) and `project`, and may outlive one run.
 struct Tmux {
-    socket: String,
+    pane: Pane,
     dir: PathBuf,
+}
+
+impl std::ops::Deref for Tmux {
+    type Target = Pane;
+    fn deref(&self) -> &Pane {
+        &self.pane
+    }
 }
 
 impl Tmux {
@@ -38,12 +43,6 @@ impl Tmux {
         std::fs::create_dir_all(&project).expect("mkdir");
         let script_path = dir.join("script.jsonl");
         std::fs::write(&script_path, script.join("\n") + "\n").expect("script");
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let socket = format!(
-            "zut-typing-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-        );
         let mut cmd = vec![
             shell_quote(env!("CARGO_BIN_EXE_zut")),
             "--provider".into(),
@@ -60,78 +59,9 @@ impl Tmux {
             shell_quote(&home.to_string_lossy()),
             cmd.join(" ")
         );
-        let t = Tmux {
-            socket,
+        Tmux {
+            pane: Pane::launch("typing", size, &line),
             dir: dir.to_path_buf(),
-        };
-        let (w, h) = (size.0.to_string(), size.1.to_string());
-        let out = t.tmux(&[
-            "new-session",
-            "-d",
-            "-x",
-            &w,
-            "-y",
-            &h,
-            "-s",
-            "zut",
-            "sh",
-            "-c",
-            &line,
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        t
-    }
-
-    fn tmux(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("run tmux")
-    }
-
-    fn type_text(&self, text: &str) {
-        self.tmux(&["send-keys", "-t", "zut", "-l", text]);
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "zut"];
-        args.extend_from_slice(keys);
-        self.tmux(&args);
-    }
-
-    /// A bracketed paste of `text`.
-    fn paste(&self, text: &str) {
-        self.tmux(&["set-buffer", "-b", "p", text]);
-        self.tmux(&["paste-buffer", "-p", "-b", "p", "-t", "zut"]);
-    }
-
-    fn capture_with(&self, extra: &[&str]) -> String {
-        let mut args = vec!["capture-pane", "-p", "-t", "zut"];
-        args.extend_from_slice(extra);
-        String::from_utf8_lossy(&self.tmux(&args).stdout).into_owned()
-    }
-
-    fn capture(&self) -> String {
-        self.capture_with(&[])
-    }
-
-    fn wait_for(&self, text: &str) -> String {
-        let end = Instant::now() + DEADLINE;
-        loop {
-            let pane = self.capture();
-            if pane.contains(text) {
-                return pane;
-            }
-            if Instant::now() > end {
-                panic!("{text:?} did not appear within {DEADLINE:?}; the pane:\n{pane}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -139,12 +69,6 @@ impl Tmux {
         self.keys(&["C-c"]);
         self.keys(&["C-c"]);
         self.wait_for("EXITED:0");
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]);
     }
 }
 
