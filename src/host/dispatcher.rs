@@ -1050,7 +1050,7 @@ impl Dispatcher {
         };
         e.phase = Phase::Disconnected(reason.clone());
         e.deadline = None;
-        let closing = e.conn.as_ref().is_some_and(|c| c.closing());
+        let closing = e.conn.as_ref().is_some_and(|c| c.ended_by_shutdown());
         self.registry.remove_extension(e.id, &reason);
         if e.held.is_none() && !closing {
             let name = e.entry.name();

@@ -234,6 +234,9 @@ pub struct Conn {
     gone: Mutex<Option<String>>,
     /// Set at shutdown: the shared deadline for this process to exit.
     closing: Mutex<Option<Instant>>,
+    /// Its stdout ended before any shutdown began: whatever happens while
+    /// its exit is awaited, the end is its own fault, not the shutdown's.
+    ended_open: AtomicBool,
     /// The request table: call id → who waits for the reply.
     pending: Mutex<HashMap<u64, (CallKind, Sender<Reply>)>>,
     /// `None` for an in-memory peer: no process to signal or reap.
@@ -351,6 +354,7 @@ impl Conn {
             wake: Wake::new()?,
             gone: Mutex::new(None),
             closing: Mutex::new(None),
+            ended_open: AtomicBool::new(false),
             pending: Mutex::new(HashMap::new()),
             child: Mutex::new(child),
             threads: Mutex::new(Vec::new()),
@@ -625,6 +629,13 @@ impl Conn {
         lock(&self.closing).is_some()
     }
 
+    /// Whether its end is part of a shutdown: a stream that ended before
+    /// the shutdown began is reported even when the exit it waited for
+    /// came after.
+    pub fn ended_by_shutdown(&self) -> bool {
+        self.closing() && !self.ended_open.load(Ordering::SeqCst)
+    }
+
     /// Joins both threads; call after [`Conn::begin_close`] or a disconnect.
     pub fn join(&self) {
         let handles: Vec<_> = lock(&self.threads).drain(..).collect();
@@ -894,6 +905,9 @@ impl Conn {
             self.stop_writer();
             let _ = self.post(FromExt::Exited(None));
             return;
+        }
+        if closing.is_none() && self.connected() {
+            self.ended_open.store(true, Ordering::SeqCst);
         }
         let first_wait = match (closing, self.connected()) {
             (Some(d), _) => d,
