@@ -38,6 +38,18 @@ pub enum Event {
     UserMessage {
         text: String,
     },
+    /// A `user_message` interceptor refused the prompt: it was neither
+    /// sent nor saved.
+    PromptBlocked {
+        extension: String,
+        reason: String,
+    },
+    /// An `agent_end` interceptor kept the prompt going: `reason` goes to
+    /// the model as a user message.
+    PromptContinued {
+        extension: String,
+        reason: String,
+    },
     TurnStart {
         step: u32,
     },
@@ -88,6 +100,24 @@ pub enum Event {
         content: Vec<ContentBlock>,
         #[serde(skip_serializing_if = "Option::is_none")]
         extension: Option<String>,
+        /// The extension whose `tool_result` interceptor replaced the
+        /// content (the last one, when several did).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        replaced_by: Option<String>,
+    },
+    /// A running extension tool said it is still working (one per
+    /// `tool_progress` frame, before the call's `tool_result`).
+    ToolProgress {
+        /// The model's call id, as in `tool_call` and `tool_result`.
+        id: String,
+        name: String,
+        extension: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        progress: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
     },
     AssistantMessage {
         text: String,

@@ -84,7 +84,10 @@ fn tools_registered_and_withdrawn_after_ready_follow_from_the_next_request() {
     assert!(change < result, "{events:?}");
 
     let ack: Value = serde_json::from_slice(&std::fs::read(ext.join("ack.json")).unwrap()).unwrap();
-    assert_eq!(ack["features"], json!(["late_registration"]));
+    assert_eq!(
+        ack["features"],
+        json!(["late_registration", "tool_progress"])
+    );
 }
 
 #[test]

@@ -931,3 +931,27 @@ fn sigterm_ends_rpc_within_a_second_while_its_client_does_not_read() {
     assert!(elapsed <= Duration::from_secs(1), "took {elapsed:?}");
     drop((stdin, stdout));
 }
+
+#[test]
+fn an_approving_interceptor_lets_a_call_skip_the_dialog() {
+    let sb = Sandbox::new();
+    let approver = plan_ext(
+        &sb,
+        json!({"name": "approver", "intercept": ["tool_call"],
+               "answers": {"tool_call": {"decision": "approve"}}}),
+    );
+    let mut rpc = Rpc::start(
+        &sb,
+        &[approver],
+        &[bash_call("c1", "echo ok > ok.txt"), json!({"text": "done"})],
+    );
+    ok_data(&rpc.request("prompt", json!({"message": "go"})));
+    let lines = rpc.until_type("done");
+    assert!(
+        !types(&lines).iter().any(|t| t == "confirmation_requested"),
+        "{lines:?}"
+    );
+    assert!(sb.cwd().join("ok.txt").exists());
+    let (code, _) = rpc.close();
+    assert_eq!(code, Some(0));
+}

@@ -34,6 +34,9 @@ use std::sync::Arc;
 use tools::{ToolContext, ToolOutput};
 use zut_ext::wire::{ContentBlock, EventPayload};
 
+/// How often the interceptors and `Stop` hooks may keep one prompt going.
+pub const MAX_CONTINUES: u32 = 8;
+
 /// Tools that change the machine and so ask a person first.
 pub const CONFIRMED_TOOLS: &[&str] = &["bash", "write", "edit"];
 
@@ -112,6 +115,11 @@ pub trait Observer: Send {
     /// A message was appended to the transcript (the model's original
     /// text, before any `replace_text`).
     fn message(&mut self, _message: &Message) {}
+    /// A message an extension added (an `agent_end` continue): saved
+    /// with its name.
+    fn message_from(&mut self, message: &Message, _extension: &str) {
+        self.message(message);
+    }
     /// An extension's tool result carried `details`: its new state on the
     /// active branch (`null` clears). An error refuses it with that reason.
     fn state(&mut self, _extension: &str, _state: &Value) -> Result<(), String> {
@@ -275,11 +283,28 @@ impl Agent {
     /// Runs one user prompt to the end.
     pub fn prompt(&mut self, text: &str, cancel: &CancelToken) -> Outcome {
         self.refresh_tools();
+        let verdict = self.host.intercept_user_message(text, cancel);
+        if let Some((extension, reason)) = verdict.blocked {
+            self.emit(Event::PromptBlocked {
+                extension: extension.clone(),
+                reason: reason.clone(),
+            });
+            return Outcome::Blocked {
+                reason: format!("the prompt was refused by extension {extension}: {reason}"),
+            };
+        }
+        let text = verdict.text.as_str();
         match crate::hooks::agent::prompt_submit(&self.opts.hooks, text, &*self.sink) {
-            Ok(context) => self.hook_context = (context, Vec::new()),
+            Ok(context) => {
+                self.hook_context = (
+                    verdict.context.into_iter().chain(context).collect(),
+                    Vec::new(),
+                )
+            }
             Err(reason) => return Outcome::Blocked { reason },
         }
         let mut continued = 0;
+        let mut last_continuer = String::new();
         self.push(Message::user_text(text));
         self.emit(Event::UserMessage {
             text: text.to_string(),
@@ -356,12 +381,19 @@ impl Agent {
                 ..EventPayload::named("turn_end")
             });
             if calls.is_empty() {
-                if continued < 8 {
-                    let sink = self.sink.clone();
-                    if let Some(r) = crate::hooks::agent::stop(&self.opts.hooks, continued, &*sink)
+                if stop == "end_turn" {
+                    if continued == MAX_CONTINUES {
+                        self.emit(Event::ExtWarning {
+                            extension: last_continuer,
+                            message: format!("it kept the prompt going {MAX_CONTINUES} times; the prompt ends here"),
+                        });
+                        return Outcome::Done { text: last_text };
+                    }
+                    if let Some(who) =
+                        self.keep_going(last_text.as_deref(), step, continued, cancel)
                     {
                         continued += 1;
-                        self.push(Message::user_text(r));
+                        last_continuer = who;
                         continue;
                     }
                 }
@@ -378,6 +410,35 @@ impl Agent {
         }
         // Extensions hear it too, like every other end of a turn.
         self.end_turn("max_steps", Outcome::MaxSteps { text: last_text })
+    }
+
+    /// Asks the `agent_end` interceptors, then the `Stop` hooks, whether
+    /// the prompt may end; one that says no gets its reason sent to the
+    /// model as a user message (saved with its name). Returns who.
+    fn keep_going(
+        &mut self,
+        text: Option<&str>,
+        step: u32,
+        continued: u32,
+        cancel: &CancelToken,
+    ) -> Option<String> {
+        let text = text.unwrap_or("");
+        if let Some((ext, reason)) = self.host.intercept_agent_end(text, step, continued, cancel) {
+            self.emit(Event::PromptContinued {
+                extension: ext.clone(),
+                reason: reason.clone(),
+            });
+            let message = Message::user_text(reason.clone());
+            if let Some(o) = self.observer.as_mut() {
+                o.message_from(&message, &ext);
+            }
+            self.transcript.push(message);
+            return Some(ext);
+        }
+        let sink = self.sink.clone();
+        let reason = crate::hooks::agent::stop(&self.opts.hooks, continued, &*sink)?;
+        self.push(Message::user_text(reason));
+        Some("hooks".into())
     }
 
     fn end_aborted(&self) -> Outcome {
@@ -501,15 +562,33 @@ impl Agent {
         let mut blocks = Vec::with_capacity(calls.len());
         for (id, call) in calls {
             let name = call.name.clone();
-            let (out, extension) = if cancel.is_cancelled() {
-                (ToolOutput::error("aborted"), None)
+            let (out, extension, ran) = if cancel.is_cancelled() {
+                (ToolOutput::error("aborted"), None, None)
             } else if let Some(why) = &call.invalid_args {
-                (ToolOutput::error(why.clone()), None)
+                (ToolOutput::error(why.clone()), None, None)
             } else {
                 let args = self.guard(id, &name, call.args.clone(), cancel);
                 let skills = self.skills();
-                let (out, extension, activate, details) =
-                    execute(&self.host, skills.as_deref(), &name, &args, &ctx, cancel);
+                let sink = self.sink.clone();
+                let mut progress = |extension: &str, p: &crate::host::Progress| {
+                    sink.emit(Event::ToolProgress {
+                        id: id.clone(),
+                        name: name.clone(),
+                        extension: extension.to_string(),
+                        message: p.message.clone(),
+                        progress: p.progress,
+                        total: p.total,
+                    })
+                };
+                let (out, extension, activate, details) = execute(
+                    &self.host,
+                    skills.as_deref(),
+                    &name,
+                    &args,
+                    &ctx,
+                    cancel,
+                    &mut progress,
+                );
                 for t in activate {
                     if self.host.tool(&t).is_some_and(|e| e.deferred) {
                         self.activated.insert(t);
@@ -518,25 +597,15 @@ impl Agent {
                 if let (Some(ext), Some(state)) = (&extension, details) {
                     self.commit_state(ext, &state);
                 }
-                if let Ok(a) = &args {
-                    let text = content_text(&out.content);
-                    let sink = self.sink.clone();
-                    let more = crate::hooks::agent::post_tool_use(
-                        &self.opts.hooks,
-                        id,
-                        &name,
-                        a,
-                        &text,
-                        out.is_error,
-                        &*sink,
-                    );
-                    self.hook_context.1.extend(more);
-                }
-                (out, extension)
+                (out, extension, args.ok())
             };
             let out = ToolOutput {
                 content: cap::cap(out.content, self.result_cap),
                 ..out
+            };
+            let (out, replaced_by) = match ran {
+                Some(args) => self.after_tool(id, &name, &args, out, &extension, cancel),
+                None => (out, None),
             };
             self.emit(Event::ToolResult {
                 id: id.clone(),
@@ -544,6 +613,7 @@ impl Agent {
                 is_error: out.is_error,
                 content: out.content.clone(),
                 extension,
+                replaced_by,
             });
             blocks.push(Block::ToolResult {
                 call_id: id.clone(),
@@ -552,6 +622,61 @@ impl Agent {
             });
         }
         blocks
+    }
+
+    /// What the model gets from a call that ran: the `tool_result`
+    /// interceptors may replace or withhold the output and add hidden
+    /// context for the next request; then the `PostToolUse` hooks see the
+    /// final output. Returns it and who replaced it.
+    fn after_tool(
+        &mut self,
+        id: &str,
+        name: &str,
+        args: &Value,
+        out: ToolOutput,
+        extension: &Option<String>,
+        cancel: &CancelToken,
+    ) -> (ToolOutput, Option<String>) {
+        let seen = crate::host::ToolResultSeen {
+            id: id.to_string(),
+            name: name.to_string(),
+            args: args.clone(),
+            is_error: out.is_error,
+            content: out.content,
+            extension: extension.clone(),
+        };
+        let verdict = self.host.intercept_tool_result(&seen, cancel);
+        self.hook_context.1.extend(verdict.context);
+        let (out, replaced_by) = match (verdict.blocked, verdict.content) {
+            (Some((ext, reason)), _) => (ToolOutput::error(reason), Some(ext)),
+            (None, Some((ext, content))) => (
+                ToolOutput {
+                    content: cap::cap(content, self.result_cap),
+                    is_error: seen.is_error,
+                },
+                Some(ext),
+            ),
+            (None, None) => (
+                ToolOutput {
+                    content: seen.content,
+                    is_error: seen.is_error,
+                },
+                None,
+            ),
+        };
+        let text = content_text(&out.content);
+        let sink = self.sink.clone();
+        let more = crate::hooks::agent::post_tool_use(
+            &self.opts.hooks,
+            id,
+            name,
+            args,
+            &text,
+            out.is_error,
+            &*sink,
+        );
+        self.hook_context.1.extend(more);
+        (out, replaced_by)
     }
 
     /// An extension's `details`: its state on the active branch, unless the
@@ -591,6 +716,7 @@ impl Agent {
             log::info!("tool call {name} ({id}) blocked by {ext}: {reason}");
             return Err(reason);
         }
+        let ext_confirm = verdict.confirm;
         let sink = self.sink.clone();
         let (args, perm) = match crate::hooks::agent::pre_tool_use(
             &self.opts.hooks,
@@ -615,11 +741,20 @@ impl Agent {
             name: name.into(),
             args: args.clone(),
         });
-        let hook_ask = matches!(&perm, Some((false, _)));
+        // block > ask > approve > allow, extensions and hooks alike.
+        let asked_by = match (&ext_confirm, &perm) {
+            (crate::host::Confirm::Ask(ext), _) => Some(format!("extension {ext}")),
+            (_, Some((false, cmd))) => Some(format!("the hook {cmd}")),
+            _ => None,
+        };
+        let approved = matches!(ext_confirm, crate::host::Confirm::Approve(_))
+            || matches!(perm, Some((true, _)));
         let scope = approval_scope(name, &args).0;
-        let needs =
-            CONFIRMED_TOOLS.contains(&name) && !self.opts.yolo && !self.approved.contains(&scope);
-        if hook_ask || (needs && !matches!(perm, Some((true, _)))) {
+        let needs = CONFIRMED_TOOLS.contains(&name)
+            && !self.opts.yolo
+            && !self.approved.contains(&scope)
+            && !approved;
+        if asked_by.is_some() || needs {
             let ctx = ToolContext {
                 cwd: self.opts.cwd.clone(),
             };
@@ -627,8 +762,19 @@ impl Agent {
                 return Err(content_text(&bad.content));
             }
             let Some(confirmer) = self.opts.confirmer.clone() else {
-                if let Some((false, cmd)) = &perm {
-                    return Err(format!("the hook {cmd} asks for confirmation of {name}, and nobody can confirm in this mode"));
+                if let Some(who) = &asked_by {
+                    let reason = format!(
+                        "{who} asks for confirmation of {name}, and nobody can confirm in this mode"
+                    );
+                    if let crate::host::Confirm::Ask(ext) = &ext_confirm {
+                        self.emit(Event::ToolBlocked {
+                            id: id.into(),
+                            name: name.into(),
+                            reason: reason.clone(),
+                            extension: ext.clone(),
+                        });
+                    }
+                    return Err(reason);
                 }
                 return Err(format!(
                     "{name} needs confirmation, and nobody can confirm in this mode: run zut with --yolo to allow {} without asking",
@@ -683,6 +829,7 @@ fn execute(
     args: &Result<Value, String>,
     ctx: &ToolContext,
     cancel: &CancelToken,
+    on_progress: &mut dyn FnMut(&str, &crate::host::Progress),
 ) -> (ToolOutput, Option<String>, Vec<String>, Option<Value>) {
     let args = match args {
         Ok(a) => a,
@@ -694,7 +841,7 @@ fn execute(
     if let Some(out) = tools::run(name, args, ctx, cancel) {
         return (out, None, Vec::new(), None);
     }
-    match host.call_tool(name, args, cancel) {
+    match host.call_tool_with_progress(name, args, cancel, on_progress) {
         Some(r) => (
             ToolOutput {
                 content: r.content,

@@ -56,7 +56,7 @@ use zut_ext::wire::{
 };
 
 /// Intercepts of the protocol additions (beyond the wire's base list).
-const ADDED_INTERCEPTS: &[&str] = &["user_message", "tool_result", "agent_end"];
+use zut_ext::wire::ADDED_INTERCEPTABLE_EVENTS as ADDED_INTERCEPTS;
 
 /// Events of the protocol additions a host may send.
 const ADDED_EVENTS: &[&str] = &["user_message", "tool_result", "agent_end"];

@@ -34,8 +34,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use zut_ext::wire::{
-    DecodeError, EventPayload, ExtFrame, HostFrame, Panel, SessionInfo, FEATURE_LATE_REGISTRATION,
-    INTERCEPTABLE_EVENTS, KNOWN_EVENTS, PROTOCOL_VERSION,
+    DecodeError, EventPayload, ExtFrame, HostFrame, Panel, SessionInfo, ADDED_INTERCEPTABLE_EVENTS,
+    FEATURE_LATE_REGISTRATION, FEATURE_TOOL_PROGRESS, INTERCEPTABLE_EVENTS, KNOWN_EVENTS,
+    PROTOCOL_VERSION,
 };
 
 /// Requests from the handle.
@@ -72,7 +73,7 @@ pub(super) enum Urgent {
 
 /// What `hello_ack.features` lists: the additions beyond the reference
 /// protocol this host honours.
-pub(super) const HOST_FEATURES: &[&str] = &[FEATURE_LATE_REGISTRATION];
+pub(super) const HOST_FEATURES: &[&str] = &[FEATURE_LATE_REGISTRATION, FEATURE_TOOL_PROGRESS];
 
 /// Most events one extension may cause before it is reported loaded, and
 /// their bytes: past either it is disconnected (a flood before `ready`).
@@ -1407,7 +1408,9 @@ impl Dispatcher {
             e.events.insert(ev);
         }
         for ev in intercept {
-            if INTERCEPTABLE_EVENTS.contains(&ev.as_str()) {
+            if INTERCEPTABLE_EVENTS.contains(&ev.as_str())
+                || ADDED_INTERCEPTABLE_EVENTS.contains(&ev.as_str())
+            {
                 e.intercepts.insert(ev);
             } else {
                 process::log_line(

@@ -512,3 +512,67 @@ fn a_quiet_extension_is_auto_ready_after_the_idle_silence_not_the_ready_timeout(
     assert_eq!(text_of(&call(&host, "t", json!({}))), "served");
     host.shutdown();
 }
+
+#[test]
+fn progress_restarts_a_calls_deadline_up_to_ten_timeouts() {
+    let sb = sandbox(
+        &["busy"],
+        Deadlines {
+            tool: Duration::from_millis(150),
+            ..roomy()
+        },
+    );
+    let (host, _, _) = start(&sb, |mut p| {
+        p.hello();
+        p.register_tool("alive");
+        p.register_tool("endless");
+        p.ready();
+        while let Some(f) = p.recv() {
+            let id = f["id"].clone();
+            let progress = |p: &mut Peer, n: u32| {
+                p.send(json!({"type": "tool_progress", "id": id, "message": "step", "progress": n}))
+            };
+            match f["name"].as_str() {
+                // Six times the timeout in all, never silent for long.
+                Some("alive") => {
+                    for n in 0..18 {
+                        std::thread::sleep(Duration::from_millis(50));
+                        progress(&mut p, n);
+                    }
+                    p.reply(&f, "alive done");
+                }
+                // Progress forever: the cap ends it.
+                Some("endless") => {
+                    for n in 0..100 {
+                        std::thread::sleep(Duration::from_millis(20));
+                        if !progress(&mut p, n) {
+                            return;
+                        }
+                    }
+                    p.reply(&f, "too late");
+                }
+                _ if f["type"] == "shutdown" => return,
+                _ => {}
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let reply = host
+        .call_tool_with_progress("alive", &json!({}), &CancelToken::never(), &mut |ext, p| {
+            seen.push((ext.to_string(), p.message.clone(), p.progress))
+        })
+        .unwrap();
+    assert!(!reply.is_error, "{}", text_of(&reply));
+    assert_eq!(text_of(&reply), "alive done");
+    assert_eq!(seen.len(), 18, "one report per frame");
+    assert_eq!(seen[3], ("busy".into(), Some("step".into()), Some(3.0)));
+
+    let started = std::time::Instant::now();
+    let reply = call(&host, "endless", json!({}));
+    assert!(reply.is_error);
+    assert!(text_of(&reply).contains("timeout"), "{}", text_of(&reply));
+    // Alive well past one timeout, and ended by the cap (the tool itself
+    // would answer after 2 s, without an error).
+    assert!(started.elapsed() >= Duration::from_millis(1400));
+    host.shutdown();
+}

@@ -31,10 +31,16 @@ mod dispatcher;
 mod dispatcher_tests;
 #[cfg(test)]
 mod in_memory;
+pub mod intercept;
 pub mod manifest;
 pub mod process;
 pub mod registry;
 pub mod transport;
+
+pub use intercept::{
+    bound_context, Confirm, ToolCallVerdict, ToolResultSeen, ToolResultVerdict, TurnStartVerdict,
+    UserMessageVerdict, CONTEXT_CAP,
+};
 
 use crate::cancel::CancelToken;
 use crate::events::{Event, EventSink};
@@ -609,6 +615,20 @@ impl HostHandle {
     /// Every failure (refused, timed out, aborted, disconnected) is an error
     /// reply the model can read, naming the extension.
     pub fn call_tool(&self, name: &str, args: &Value, cancel: &CancelToken) -> Option<ToolReply> {
+        self.call_tool_with_progress(name, args, cancel, &mut |_, _| {})
+    }
+
+    /// [`HostHandle::call_tool`], telling `on_progress` (extension,
+    /// report) of each `tool_progress` frame the call receives. Each one
+    /// restarts the reply deadline, never past [`PROGRESS_CAP`] times the
+    /// tool timeout counted from when the call was sent.
+    pub fn call_tool_with_progress(
+        &self,
+        name: &str,
+        args: &Value,
+        cancel: &CancelToken,
+        on_progress: &mut dyn FnMut(&str, &Progress),
+    ) -> Option<ToolReply> {
         let view = self.view();
         let entry = view.registry.tool(name)?;
         let (extension, tool, interactive) = (
@@ -654,7 +674,32 @@ impl HostHandle {
             }
         };
         let timeout = (!interactive).then_some(self.inner.config.deadlines.tool);
-        let reply = wait_reply(&rx, timeout, cancel);
+        let sent = std::time::Instant::now();
+        let reply = loop {
+            // A full timeout from now (each progress restarts it), but
+            // never past the cap.
+            let wait = timeout.map(|t| {
+                t.min(
+                    (sent + t * PROGRESS_CAP).saturating_duration_since(std::time::Instant::now()),
+                )
+            });
+            match wait_reply(&rx, wait, cancel) {
+                Wait::Reply(Ok(ExtFrame::ToolProgress {
+                    message,
+                    progress,
+                    total,
+                    ..
+                })) => on_progress(
+                    &extension,
+                    &Progress {
+                        message,
+                        progress,
+                        total,
+                    },
+                ),
+                reply => break reply,
+            }
+        };
         conn.forget(id);
         let reason = match reply {
             Wait::Reply(Ok(ExtFrame::ToolResult {
@@ -680,7 +725,9 @@ impl HostHandle {
             Wait::Cancelled => "aborted".to_string(),
             Wait::TimedOut => format!(
                 "timeout waiting for {extension}/{tool} after {} ms",
-                self.inner.config.deadlines.tool.as_millis()
+                sent.elapsed()
+                    .as_millis()
+                    .max(self.inner.config.deadlines.tool.as_millis())
             ),
         };
         // Given up: withdraw the frame if still queued, allow a begun write
@@ -823,6 +870,18 @@ impl HostHandle {
 /// How a wait for a reply ended. Short-lived and moved once, so the size
 /// of the frame it may carry does not matter.
 #[allow(clippy::large_enum_variant)]
+/// How many tool timeouts a call that keeps sending `tool_progress` may
+/// run in all, counted from when it was sent.
+pub const PROGRESS_CAP: u32 = 10;
+
+/// One `tool_progress` report of a running extension tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub message: Option<String>,
+    pub progress: Option<f64>,
+    pub total: Option<f64>,
+}
+
 enum Wait {
     Reply(Reply),
     Cancelled,
@@ -930,251 +989,6 @@ impl std::ops::Deref for Host {
     }
 }
 
-/// The outcome of the `tool_call` interceptor chain.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCallVerdict {
-    /// `(extension, reason)` of the first interceptor that blocked.
-    pub blocked: Option<(String, String)>,
-    /// The arguments after every rewrite.
-    pub args: Value,
-}
-
-/// The outcome of the `turn_start` interceptor chain.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct TurnStartVerdict {
-    pub blocked: Option<(String, String)>,
-    /// Hidden context for this request only, already bounded.
-    pub context: Option<String>,
-}
-
-/// The outcome of the `assistant_message` interceptor chain.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AssistantVerdict {
-    pub blocked: Option<(String, String)>,
-    /// What the user sees.
-    pub text: String,
-}
-
-/// Upper bound of the hidden context one request can carry.
-pub const CONTEXT_CAP: usize = 16 * 1024;
-const CONTEXT_TRUNCATED: &str = "\n[extension context truncated]";
-
-impl HostHandle {
-    /// Consults every `event` interceptor serially in load order; `each`
-    /// gets the extension and its response and returns false to stop the
-    /// chain. A missing response (deadline, disconnect) counts as allow.
-    fn intercept_chain(
-        &self,
-        event: &str,
-        payload: impl Fn() -> zut_ext::wire::EventPayload,
-        cancel: &CancelToken,
-        mut each: impl FnMut(&ViewExt, ExtFrame) -> bool,
-    ) {
-        let view = self.view();
-        let timeout = self.inner.config.deadlines.intercept;
-        for ext in view
-            .exts
-            .iter()
-            .filter(|e| e.intercepts.iter().any(|x| x == event))
-        {
-            if cancel.is_cancelled() {
-                return;
-            }
-            let id = self.next_id();
-            let rx = ext.conn.expect(id, CallKind::Intercept);
-            let frame = HostFrame::EventIntercept {
-                id: id.to_string(),
-                payload: payload(),
-            };
-            if ext.conn.send(&frame).is_err() {
-                ext.conn.forget(id);
-                continue;
-            }
-            let reply = wait_reply(&rx, Some(timeout), cancel);
-            ext.conn.forget(id);
-            match reply {
-                Wait::Reply(Ok(frame)) => {
-                    if !each(ext, frame) {
-                        return;
-                    }
-                }
-                Wait::TimedOut => process::log_line(
-                    &ext.conn.log,
-                    &format!(
-                        "intercept {event} timed out after {} ms; allowing",
-                        timeout.as_millis()
-                    ),
-                ),
-                Wait::Reply(Err(_)) | Wait::Cancelled => {}
-            }
-        }
-    }
-
-    /// Runs the `tool_call` interceptors: the first block wins; each
-    /// rewrite must be a JSON object and feeds the next interceptor.
-    pub fn intercept_tool_call(
-        &self,
-        tool_id: &str,
-        tool_name: &str,
-        args: Value,
-        cancel: &CancelToken,
-    ) -> ToolCallVerdict {
-        let current = std::cell::RefCell::new(args);
-        let mut blocked = None;
-        self.intercept_chain(
-            "tool_call",
-            || zut_ext::wire::EventPayload {
-                tool_id: tool_id.to_string(),
-                tool_name: tool_name.to_string(),
-                tool_args: Some(current.borrow().clone()),
-                ..zut_ext::wire::EventPayload::named("tool_call")
-            },
-            cancel,
-            |ext, frame| {
-                let ExtFrame::EventInterceptResponse { block, reason, modified_args, .. } = frame else { return true };
-                if block {
-                    let reason = if reason.trim().is_empty() { "tool call refused by extension guard".into() } else { reason };
-                    blocked = Some((ext.name.clone(), reason));
-                    return false;
-                }
-                match modified_args {
-                    Some(v @ Value::Object(_)) => *current.borrow_mut() = v,
-                    Some(Value::Null) | None => {}
-                    Some(other) => {
-                        let msg = format!(
-                            "modified_args for {tool_name} ignored: it must be a JSON object, got {}",
-                            json_kind(&other)
-                        );
-                        process::log_line(&ext.conn.log, &msg);
-                    }
-                }
-                true
-            },
-        );
-        ToolCallVerdict {
-            blocked,
-            args: current.into_inner(),
-        }
-    }
-
-    /// Runs the `turn_start` interceptors: the first block wins; contexts
-    /// are labelled with their extension, joined and bounded to [`CONTEXT_CAP`].
-    pub fn intercept_turn_start(&self, step: u32, cancel: &CancelToken) -> TurnStartVerdict {
-        let mut blocked = None;
-        let mut parts: Vec<String> = Vec::new();
-        self.intercept_chain(
-            "turn_start",
-            || zut_ext::wire::EventPayload {
-                step: u64::from(step),
-                ..zut_ext::wire::EventPayload::named("turn_start")
-            },
-            cancel,
-            |ext, frame| {
-                let ExtFrame::EventInterceptResponse {
-                    block,
-                    reason,
-                    context,
-                    ..
-                } = frame
-                else {
-                    return true;
-                };
-                if block {
-                    let reason = if reason.trim().is_empty() {
-                        "turn blocked by extension guard".into()
-                    } else {
-                        reason
-                    };
-                    blocked = Some((ext.name.clone(), reason));
-                    return false;
-                }
-                if !context.trim().is_empty() {
-                    parts.push(format!("[{}]\n{}", ext.name, context.trim()));
-                }
-                true
-            },
-        );
-        if blocked.is_some() {
-            return TurnStartVerdict {
-                blocked,
-                context: None,
-            };
-        }
-        let context = (!parts.is_empty()).then(|| bound_context(parts.join("\n\n")));
-        TurnStartVerdict {
-            blocked: None,
-            context,
-        }
-    }
-
-    /// Runs the `assistant_message` interceptors: the first block wins;
-    /// non-empty replacements chain.
-    pub fn intercept_assistant_message(
-        &self,
-        text: &str,
-        cancel: &CancelToken,
-    ) -> AssistantVerdict {
-        let current = std::cell::RefCell::new(text.to_string());
-        let mut blocked = None;
-        if !text.is_empty() {
-            self.intercept_chain(
-                "assistant_message",
-                || zut_ext::wire::EventPayload {
-                    text: current.borrow().clone(),
-                    ..zut_ext::wire::EventPayload::named("assistant_message")
-                },
-                cancel,
-                |ext, frame| {
-                    let ExtFrame::EventInterceptResponse {
-                        block,
-                        reason,
-                        replace_text,
-                        ..
-                    } = frame
-                    else {
-                        return true;
-                    };
-                    if block {
-                        blocked = Some((ext.name.clone(), reason));
-                        return false;
-                    }
-                    if !replace_text.is_empty() {
-                        *current.borrow_mut() = replace_text;
-                    }
-                    true
-                },
-            );
-        }
-        AssistantVerdict {
-            blocked,
-            text: current.into_inner(),
-        }
-    }
-}
-
-/// Cuts `text` to [`CONTEXT_CAP`] bytes on a character boundary, marking it.
-pub fn bound_context(text: String) -> String {
-    if text.len() <= CONTEXT_CAP {
-        return text;
-    }
-    let mut cut = CONTEXT_CAP - CONTEXT_TRUNCATED.len();
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}{CONTEXT_TRUNCATED}", text[..cut].trim_end())
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Sends the dispatcher a request made with a reply channel and waits for
 /// the answer; the default when the dispatcher is gone.
 fn ask<T: Default, M>(to: &Sender<M>, request: impl FnOnce(Sender<T>) -> M) -> T {
@@ -1188,15 +1002,6 @@ fn ask<T: Default, M>(to: &Sender<M>, request: impl FnOnce(Sender<T>) -> M) -> T
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn context_is_bounded_on_a_char_boundary() {
-        let long = "é".repeat(CONTEXT_CAP);
-        let b = bound_context(long);
-        assert!(b.len() <= CONTEXT_CAP);
-        assert!(b.ends_with(CONTEXT_TRUNCATED));
-        assert_eq!(bound_context("short".into()), "short");
-    }
 
     #[test]
     fn content_is_normalised() {

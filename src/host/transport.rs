@@ -517,7 +517,13 @@ impl Conn {
 
     /// Registers a pending call and returns its reply receiver.
     pub fn expect(&self, id: u64, kind: CallKind) -> Receiver<Reply> {
-        let (tx, rx) = crossbeam_channel::bounded(1);
+        // A tool call may hear any number of `tool_progress` frames before
+        // its reply, and the reader must never block on a slow caller; the
+        // caller drains them as they come and forgets the id when done.
+        let (tx, rx) = match kind {
+            CallKind::Tool => crossbeam_channel::unbounded(),
+            _ => crossbeam_channel::bounded(1),
+        };
         let gone = lock(&self.gone).clone();
         match gone {
             Some(r) => {
@@ -547,6 +553,11 @@ impl Conn {
         let waiter = {
             let mut pending = lock(&self.pending);
             match pending.get(&id) {
+                // Progress keeps the call waiting: it is passed on, and the
+                // entry stays for the reply.
+                Some((k, tx)) if *k == kind && matches!(frame, ExtFrame::ToolProgress { .. }) => {
+                    return tx.send(Ok(frame)).is_ok();
+                }
                 Some((k, _)) if *k == kind => pending.remove(&id),
                 _ => None,
             }
@@ -862,6 +873,7 @@ impl Conn {
             ExtFrame::ToolResult { id, .. } => (CallKind::Tool, id),
             ExtFrame::CommandResponse { id, .. } => (CallKind::Command, id),
             ExtFrame::EventInterceptResponse { id, .. } => (CallKind::Intercept, id),
+            ExtFrame::ToolProgress { id, .. } => (CallKind::Tool, id),
             _ => {
                 let _ = self.post(FromExt::Frame(frame));
                 return;

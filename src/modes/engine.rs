@@ -111,6 +111,15 @@ impl agent::Observer for Recorder {
         }
     }
 
+    fn message_from(&mut self, message: &Message, extension: &str) {
+        lock(&self.shared).messages.push(message.clone());
+        if let Some(s) = lock(&self.session).as_mut() {
+            if let Err(e) = s.append_message_from(message, Some(extension)) {
+                log::warn!("session: {e}");
+            }
+        }
+    }
+
     fn state(&mut self, extension: &str, state: &serde_json::Value) -> Result<(), String> {
         match lock(&self.session).as_mut() {
             // No session: states are not kept (nothing to keep them in).

@@ -74,6 +74,23 @@ impl super::Front for Printer {
             } => {
                 format!("zut: extension {extension} blocked the {name} call: {reason}")
             }
+            Event::PromptContinued { extension, reason } => {
+                format!("zut: extension {extension} keeps the prompt going: {reason}")
+            }
+            Event::ToolResult {
+                name,
+                is_error,
+                content,
+                replaced_by: Some(by),
+                ..
+            } => {
+                if *is_error {
+                    let text = crate::agent::content_text(content);
+                    format!("zut: extension {by} withheld or replaced the result of the {name} call: {text}")
+                } else {
+                    format!("zut: extension {by} replaced the result of the {name} call")
+                }
+            }
             Event::ToolResult {
                 name,
                 is_error: true,

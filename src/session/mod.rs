@@ -602,7 +602,10 @@ impl Session {
             // The file ends with the dangling call: the repair belongs
             // right there, so write it and the file says what memory holds.
             let message = s.messages[at].clone();
-            let _ = s.write_row(&RowOut::Message { message: &message });
+            let _ = s.write_row(&RowOut::Message {
+                message: &message,
+                extension: None,
+            });
         }
         if skipped > 0 || repairs.any() {
             s.warning = Some(LoadWarning {
@@ -686,7 +689,17 @@ impl Session {
     /// Appends a message. It is in the transcript even when the write
     /// fails; the error says the file may lack it.
     pub fn append_message(&mut self, message: &Message) -> Result<(), SessionError> {
-        let written = self.write_row(&RowOut::Message { message });
+        self.append_message_from(message, None)
+    }
+
+    /// [`Session::append_message`] for a message an extension added (an
+    /// `agent_end` continue): the row carries its name.
+    pub fn append_message_from(
+        &mut self,
+        message: &Message,
+        extension: Option<&str>,
+    ) -> Result<(), SessionError> {
+        let written = self.write_row(&RowOut::Message { message, extension });
         self.messages.push(message.clone());
         written
     }
@@ -772,7 +785,13 @@ impl Session {
             self.header.cwd.clone(),
             |out| {
                 for message in messages {
-                    row::encode(&RowOut::Message { message }, out);
+                    row::encode(
+                        &RowOut::Message {
+                            message,
+                            extension: None,
+                        },
+                        out,
+                    );
                 }
                 for (extension, state) in &states {
                     row::encode(&RowOut::ExtensionState { extension, state }, out);

@@ -32,6 +32,9 @@ pub enum RowOut<'a> {
     Session(&'a Header),
     Message {
         message: &'a Message,
+        /// The extension that added it (an `agent_end` continue).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        extension: Option<&'a str>,
     },
     ExtensionState {
         extension: &'a str,
@@ -111,7 +114,8 @@ mod tests {
         );
         assert_eq!(
             line(RowOut::Message {
-                message: &Message::user_text("hi")
+                message: &Message::user_text("hi"),
+                extension: None,
             }),
             "{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}}\n"
         );

@@ -312,3 +312,18 @@ pub fn pipe_fill(fd: std::os::fd::RawFd) -> (usize, usize) {
     };
     (queued.max(0) as usize, capacity.max(0) as usize)
 }
+
+/// Installs an extension driven by `plan` (see `tests/fixtures/ext/plan.py`).
+pub fn plan_ext(sb: &Sandbox, plan: serde_json::Value) -> PathBuf {
+    let name = plan["name"].as_str().unwrap().to_string();
+    let dir = sb.path("exts").join(&name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = serde_json::json!({
+        "name": name, "version": "0.1.0", "exec": "python3",
+        "args": [fixtures().join("plan.py").display().to_string()],
+        "language": "python", "description": "test fixture: plan"
+    });
+    std::fs::write(dir.join("extension.json"), manifest.to_string()).unwrap();
+    std::fs::write(dir.join("plan.json"), plan.to_string()).unwrap();
+    dir
+}

@@ -78,6 +78,15 @@ pub const KNOWN_EVENTS: &[&str] = &[
 /// ```
 pub const INTERCEPTABLE_EVENTS: &[&str] = &["tool_call", "turn_start", "assistant_message"];
 
+/// Events that can be intercepted beyond the reference protocol (hosts
+/// that list [`FEATURE_LATE_REGISTRATION`] and later): `user_message`,
+/// `tool_result`, `agent_end`.
+///
+/// ```
+/// assert!(zut_ext::wire::ADDED_INTERCEPTABLE_EVENTS.contains(&"agent_end"));
+/// ```
+pub const ADDED_INTERCEPTABLE_EVENTS: &[&str] = &["user_message", "tool_result", "agent_end"];
+
 /// The capability an extension advertises in `hello` to receive `tool_cancel`.
 ///
 /// ```
@@ -265,9 +274,18 @@ pub enum ExtFrame {
         /// `assistant_message` only: the text the user sees instead.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         replace_text: String,
-        /// `turn_start` only: hidden context for the upcoming model request.
+        /// `turn_start`, `user_message`, `tool_result`: hidden context for
+        /// the upcoming model request(s).
         #[serde(default, skip_serializing_if = "String::is_empty")]
         context: String,
+        /// `tool_result` only (addition): the blocks the model and the
+        /// transcript get instead of the tool's own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replace_content: Option<Vec<ContentBlock>>,
+        /// `tool_call` only (addition): `approve` (skip the confirmation
+        /// dialog) or `ask` (confirm even under `--yolo`).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        decision: String,
     },
     /// The answer to a `tool_call`.
     ToolResult {
@@ -601,6 +619,23 @@ pub struct EventPayload {
         deserialize_with = "present"
     )]
     pub state: Option<Value>,
+    /// `tool_result` (addition): whether the tool failed; always present
+    /// on that event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// `tool_result` (addition): what the tool returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<ContentBlock>>,
+    /// `tool_result` (addition): the extension (or `mcp:SERVER`) that ran
+    /// the tool; empty for built-in tools.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub extension: String,
+    /// `agent_end` (addition): the model steps of this prompt so far.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub steps: u64,
+    /// `agent_end` (addition): how often this prompt was already continued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continued: Option<u64>,
 }
 
 impl EventPayload {
@@ -829,6 +864,8 @@ fn ext_fields(frame_type: &str) -> Option<&'static [&'static str]> {
             "modified_args",
             "replace_text",
             "context",
+            "replace_content",
+            "decision",
         ],
         "tool_result" => &["id", "content", "is_error", "activate_tools", "details"],
         "command_response" => &[
@@ -870,6 +907,11 @@ const INTERCEPT_FIELDS: &[&str] = &[
     "text",
     "session",
     "state",
+    "is_error",
+    "content",
+    "extension",
+    "steps",
+    "continued",
 ];
 
 /// The fields of [`EventPayload`].

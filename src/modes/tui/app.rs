@@ -121,7 +121,8 @@ pub enum Entry {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolState {
-    Running,
+    /// With the last `tool_progress` report, if any (empty: none yet).
+    Running(String),
     Done {
         is_error: bool,
         output: String,
@@ -590,7 +591,7 @@ impl App {
                     name: strip_controls(&name),
                     extension: extension.map(|e| strip_controls(&e)),
                     args: strip_controls(&args).replace('\n', " "),
-                    state: ToolState::Running,
+                    state: ToolState::Running(String::new()),
                 });
             }
             Event::ToolBlocked {
@@ -616,6 +617,27 @@ impl App {
                         });
                     }
                 }
+            }
+            Event::ToolProgress {
+                id,
+                message,
+                progress,
+                total,
+                ..
+            } => {
+                if let Some(ToolState::Running(line)) = self.tool_state(&id) {
+                    *line = strip_controls(&progress_text(message.as_deref(), progress, total));
+                }
+            }
+            // The engine reports the refused prompt as the turn's error.
+            Event::PromptBlocked { .. } => {}
+            Event::PromptContinued { extension, reason } => {
+                self.close_assistant();
+                self.chat.push(Entry::User(format!(
+                    "[{}] {}",
+                    strip_controls(&extension),
+                    strip_controls(&reason)
+                )));
             }
             Event::ToolResult {
                 id,
@@ -1614,7 +1636,7 @@ fn transcript_entries(messages: &[Message], state: &CoreState) -> Vec<Entry> {
                         .find(|t| t.name == *name)
                         .and_then(|t| t.extension.clone()),
                     args: strip_controls(&args.to_string()).replace('\n', " "),
-                    state: ToolState::Running,
+                    state: ToolState::Running(String::new()),
                 }),
                 (
                     _,
@@ -1671,4 +1693,22 @@ pub fn panel_key_name(key: &KeyEvent) -> (&'static str, Option<String>) {
         _ => "unknown",
     };
     (name, None)
+}
+
+/// A `tool_progress` report as one short line: the message, then how far
+/// (`3/10` or a percentage when the total is known, else the count).
+pub fn progress_text(message: Option<&str>, progress: Option<f64>, total: Option<f64>) -> String {
+    let amount = match (progress, total) {
+        (Some(p), Some(t)) if t > 0.0 => format!("{:.0}%", (p / t * 100.0).clamp(0.0, 100.0)),
+        (Some(p), _) => format!("{p}"),
+        _ => String::new(),
+    };
+    match (
+        message.map(str::trim).filter(|m| !m.is_empty()),
+        amount.is_empty(),
+    ) {
+        (Some(m), true) => m.to_string(),
+        (Some(m), false) => format!("{m} ({amount})"),
+        (None, _) => amount,
+    }
 }

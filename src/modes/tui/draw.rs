@@ -286,7 +286,12 @@ impl App {
                 }
                 out.push(fit(parts, w));
                 match state {
-                    ToolState::Running => out.push(Line::styled("  ⎿ running…", self.fg(t.muted))),
+                    ToolState::Running(p) if p.is_empty() => {
+                        out.push(Line::styled("  ⎿ running…", self.fg(t.muted)))
+                    }
+                    ToolState::Running(p) => {
+                        out.push(Line::styled(format!("  ⎿ running… {p}"), self.fg(t.muted)))
+                    }
                     ToolState::Blocked(reason) => out.extend(prefixed(
                         &format!("blocked {reason}"),
                         "  ⊘ ",

@@ -203,6 +203,7 @@ fn the_edit_dialog_shows_a_coloured_diff_and_scrolls_when_taller() {
             text: "applied 2 edits".into(),
         }],
         extension: None,
+        replaced_by: None,
     });
     let text = rows(&draw(&a, 80, 24)).join("\n");
     assert!(text.contains("⚙ edit +1 -2"), "{text}");

@@ -841,6 +841,16 @@ fn streamed_text_and_tool_lines_with_the_serving_extension() {
         args: serde_json::json!({"city": "Berlin"}),
     });
     assert!(screen(&a).contains("⎿ running…"));
+    a.on_event(Event::ToolProgress {
+        id: "c1".into(),
+        name: "forecast".into(),
+        extension: "wx".into(),
+        message: Some("asking the \x1b[31mstation".into()),
+        progress: Some(3.0),
+        total: Some(4.0),
+    });
+    let s = screen(&a);
+    assert!(s.contains("⎿ running… asking the station (75%)"), "{s}");
     a.on_event(Event::ToolResult {
         id: "c1".into(),
         name: "forecast".into(),
@@ -849,6 +859,7 @@ fn streamed_text_and_tool_lines_with_the_serving_extension() {
             text: "sunny\n21°C\nwind 3 km/h".into(),
         }],
         extension: Some("wx".into()),
+        replaced_by: None,
     });
     let s = screen(&a);
     assert!(s.contains("⚙ forecast (wx) {\"city\":\"Berlin\"}"), "{s}");
@@ -1444,6 +1455,7 @@ fn a_call_blocked_before_it_started_is_shown() {
         is_error: true,
         content: vec![zut_ext::wire::ContentBlock::text("dangerous command: sudo")],
         extension: None,
+        replaced_by: None,
     });
     let s = screen(&a);
     assert!(s.contains("bash"), "{s}");

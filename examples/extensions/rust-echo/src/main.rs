@@ -146,6 +146,8 @@ fn handle(frame: HostFrame, opts: &Options, out: &mut impl Write) -> io::Result<
                 modified_args: None,
                 replace_text: String::new(),
                 context: String::new(),
+                replace_content: None,
+                decision: String::new(),
             },
         )?,
         HostFrame::Shutdown => {
