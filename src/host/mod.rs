@@ -675,6 +675,7 @@ impl HostHandle {
         };
         let timeout = (!interactive).then_some(self.inner.config.deadlines.tool);
         let sent = std::time::Instant::now();
+        let mut progressed = false;
         let reply = loop {
             // A full timeout from now (each progress restarts it), but
             // never past the cap.
@@ -683,20 +684,23 @@ impl HostHandle {
                     (sent + t * PROGRESS_CAP).saturating_duration_since(std::time::Instant::now()),
                 )
             });
-            match wait_reply(&rx, wait, cancel) {
+            match wait_reply_spinning(&rx, wait, cancel, !progressed) {
                 Wait::Reply(Ok(ExtFrame::ToolProgress {
                     message,
                     progress,
                     total,
                     ..
-                })) => on_progress(
-                    &extension,
-                    &Progress {
-                        message,
-                        progress,
-                        total,
-                    },
-                ),
+                })) => {
+                    progressed = true;
+                    on_progress(
+                        &extension,
+                        &Progress {
+                            message,
+                            progress,
+                            total,
+                        },
+                    )
+                }
                 reply => break reply,
             }
         };
@@ -889,10 +893,21 @@ enum Wait {
 }
 
 fn wait_reply(rx: &Receiver<Reply>, timeout: Option<Duration>, cancel: &CancelToken) -> Wait {
+    wait_reply_spinning(rx, timeout, cancel, true)
+}
+
+/// [`wait_reply`]; without `spin` it blocks at once (the wait after a
+/// `tool_progress`: the reply is then seldom microseconds away).
+fn wait_reply_spinning(
+    rx: &Receiver<Reply>,
+    timeout: Option<Duration>,
+    cancel: &CancelToken,
+    spin: bool,
+) -> Wait {
     // A reply often arrives within microseconds. Spinning briefly, then
     // yielding a few times, catches it without parking this thread: on a
     // busy core a park and wake-up costs more than the round trip itself.
-    for step in 0..10u32 {
+    for step in 0..if spin { 10u32 } else { 0 } {
         if let Ok(r) = rx.try_recv() {
             return Wait::Reply(r);
         }

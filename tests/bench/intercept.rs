@@ -7,6 +7,10 @@
 //! printing a decision — and against one bare extension tool call
 //! (`host.call_tool`), all measured in the same run.
 //!
+//! The same extension also intercepts `tool_result`: one such
+//! consultation (a short listing as the result) is measured beside the
+//! `tool_call` one.
+//!
 //! Run: `cargo bench --bench intercept`.
 
 mod common;
@@ -95,6 +99,21 @@ fn main() {
         let v = h.intercept_tool_call("c1", "bash", tool_args(), &never);
         assert!(v.blocked.is_none());
     };
+    // The same call's result, as the model would get it.
+    let seen = zut::host::ToolResultSeen {
+        id: "c1".into(),
+        name: "bash".into(),
+        args: tool_args(),
+        is_error: false,
+        content: vec![zut_ext::wire::ContentBlock::text(
+            "total 8\ndrwxr-xr-x 2 u u 4096 main.rs\n-rw-r--r-- 1 u u 120 lib.rs",
+        )],
+        extension: None,
+    };
+    let intercept_result = |h: &Host| {
+        let v = h.intercept_tool_result(&seen, &never);
+        assert!(v.blocked.is_none() && v.content.is_none());
+    };
     let call = || {
         let reply = h1.call_tool("rust_echo", &json!({"text": "hello"}), &never);
         assert!(reply.is_some_and(|r| !r.is_error));
@@ -104,6 +123,7 @@ fn main() {
         intercept(&h0);
         intercept(&h1);
         intercept(&h5);
+        intercept_result(&h1);
         call();
     }
     hook_call(&sh, &hook_sh, &event);
@@ -116,9 +136,11 @@ fn main() {
         Samples::new(),
     );
     let (mut t_sh, mut t_py) = (Samples::new(), Samples::new());
+    let mut t1r = Samples::new();
     for _block in 0..10 {
         t0.append(Samples::time(0, 500, || intercept(&h0)));
         t1.append(Samples::time(0, 500, || intercept(&h1)));
+        t1r.append(Samples::time(0, 500, || intercept_result(&h1)));
         rtt.append(Samples::time(0, 500, call));
         t5.append(Samples::time(0, 200, || intercept(&h5)));
         t_sh.append(Samples::time(0, 20, || hook_call(&sh, &hook_sh, &event)));
@@ -131,6 +153,7 @@ fn main() {
     r.section("per intercepted tool call");
     r.line("no interceptor (chain is empty)", t0.summary());
     r.line("1 intercepting extension", t1.summary());
+    r.line("1 tool_result interceptor (same extension)", t1r.summary());
     r.line("5 intercepting extensions", t5.summary());
     r.line("hook model: sh hook.sh per call", t_sh.summary());
     r.line("hook model: python3 hook.py per call", t_py.summary());
@@ -175,6 +198,12 @@ fn main() {
         vs_call <= 1.0,
         "one interceptor adds ≤ 1× a bare extension tool call",
         format!("{} = {vs_call:.2}× of {}", fmt(added1), fmt(rtt.median())),
+    );
+    let vs_result = ratio(t1r.median(), t1.median());
+    r.goal(
+        vs_result <= 1.1,
+        "a tool_result interceptor costs ≤ 1.1× a tool_call interceptor",
+        format!("{vs_result:.2}×"),
     );
     r.finish();
 }

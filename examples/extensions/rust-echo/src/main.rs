@@ -80,7 +80,7 @@ fn registrations(opts: &Options) -> Vec<ExtFrame> {
     if opts.intercept {
         frames.push(ExtFrame::Subscribe {
             events: Vec::new(),
-            intercept: vec!["tool_call".into()],
+            intercept: vec!["tool_call".into(), "tool_result".into()],
         });
     }
     frames.push(ExtFrame::Ready);
@@ -106,6 +106,37 @@ fn echo_tool(id: String, args: &Value) -> ExtFrame {
         activate_tools: Vec::new(),
         details: None,
     }
+}
+
+/// Optional arguments for benchmarks: `sleep_ms` before answering, with a
+/// `tool_progress` frame every `progress_ms` meanwhile.
+fn work(id: &str, args: &Value, out: &mut impl Write) -> io::Result<()> {
+    let ms = |k: &str| args.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let (total, every) = (ms("sleep_ms"), ms("progress_ms"));
+    if total == 0 {
+        return Ok(());
+    }
+    let end = std::time::Instant::now() + std::time::Duration::from_millis(total);
+    let mut done = 0u64;
+    while let Some(left) = end.checked_duration_since(std::time::Instant::now()) {
+        let step = match every {
+            0 => left,
+            n => left.min(std::time::Duration::from_millis(n)),
+        };
+        std::thread::sleep(step);
+        if every > 0 && std::time::Instant::now() < end {
+            done += every;
+            let frame = zut_ext::additions::AddedFrame::ToolProgress {
+                id: id.to_string(),
+                message: None,
+                progress: zut_ext::additions::number(done as f64),
+                total: zut_ext::additions::number(total as f64),
+            };
+            out.write_all(&zut_ext::wire::encode_line(&frame))?;
+            out.flush()?;
+        }
+    }
+    Ok(())
 }
 
 /// What to answer to one host frame; `Ok(false)` ends the extension.
@@ -135,7 +166,10 @@ fn handle(frame: HostFrame, opts: &Options, out: &mut impl Write) -> io::Result<
                 error: String::new(),
             },
         )?,
-        HostFrame::ToolCall { id, args, .. } => send(out, &echo_tool(id, &args))?,
+        HostFrame::ToolCall { id, args, .. } => {
+            work(&id, &args, out)?;
+            send(out, &echo_tool(id, &args))?
+        }
         // Every field left at its default: allow, unchanged.
         HostFrame::EventIntercept { id, .. } => send(
             out,
