@@ -637,7 +637,6 @@ impl Session<'_> {
             }
             AddedFrame::UnregisterTool { name } => self.late.push(Late::UnregisterTool(name)),
             AddedFrame::UnregisterCommand { name } => self.late.push(Late::UnregisterCommand(name)),
-            AddedFrame::EventInterceptResponse { .. } => return false,
         }
         true
     }

@@ -1,8 +1,9 @@
-//! The frames and fields of the protocol additions, as the SDK writes and
-//! reads them: `tool_progress`, `unregister_tool` / `unregister_command`,
-//! the intercept response fields `replace_content` and `decision`, and on
-//! the host side `hello_ack.features` and the `tool_result` / `agent_end`
-//! payload fields.
+//! The frames of the protocol additions as the SDK writes them
+//! (`tool_progress`, `unregister_tool` / `unregister_command`), and
+//! `hello_ack.features` read tolerantly. The new intercept fields
+//! (`replace_content`, `decision`) and payload fields (`is_error`,
+//! `content`, `extension`, `steps`, `continued`) are part of
+//! [`crate::wire`]'s frames.
 //!
 //! Hosts that announce an addition in `hello_ack.features` act on these;
 //! older hosts skip them as unknown frames and fields (the protocol's
@@ -12,7 +13,6 @@
 //! line, empty optional fields left out); decoding the extra host fields is
 //! tolerant: a field of the wrong shape reads as absent, never as an error.
 
-use crate::wire::ContentBlock;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Number, Value};
 
@@ -50,33 +50,6 @@ pub enum AddedFrame {
         /// The command.
         name: String,
     },
-    /// The answer to an `event_intercept`, with every field the additions
-    /// define (a superset of the base protocol's frame).
-    EventInterceptResponse {
-        /// The correlation id.
-        id: String,
-        /// Refuse the action (for `agent_end`: keep the prompt going).
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        block: bool,
-        /// Why.
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        reason: String,
-        /// `tool_call`: replacement arguments.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        modified_args: Option<Value>,
-        /// `assistant_message`, `user_message`: replacement text.
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        replace_text: String,
-        /// `tool_result`: the blocks the model gets instead.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        replace_content: Option<Vec<ContentBlock>>,
-        /// `turn_start`, `user_message`, `tool_result`: hidden context.
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        context: String,
-        /// `tool_call`: `approve` or `ask`.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        decision: Option<String>,
-    },
 }
 
 impl AddedFrame {
@@ -91,7 +64,6 @@ impl AddedFrame {
             AddedFrame::ToolProgress { .. } => "tool_progress",
             AddedFrame::UnregisterTool { .. } => "unregister_tool",
             AddedFrame::UnregisterCommand { .. } => "unregister_command",
-            AddedFrame::EventInterceptResponse { .. } => "event_intercept_response",
         }
     }
 }
@@ -118,27 +90,6 @@ pub struct HelloAckAdditions {
     /// The additions this host supports.
     #[serde(default, deserialize_with = "lenient")]
     pub features: Vec<String>,
-}
-
-/// The `tool_result` and `agent_end` payload fields of an `event` or
-/// `event_intercept` frame.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct PayloadAdditions {
-    /// `tool_result`: the tool failed.
-    #[serde(default, deserialize_with = "lenient")]
-    pub is_error: bool,
-    /// `tool_result`: the blocks the tool returned.
-    #[serde(default, deserialize_with = "lenient")]
-    pub content: Vec<ContentBlock>,
-    /// `tool_result`: the extension that served the call (empty for built-ins).
-    #[serde(default, deserialize_with = "lenient")]
-    pub extension: String,
-    /// `agent_end`: model steps of this prompt so far.
-    #[serde(default, deserialize_with = "lenient")]
-    pub steps: u64,
-    /// `agent_end`: how often this prompt was already continued.
-    #[serde(default, deserialize_with = "lenient")]
-    pub continued: u64,
 }
 
 /// Reads the additions' fields from a whole host line; anything unreadable

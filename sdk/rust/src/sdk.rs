@@ -35,7 +35,7 @@
 //! - malformed lines and unknown frame types are logged on stderr and
 //!   skipped.
 
-use crate::additions::{self, AddedFrame, HelloAckAdditions, PayloadAdditions};
+use crate::additions::{self, AddedFrame, HelloAckAdditions};
 use crate::lines::{Line, LineReader};
 use crate::results::{error, error_result, AssistantMessageDecision, Response, ToolCallDecision};
 use crate::results::{AgentEndDecision, ToolResultDecision, UserMessageDecision};
@@ -1729,11 +1729,7 @@ impl Dispatch {
                 }
             }
             HostFrame::EventIntercept { id, payload } => {
-                let added: PayloadAdditions = match payload.event.as_str() {
-                    "tool_result" | "agent_end" => additions::read_fields(line),
-                    _ => PayloadAdditions::default(),
-                };
-                return self.inline(|| self.intercept(id, payload, added));
+                return self.inline(|| self.intercept(id, payload));
             }
             HostFrame::PanelKey {
                 panel_id,
@@ -1868,7 +1864,7 @@ impl Dispatch {
 
     /// Answers one `event_intercept`: exactly one response, blocking when the
     /// interceptor panics.
-    fn intercept(&self, id: String, p: EventPayload, added: PayloadAdditions) {
+    fn intercept(&self, id: String, p: EventPayload) {
         let mut frame = InterceptAnswer::default();
         let outcome = guarded(|| match p.event.as_str() {
             "tool_call" => {
@@ -1878,7 +1874,9 @@ impl Dispatch {
                     frame.block = d.block;
                     frame.reason = d.reason;
                     frame.modified_args = d.modified_args.filter(|a| !d.block && a.is_object());
-                    frame.decision = d.decision.filter(|_| !d.block).map(|a| a.as_str().into());
+                    frame.decision = (d.decision.filter(|_| !d.block))
+                        .map(|a| a.as_str().to_string())
+                        .unwrap_or_default();
                 }
             }
             "user_message" => {
@@ -1900,9 +1898,9 @@ impl Dispatch {
                         tool_id: p.tool_id.clone(),
                         tool_name: p.tool_name.clone(),
                         tool_args: p.tool_args.clone().unwrap_or(Value::Null),
-                        is_error: added.is_error,
-                        content: added.content,
-                        extension: added.extension,
+                        is_error: p.is_error.unwrap_or(false),
+                        content: p.content.clone().unwrap_or_default(),
+                        extension: p.extension.clone(),
                     };
                     let d = f(&event);
                     frame.block = d.block;
@@ -1917,8 +1915,8 @@ impl Dispatch {
                 if let Some(f) = &self.end_intercept {
                     let d = f(&AgentEnd {
                         text: p.text.clone(),
-                        steps: added.steps,
-                        continued: added.continued,
+                        steps: p.steps,
+                        continued: p.continued.unwrap_or(0),
                     });
                     frame.block = d.block;
                     frame.reason = d.reason;
@@ -1951,7 +1949,7 @@ impl Dispatch {
                 ..InterceptAnswer::default()
             };
         }
-        self.handle.send_added(&AddedFrame::EventInterceptResponse {
+        self.handle.send(&ExtFrame::EventInterceptResponse {
             id,
             block: frame.block,
             reason: frame.reason,
@@ -1996,7 +1994,7 @@ struct InterceptAnswer {
     replace_text: String,
     replace_content: Option<Vec<ContentBlock>>,
     context: String,
-    decision: Option<String>,
+    decision: String,
 }
 
 /// Worker threads that take over reading when a handler is slow: a

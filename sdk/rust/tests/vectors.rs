@@ -644,7 +644,8 @@ fn a_wrong_expectation_fails_the_harness() {
 
 #[test]
 fn the_additions_host_fields_are_read_from_the_vectors() {
-    use zut_ext::additions::{read_fields, HelloAckAdditions, PayloadAdditions};
+    use zut_ext::additions::{read_fields, HelloAckAdditions};
+    use zut_ext::wire::{decode_host_frame, EventPayload, HostFrame};
     let line = |name: &str| {
         frame_vectors()
             .into_iter()
@@ -652,17 +653,23 @@ fn the_additions_host_fields_are_read_from_the_vectors() {
             .unwrap_or_else(|| panic!("vector {name}"))
             .line
     };
+    let payload = |name: &str| -> EventPayload {
+        match decode_host_frame(line(name).as_bytes()) {
+            Ok(HostFrame::EventIntercept { payload, .. }) => payload,
+            other => panic!("{name}: {other:?}"),
+        }
+    };
     let ack: HelloAckAdditions = read_fields(line("hello_ack_features").as_bytes());
     assert_eq!(ack.features, ["late_registration", "tool_progress"]);
-    let r: PayloadAdditions = read_fields(line("intercept_tool_result").as_bytes());
+    let r = payload("intercept_tool_result");
     assert_eq!(
-        (r.is_error, r.content.len(), r.extension.as_str()),
-        (false, 1, "wx")
+        (r.is_error, r.content.map(|c| c.len()), r.extension.as_str()),
+        (Some(false), Some(1), "wx")
     );
-    let b: PayloadAdditions = read_fields(line("intercept_tool_result_builtin").as_bytes());
-    assert_eq!((b.is_error, b.extension.as_str()), (true, ""));
-    let end: PayloadAdditions = read_fields(line("intercept_agent_end").as_bytes());
-    assert_eq!((end.steps, end.continued), (3, 1));
+    let b = payload("intercept_tool_result_builtin");
+    assert_eq!((b.is_error, b.extension.as_str()), (Some(true), ""));
+    let end = payload("intercept_agent_end");
+    assert_eq!((end.steps, end.continued), (3, Some(1)));
     let none: HelloAckAdditions = read_fields(line("hello_ack_minimal").as_bytes());
     assert!(none.features.is_empty());
 }
