@@ -189,6 +189,12 @@ impl Agent {
         self.transcript = messages;
     }
 
+    /// Hidden context for the next provider request only (a
+    /// `SessionStart` hook's output).
+    pub fn add_next_context(&mut self, context: Vec<String>) {
+        self.hook_context.1.extend(context);
+    }
+
     /// Who hears about messages and extension state.
     pub fn set_observer(&mut self, observer: Option<Box<dyn Observer>>) {
         self.observer = observer;
@@ -276,7 +282,7 @@ impl Agent {
     pub fn prompt(&mut self, text: &str, cancel: &CancelToken) -> Outcome {
         self.refresh_tools();
         match crate::hooks::agent::prompt_submit(&self.opts.hooks, text, &*self.sink) {
-            Ok(context) => self.hook_context = (context, Vec::new()),
+            Ok(context) => self.hook_context.0 = context,
             Err(reason) => return Outcome::Blocked { reason },
         }
         let mut continued = 0;
@@ -374,6 +380,9 @@ impl Agent {
             });
             if cancel.is_cancelled() {
                 return self.end_aborted();
+            }
+            if let Some(reason) = crate::hooks::agent::halted(&self.opts.hooks) {
+                return self.end_turn("error", Outcome::Blocked { reason });
             }
         }
         // Extensions hear it too, like every other end of a turn.

@@ -1,5 +1,7 @@
-//! The agent's call sites: one function per intercept point, each taking
-//! the loaded [`Hooks`] and returning what the agent must do.
+//! The agent's and the engine's call sites: one function per intercept
+//! point, each taking the loaded [`Hooks`] and returning what the caller
+//! must do. Every function returns at once when no handler is configured
+//! for its event, so a run without hooks pays one scan of an empty list.
 
 use super::{tools, Hooks};
 use crate::events::EventSink;
@@ -26,6 +28,9 @@ pub fn pre_tool_use(h: &Hooks, id: &str, name: &str, args: Value, sink: &dyn Eve
         json!({"tool_name": cname, "tool_input": input, "tool_use_id": id}),
         sink,
     );
+    if let Some((cmd, reason)) = &v.stop {
+        halt(h, cmd, reason);
+    }
     if let Some((cmd, reason)) = v.block.or(v.stop) {
         let reason = if reason.is_empty() {
             format!("blocked by hook {cmd}")
@@ -81,10 +86,82 @@ pub fn post_tool_use(
         json!({"tool_name": cname, "tool_input": input, "tool_use_id": id, "tool_response": response}),
         sink,
     );
+    if let Some((cmd, reason)) = &v.stop {
+        halt(h, cmd, reason);
+    }
     if let Some((_, reason)) = v.block.take().filter(|(_, r)| !r.is_empty()) {
         v.context.insert(0, reason);
     }
     v.context
+}
+
+/// Records a tool hook's `continue:false` (the first one wins).
+fn halt(h: &Hooks, cmd: &str, reason: &str) {
+    if let Ok(mut slot) = h.halt.lock() {
+        if slot.is_none() {
+            *slot = Some(match reason.trim() {
+                "" => format!("stopped by hook {cmd}"),
+                r => format!("{r} (stopped by hook {cmd})"),
+            });
+        }
+    }
+}
+
+/// Whether a `PreToolUse` or `PostToolUse` hook answered `continue:false`
+/// since the last call: the reason the prompt ends with (taken, so it
+/// ends one prompt only).
+pub fn halted(h: &Hooks) -> Option<String> {
+    h.halt.lock().ok().and_then(|mut slot| slot.take())
+}
+
+/// SessionStart (`source`: `startup`, `resume`, `clear` or `compact`): the
+/// hidden context of the next request (plain stdout and
+/// `additionalContext`, in configuration order).
+pub fn session_start(h: &Hooks, source: &str, sink: &dyn EventSink) -> Vec<String> {
+    if !h.has("SessionStart") {
+        return Vec::new();
+    }
+    h.fire(
+        "SessionStart",
+        Some(source),
+        json!({"source": source}),
+        sink,
+    )
+    .context
+}
+
+/// SessionEnd (`reason`: `clear`, `prompt_input_exit` or `other`). It
+/// cannot block: zut waits for the handlers (each within its timeout) and
+/// goes on.
+pub fn session_end(h: &Hooks, reason: &str, sink: &dyn EventSink) {
+    if h.has("SessionEnd") {
+        h.fire("SessionEnd", Some(reason), json!({"reason": reason}), sink);
+    }
+}
+
+/// PreCompact (`trigger`: `manual` or `auto`, with the `/compact`
+/// instructions): `Err` with the reason when a hook cancels the compaction
+/// (exit 2, `decision:"block"` or `continue:false`).
+pub fn pre_compact(
+    h: &Hooks,
+    trigger: &str,
+    instructions: &str,
+    sink: &dyn EventSink,
+) -> Result<(), String> {
+    if !h.has("PreCompact") {
+        return Ok(());
+    }
+    let v = h.fire(
+        "PreCompact",
+        Some(trigger),
+        json!({"trigger": trigger, "custom_instructions": instructions}),
+        sink,
+    );
+    match v.block.or(v.stop) {
+        Some((cmd, reason)) if reason.trim().is_empty() => Err(format!("cancelled by hook {cmd}")),
+        Some((cmd, reason)) => Err(format!("cancelled by hook {cmd}: {}", reason.trim())),
+        None => Ok(()),
+    }
 }
 
 /// UserPromptSubmit: the prompt's hidden context, or why it was refused.

@@ -39,6 +39,9 @@ pub struct Hooks {
     pub yolo: bool,
     /// Session id and transcript path.
     pub session: Mutex<(String, String)>,
+    /// A tool hook's `continue:false`: the prompt ends after this call,
+    /// with this reason (taken by [`agent::halted`]).
+    pub halt: Mutex<Option<String>>,
 }
 
 impl Hooks {
@@ -58,6 +61,17 @@ impl Hooks {
             project: project.to_path_buf(),
             yolo,
             session: Mutex::new(Default::default()),
+            halt: Mutex::new(None),
+        }
+    }
+
+    /// The session the hooks' input names from now on (`None`: no
+    /// session is kept, the fields are empty).
+    pub fn set_session(&self, session: Option<&crate::session::Session>) {
+        if let Ok(mut ident) = self.session.lock() {
+            *ident = session
+                .map(|s| (s.id().to_string(), s.path().display().to_string()))
+                .unwrap_or_default();
         }
     }
 
@@ -67,7 +81,10 @@ impl Hooks {
         self.set.handlers.iter().any(|h| h.event == event)
     }
 
-    /// Runs the handlers of `event` matching `subject` with the common
+    /// Runs the handlers of `event` matching `subject` (the tool name, the
+    /// session start's `source`, the end's `reason`, the compaction's
+    /// `trigger`, the notification's type; `None` for events without
+    /// matchers) with the common
     /// input fields plus `extra`, reports a `hook` event per handler, and
     /// combines the answers.
     pub fn fire(
@@ -122,9 +139,7 @@ pub fn announce(
     session: Option<&crate::session::Session>,
     events: &crossbeam_channel::Sender<Event>,
 ) {
-    if let (Some(s), Ok(mut ident)) = (session, hooks.session.lock()) {
-        *ident = (s.id().to_string(), s.path().display().to_string());
-    }
+    hooks.set_session(session);
     for w in &hooks.set.warnings {
         let _ = events.send(Event::ExtWarning {
             extension: "hooks".into(),
