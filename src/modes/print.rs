@@ -181,7 +181,8 @@ fn hook_block_line(event: &str, command: &str, reason: &str) -> String {
         "UserPromptSubmit" => "blocked the prompt",
         "PostToolUse" | "PostToolUseFailure" => "objected to the tool result",
         "PreCompact" => "cancelled the compaction",
-        _ => "blocked",
+        // Exit 2 cannot block these; the reason is only shown.
+        _ => "said",
     };
     match reason.trim() {
         "" => format!("zut: hook {command:?} {what}"),
