@@ -827,3 +827,97 @@ fn zut_hooks_lists_sources_trust_and_what_it_skips() {
         .unwrap();
     assert_eq!(bash["runs"], true);
 }
+
+/// Reads JSON lines from `lines` until one of type `t` (panics after 20 s).
+fn until_type(lines: &crossbeam_channel::Receiver<Value>, t: &str) -> Value {
+    loop {
+        match lines.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok(v) if v["type"] == t => return v,
+            Ok(_) => {}
+            Err(e) => panic!("no {t} line: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_confirmation_dialog_is_a_notification_and_ask_asks_for_any_tool() {
+    use std::io::{BufRead, Write};
+    let sb = Sandbox::new();
+    let ask = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask"}}"#;
+    user_settings(
+        &sb,
+        json!({
+            "PreToolUse": [{"matcher": "Read", "hooks": [h(hook(&sb, "ask", &["json", ask]))]}],
+            "Notification": [{"matcher": "permission_prompt", "hooks": [h(hook(&sb, "note", &["ok"]))]}]
+        }),
+    );
+    // read never needs confirmation; the hook's "ask" makes it.
+    let read = json!({"id": "c1", "name": "read", "args": {"path": "x.txt"}});
+    let s = script(&sb, &[calls(vec![read]), text("done")]);
+    let mut child = zut(&sb)
+        .env("HOME", sb.path("home"))
+        .env_remove("ZUT_RPC_TOKEN")
+        .args(["--mode", "rpc", "--provider", "script", "--script", &s])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"id":"r1","type":"prompt","message":"go"}}"#).unwrap();
+    let asked = until_type(&rx, "confirmation_requested");
+    assert_eq!(asked["tool_name"], "read");
+    let log = sb.path("hooks.jsonl");
+    let noted = eventually(std::time::Duration::from_secs(10), || {
+        std::fs::read(&log)
+            .map(|b| json_lines(&b).iter().any(|r| r["label"] == "note"))
+            .unwrap_or(false)
+    });
+    assert!(noted, "the Notification hook ran while the dialog was open");
+    let confirm = json!({"id": "r2", "type": "confirm", "request_id": asked["request_id"], "decision": "deny"});
+    writeln!(stdin, "{confirm}").unwrap();
+    until_type(&rx, "done");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let records = json_lines(&std::fs::read(&log).unwrap());
+    let note = records.iter().find(|r| r["label"] == "note").unwrap();
+    assert_eq!(note["input"]["hook_event_name"], "Notification");
+    assert_eq!(note["input"]["notification_type"], "permission_prompt");
+    assert!(note["input"]["message"].as_str().unwrap().contains("read"));
+}
+
+#[test]
+fn a_new_session_is_claude_codes_clear() {
+    let sb = Sandbox::new();
+    user_settings(
+        &sb,
+        json!({
+            "SessionStart": [{"hooks": [h(hook(&sb, "start", &["ok"]))]}],
+            "SessionEnd": [{"hooks": [h(hook(&sb, "end", &["ok"]))]}]
+        }),
+    );
+    let r = run(&sb, &[], "json", &["/new"]);
+    assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
+    let start: Vec<&Value> = r.labelled("start").iter().map(|x| &x["input"]).collect();
+    let end: Vec<&Value> = r.labelled("end").iter().map(|x| &x["input"]).collect();
+    assert_eq!(start.len(), 2);
+    assert_eq!(start[0]["source"], "startup");
+    assert_eq!(start[1]["source"], "clear");
+    assert_eq!(end.len(), 2);
+    assert_eq!(end[0]["reason"], "clear");
+    assert_eq!(end[0]["session_id"], start[0]["session_id"]);
+    assert_eq!(end[1]["reason"], "other");
+    assert_eq!(end[1]["session_id"], start[1]["session_id"]);
+    assert_ne!(start[0]["session_id"], start[1]["session_id"]);
+}
