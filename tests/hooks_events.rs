@@ -921,3 +921,64 @@ fn a_new_session_is_claude_codes_clear() {
     assert_eq!(end[1]["session_id"], start[1]["session_id"]);
     assert_ne!(start[0]["session_id"], start[1]["session_id"]);
 }
+
+/// The `.nf` example blocks of man/man7/zut-hooks.7, roff escapes undone.
+fn man_examples() -> Vec<String> {
+    let page = std::fs::read_to_string(hooks_dir().join("../../../man/man7/zut-hooks.7")).unwrap();
+    page.split(".nf\n.RS\n")
+        .skip(1)
+        .map(|b| {
+            b.split("\n.RE\n.fi")
+                .next()
+                .unwrap()
+                .replace("\\e", "\\")
+                .replace("\\(dq", "\"")
+        })
+        .collect()
+}
+
+#[test]
+fn the_man_pages_examples_work_as_written() {
+    let sb = Sandbox::new();
+    let ex = man_examples();
+    assert_eq!(ex.len(), 4, "{ex:?}");
+    let dir = sb.cwd().join(".claude/hooks");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("bash_guard.sh"), &ex[0]).unwrap();
+    std::fs::write(dir.join("env_guard.py"), &ex[1]).unwrap();
+    std::fs::write(dir.join("format.sh"), &ex[2]).unwrap();
+    let settings: Value = serde_json::from_str(&ex[3]).expect("the settings are JSON");
+    std::fs::write(sb.cwd().join(".claude/settings.json"), settings.to_string()).unwrap();
+    std::fs::write(sb.cwd().join(".env"), "TOKEN=1").unwrap();
+    let t = zut(&sb).args(["ext", "trust", "."]).output().unwrap();
+    assert!(t.status.success(), "{t:?}");
+    let r = run(
+        &sb,
+        &[
+            calls(vec![
+                bash("c1", "rm -rf build"),
+                bash("c2", "sudo make install"),
+                bash("c3", "echo fine"),
+                json!({"id": "c4", "name": "read", "args": {"path": ".env"}}),
+                json!({"id": "c5", "name": "write", "args": {"path": "m.rs", "content": "fn  main( ){}"}}),
+            ]),
+            text("done"),
+        ],
+        "json",
+        &["--yolo", "go"],
+    );
+    assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
+    assert!(result_text(&r, "c1").contains("use trash"));
+    assert!(result_text(&r, "c2").contains("use trash"));
+    assert!(result_text(&r, "c3").contains("fine"));
+    assert!(result_text(&r, "c4").contains("stay out of the chat"));
+    assert_eq!(
+        std::fs::read_to_string(sb.cwd().join("m.rs")).unwrap(),
+        "fn main() {}\n",
+        "rustfmt ran: {:?}",
+        r.hook_events("PostToolUse")
+    );
+    assert!(r.requests[1]["hidden_context"]
+        .to_string()
+        .contains("m.rs was reformatted"));
+}
