@@ -982,3 +982,27 @@ fn the_man_pages_examples_work_as_written() {
         .to_string()
         .contains("m.rs was reformatted"));
 }
+
+#[test]
+fn a_large_input_reaches_the_hook_whole() {
+    let sb = Sandbox::new();
+    user_settings(
+        &sb,
+        json!({"PreToolUse": [{"matcher": "Write", "hooks": [h(hook(&sb, "big", &["ok"]))]}]}),
+    );
+    let content = "x".repeat(300_000);
+    let r = run(
+        &sb,
+        &[
+            calls(vec![
+                json!({"id": "c1", "name": "write", "args": {"path": "big.txt", "content": content}}),
+            ]),
+            text("done"),
+        ],
+        "json",
+        &["--yolo", "go"],
+    );
+    assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
+    let seen = &r.labelled("big")[0]["input"]["tool_input"]["content"];
+    assert_eq!(seen.as_str().unwrap().len(), 300_000);
+}
