@@ -1006,3 +1006,51 @@ fn a_large_input_reaches_the_hook_whole() {
     let seen = &r.labelled("big")[0]["input"]["tool_input"]["content"];
     assert_eq!(seen.as_str().unwrap().len(), 300_000);
 }
+
+#[test]
+fn automatic_compaction_runs_pre_compact_auto_and_session_start_compact() {
+    let sb = Sandbox::new();
+    let r = run(&sb, &[text("one")], "json", &["first"]);
+    assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
+    // A one-token window: the next request compacts first.
+    std::fs::write(
+        sb.home().join("config.json"),
+        r#"{"models":{"script":{"context":1}}}"#,
+    )
+    .unwrap();
+    user_settings(
+        &sb,
+        json!({
+            "PreCompact": [{"matcher": "auto", "hooks": [h(hook(&sb, "pre", &["exit", "2", "keep it all"]))]}],
+            "SessionStart": [{"matcher": "compact", "hooks": [h(hook(&sb, "after", &["say", "re-read NOTES.md"]))]}]
+        }),
+    );
+    let r = run(&sb, &[text("two")], "json", &["--continue", "second"]);
+    assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
+    assert_eq!(r.labelled("pre")[0]["input"]["trigger"], "auto");
+    assert_eq!(r.requests.len(), 1, "cancelled: no summary request");
+    assert!(r.labelled("after").is_empty());
+
+    user_settings(
+        &sb,
+        json!({
+            "PreCompact": [{"matcher": "auto", "hooks": [h(hook(&sb, "pre", &["ok"]))]}],
+            "SessionStart": [{"matcher": "compact", "hooks": [h(hook(&sb, "after", &["say", "re-read NOTES.md"]))]}]
+        }),
+    );
+    let r = run(
+        &sb,
+        &[text("SUMMARY"), text("three")],
+        "json",
+        &["--continue", "third"],
+    );
+    assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
+    assert_eq!(r.labelled("after")[0]["input"]["source"], "compact");
+    let last = r.requests.last().unwrap();
+    assert!(
+        last["hidden_context"]
+            .to_string()
+            .contains("re-read NOTES.md"),
+        "{last}"
+    );
+}
