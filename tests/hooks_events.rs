@@ -633,11 +633,19 @@ fn stop_hooks_continue_with_stop_hook_active_and_are_capped_at_eight() {
         .to_string()
         .contains("run the tests first"));
 
+    let lines: Vec<Value> = (0..12).map(|i| text(&format!("answer {i}"))).collect();
+    // A block with an empty reason (a formality in some published hooks)
+    // lets the agent stop.
+    user_settings(
+        &sb,
+        json!({"Stop": [{"hooks": [h(hook(&sb, "formal", &["json", r#"{"decision":"block","reason":""}"#]))]}]}),
+    );
+    let r = run(&sb, &lines, "json", &["go"]);
+    assert_eq!(r.requests.len(), 1, "{}", r.stderr());
     user_settings(
         &sb,
         json!({"Stop": [{"hooks": [h(hook(&sb, "never", &["exit", "2", "keep going"]))]}]}),
     );
-    let lines: Vec<Value> = (0..12).map(|i| text(&format!("answer {i}"))).collect();
     let r = run(&sb, &lines, "json", &["go"]);
     assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
     assert_eq!(r.requests.len(), 9, "eight continues at most");

@@ -180,7 +180,10 @@ pub fn prompt_submit(h: &Hooks, prompt: &str, sink: &dyn EventSink) -> Result<Ve
     Ok(v.context)
 }
 
-/// Stop: the reason to continue with, if a hook blocked the stop.
+/// Stop: the reason to continue with, if a hook blocked the stop. A block
+/// without a reason (`{"decision":"block","reason":""}`, which some
+/// published hooks print as a formality) gives the model nothing to go on,
+/// so it does not keep the agent going.
 pub fn stop(h: &Hooks, continued: u32, sink: &dyn EventSink) -> Option<String> {
     if !h.has("Stop") {
         return None;
@@ -194,13 +197,9 @@ pub fn stop(h: &Hooks, continued: u32, sink: &dyn EventSink) -> Option<String> {
     if v.stop.is_some() {
         return None;
     }
-    v.block.map(|(cmd, r)| {
-        if r.is_empty() {
-            format!("continue (hook {cmd})")
-        } else {
-            r
-        }
-    })
+    v.block
+        .map(|(_, r)| r.trim().to_string())
+        .filter(|r| !r.is_empty())
 }
 
 /// Notification (a confirmation dialog), run without waiting for it.
