@@ -164,8 +164,11 @@ pub fn pre_compact(
     }
 }
 
-/// UserPromptSubmit: the prompt's hidden context, or why it was refused.
+/// UserPromptSubmit, at the start of every prompt: the prompt's hidden
+/// context, or why it was refused.
 pub fn prompt_submit(h: &Hooks, prompt: &str, sink: &dyn EventSink) -> Result<Vec<String>, String> {
+    // A halt left by an aborted prompt must not end this one.
+    let _ = halted(h);
     if !h.has("UserPromptSubmit") {
         return Ok(Vec::new());
     }

@@ -5,6 +5,13 @@
 //! them as `sh -c COMMAND` in parallel through the child guard, and fold
 //! their exit codes and JSON answers into one [`Verdict`].
 //!
+//! Call sites ([`agent`]): the agent fires the tool, prompt, stop and
+//! auto-compaction events; the engine fires `SessionStart` (before the
+//! first job, after `/new`, a switch, a fork and `/compact`), `SessionEnd`
+//! (at shutdown and before another session becomes active) and the manual
+//! `PreCompact`. `zut hooks` reads the same files through
+//! [`settings::inspect`].
+//!
 //! Invariants:
 //! - a malformed entry is a warning naming the file and the JSON path; the
 //!   rest of that file still loads;
