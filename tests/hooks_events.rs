@@ -1062,3 +1062,19 @@ fn automatic_compaction_runs_pre_compact_auto_and_session_start_compact() {
         "{last}"
     );
 }
+
+#[test]
+fn a_hooks_output_is_capped_at_one_mebibyte() {
+    let sb = Sandbox::new();
+    // 3 MiB on stdout and on stderr; exit 0, so stdout is plain context.
+    let flood = "head -c 3145728 /dev/zero | tr '\\0' x; head -c 3145728 /dev/zero >&2";
+    user_settings(
+        &sb,
+        json!({"UserPromptSubmit": [{"hooks": [{"command": flood}]}]}),
+    );
+    let r = run(&sb, &[text("hi")], "json", &["go"]);
+    assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
+    let hidden = r.requests[0]["hidden_context"][0].as_str().unwrap();
+    assert_eq!(hidden.len(), 1 << 20);
+    assert!(hidden.bytes().all(|b| b == b'x'));
+}
