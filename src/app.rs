@@ -14,7 +14,8 @@ use std::path::PathBuf;
 /// Without -p, zut opens its terminal UI; use -p for print mode, --mode
 /// json for the event stream, or --mode rpc to drive zut from a program.
 /// `zut ext` lists the extension management commands; `zut skills` lists
-/// the skills zut finds for this project; `zut sessions` lists this
+/// the skills zut finds for this project; `zut hooks [--json]` lists the
+/// Claude Code hooks it runs here; `zut sessions` lists this
 /// project's sessions; `zut models [--json]` lists the provider's models
 /// (it takes --provider, --base-url, --api-key).
 #[argh(
@@ -483,6 +484,14 @@ fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
     };
     if globals.command == "sessions" {
         return Some(crate::cli::sessions::run(rest, &ctx));
+    }
+    if globals.command == "hooks" {
+        return Some(crate::cli::hooks::run(
+            rest,
+            &ctx,
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        ));
     }
     if globals.command == "skills" {
         return Some(crate::cli::skills::run(

@@ -11,6 +11,10 @@
 //! The session does the rewriting (through [`super::Observer::compact`]),
 //! so without a session, or with config `"auto_compact": false`, nothing is
 //! compacted and the provider's error stands.
+//!
+//! Claude Code hooks: `PreCompact` (trigger `auto`) runs first and may
+//! cancel the compaction; after it, `SessionStart` (source `compact`) runs
+//! and its output is hidden context of the request that follows.
 
 use super::Agent;
 use crate::cancel::CancelToken;
@@ -81,15 +85,22 @@ impl Agent {
         held: bool,
         cancel: &CancelToken,
     ) -> Result<Response, ProviderError> {
-        self.compact_if_full(tools, hidden, cancel);
+        let mut after = self.compact_if_full(tools, hidden, cancel);
         let mut compacted = false;
         loop {
+            let with_after: Vec<String>;
+            let hidden_context = if after.is_empty() {
+                hidden
+            } else {
+                with_after = hidden.iter().chain(&after).cloned().collect();
+                &with_after
+            };
             let req = Request {
                 step,
                 system: &self.system,
                 messages: &self.transcript,
                 tools,
-                hidden_context: hidden,
+                hidden_context,
             };
             let sink = self.sink.clone();
             let mut on_event = |e: StreamEvent<'_>| match e {
@@ -105,9 +116,12 @@ impl Agent {
                 Err(e) if !compacted && is_context_too_long(&e) => {
                     compacted = true;
                     log::info!("{e}: compacting and trying again");
-                    if let Err(why) = self.compact_auto(cancel) {
-                        log::warn!("automatic compaction failed: {why}");
-                        return Err(e);
+                    match self.compact_auto(cancel) {
+                        Ok(context) => after.extend(context),
+                        Err(why) => {
+                            log::warn!("automatic compaction failed: {why}");
+                            return Err(e);
+                        }
                     }
                 }
                 Err(e) => return Err(e),
@@ -133,39 +147,44 @@ impl Agent {
 
     /// Compacts first when the next request would fill more than
     /// [`THRESHOLD`] of the window. A failed compaction is logged and the
-    /// request goes ahead (the provider will say whether it fits).
+    /// request goes ahead (the provider will say whether it fits). Returns
+    /// the `SessionStart` hooks' context after a compaction.
     pub(super) fn compact_if_full(
         &mut self,
         tools: &[ToolDef],
         hidden: &[String],
         cancel: &CancelToken,
-    ) {
+    ) -> Vec<String> {
         let Some(window) = self
             .provider
             .model_info()
             .map(|i| i.context)
             .filter(|c| *c > 0)
         else {
-            return;
+            return Vec::new();
         };
         let estimate = self.estimate(tools, hidden);
         if (estimate as f64) <= THRESHOLD * window as f64 {
-            return;
+            return Vec::new();
         }
         log::info!("request estimated at {estimate} of {window} tokens: compacting first");
-        if let Err(e) = self.compact_auto(cancel) {
+        self.compact_auto(cancel).unwrap_or_else(|e| {
             log::warn!("automatic compaction skipped: {e}");
-        }
+            Vec::new()
+        })
     }
 
     /// Summarises the history before the last user prompt and has the
-    /// session replace it (reason `auto`); the transcript follows.
-    pub(super) fn compact_auto(&mut self, cancel: &CancelToken) -> Result<(), String> {
+    /// session replace it (reason `auto`); the transcript follows. Returns
+    /// the `SessionStart` hooks' context (source `compact`).
+    pub(super) fn compact_auto(&mut self, cancel: &CancelToken) -> Result<Vec<String>, String> {
         let point = self
             .observer
             .as_ref()
             .and_then(|o| o.compact_point())
             .ok_or("nothing to compact")?;
+        let sink = self.sink.clone();
+        crate::hooks::agent::pre_compact(&self.opts.hooks, "auto", "", &*sink)?;
         let mut ask: Vec<Message> = self.transcript[..point.min(self.transcript.len())].to_vec();
         ask.push(Message::user_text(SUMMARY_REQUEST));
         let summary = self.complete_once(&ask, cancel)?;
@@ -175,7 +194,11 @@ impl Agent {
         let observer = self.observer.as_mut().ok_or("no session")?;
         let messages = observer.compact(&summary, "auto")?;
         self.transcript = messages;
-        Ok(())
+        Ok(crate::hooks::agent::session_start(
+            &self.opts.hooks,
+            "compact",
+            &*sink,
+        ))
     }
 }
 

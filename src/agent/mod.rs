@@ -197,6 +197,12 @@ impl Agent {
         self.transcript = messages;
     }
 
+    /// Hidden context for the next provider request only (a
+    /// `SessionStart` hook's output).
+    pub fn add_next_context(&mut self, context: Vec<String>) {
+        self.hook_context.1.extend(context);
+    }
+
     /// Who hears about messages and extension state.
     pub fn set_observer(&mut self, observer: Option<Box<dyn Observer>>) {
         self.observer = observer;
@@ -296,10 +302,7 @@ impl Agent {
         let text = verdict.text.as_str();
         match crate::hooks::agent::prompt_submit(&self.opts.hooks, text, &*self.sink) {
             Ok(context) => {
-                self.hook_context = (
-                    verdict.context.into_iter().chain(context).collect(),
-                    Vec::new(),
-                )
+                self.hook_context.0 = verdict.context.into_iter().chain(context).collect()
             }
             Err(reason) => return Outcome::Blocked { reason },
         }
@@ -406,6 +409,9 @@ impl Agent {
             });
             if cancel.is_cancelled() {
                 return self.end_aborted();
+            }
+            if let Some(reason) = crate::hooks::agent::halted(&self.opts.hooks) {
+                return self.end_turn("error", Outcome::Blocked { reason });
             }
         }
         // Extensions hear it too, like every other end of a turn.

@@ -407,10 +407,11 @@ pub(crate) fn split_ext(args: &[String]) -> Option<Result<(Globals, &[String]), 
     let mut i = 0;
     while i < args.len() {
         let arg = args[i].as_str();
-        if arg == "ext" || arg == "skills" || arg == "sessions" {
+        if arg == "ext" || arg == "skills" || arg == "sessions" || arg == "hooks" {
             globals.command = match arg {
                 "skills" => "skills",
                 "sessions" => "sessions",
+                "hooks" => "hooks",
                 _ => "",
             };
             return Some(match refused {

@@ -20,6 +20,7 @@ mod copy;
 pub mod doctor;
 pub mod edit;
 mod ext;
+pub mod hooks;
 mod install;
 pub mod list;
 mod logs;

@@ -1,5 +1,7 @@
-//! The agent's call sites: one function per intercept point, each taking
-//! the loaded [`Hooks`] and returning what the agent must do.
+//! The agent's and the engine's call sites: one function per intercept
+//! point, each taking the loaded [`Hooks`] and returning what the caller
+//! must do. Every function returns at once when no handler is configured
+//! for its event, so a run without hooks pays one scan of an empty list.
 
 use super::{tools, Hooks};
 use crate::events::EventSink;
@@ -26,6 +28,9 @@ pub fn pre_tool_use(h: &Hooks, id: &str, name: &str, args: Value, sink: &dyn Eve
         json!({"tool_name": cname, "tool_input": input, "tool_use_id": id}),
         sink,
     );
+    if let Some((cmd, reason)) = &v.stop {
+        halt(h, cmd, reason);
+    }
     if let Some((cmd, reason)) = v.block.or(v.stop) {
         let reason = if reason.is_empty() {
             format!("blocked by hook {cmd}")
@@ -81,14 +86,89 @@ pub fn post_tool_use(
         json!({"tool_name": cname, "tool_input": input, "tool_use_id": id, "tool_response": response}),
         sink,
     );
+    if let Some((cmd, reason)) = &v.stop {
+        halt(h, cmd, reason);
+    }
     if let Some((_, reason)) = v.block.take().filter(|(_, r)| !r.is_empty()) {
         v.context.insert(0, reason);
     }
     v.context
 }
 
-/// UserPromptSubmit: the prompt's hidden context, or why it was refused.
+/// Records a tool hook's `continue:false` (the first one wins).
+fn halt(h: &Hooks, cmd: &str, reason: &str) {
+    if let Ok(mut slot) = h.halt.lock() {
+        if slot.is_none() {
+            *slot = Some(match reason.trim() {
+                "" => format!("stopped by hook {cmd}"),
+                r => format!("{r} (stopped by hook {cmd})"),
+            });
+        }
+    }
+}
+
+/// Whether a `PreToolUse` or `PostToolUse` hook answered `continue:false`
+/// since the last call: the reason the prompt ends with (taken, so it
+/// ends one prompt only).
+pub fn halted(h: &Hooks) -> Option<String> {
+    h.halt.lock().ok().and_then(|mut slot| slot.take())
+}
+
+/// SessionStart (`source`: `startup`, `resume`, `clear` or `compact`): the
+/// hidden context of the next request (plain stdout and
+/// `additionalContext`, in configuration order).
+pub fn session_start(h: &Hooks, source: &str, sink: &dyn EventSink) -> Vec<String> {
+    if !h.has("SessionStart") {
+        return Vec::new();
+    }
+    h.fire(
+        "SessionStart",
+        Some(source),
+        json!({"source": source}),
+        sink,
+    )
+    .context
+}
+
+/// SessionEnd (`reason`: `clear`, `prompt_input_exit` or `other`). It
+/// cannot block: zut waits for the handlers (each within its timeout) and
+/// goes on.
+pub fn session_end(h: &Hooks, reason: &str, sink: &dyn EventSink) {
+    if h.has("SessionEnd") {
+        h.fire("SessionEnd", Some(reason), json!({"reason": reason}), sink);
+    }
+}
+
+/// PreCompact (`trigger`: `manual` or `auto`, with the `/compact`
+/// instructions): `Err` with the reason when a hook cancels the compaction
+/// (exit 2, `decision:"block"` or `continue:false`).
+pub fn pre_compact(
+    h: &Hooks,
+    trigger: &str,
+    instructions: &str,
+    sink: &dyn EventSink,
+) -> Result<(), String> {
+    if !h.has("PreCompact") {
+        return Ok(());
+    }
+    let v = h.fire(
+        "PreCompact",
+        Some(trigger),
+        json!({"trigger": trigger, "custom_instructions": instructions}),
+        sink,
+    );
+    match v.block.or(v.stop) {
+        Some((cmd, reason)) if reason.trim().is_empty() => Err(format!("cancelled by hook {cmd}")),
+        Some((cmd, reason)) => Err(format!("cancelled by hook {cmd}: {}", reason.trim())),
+        None => Ok(()),
+    }
+}
+
+/// UserPromptSubmit, at the start of every prompt: the prompt's hidden
+/// context, or why it was refused.
 pub fn prompt_submit(h: &Hooks, prompt: &str, sink: &dyn EventSink) -> Result<Vec<String>, String> {
+    // A halt left by an aborted prompt must not end this one.
+    let _ = halted(h);
     if !h.has("UserPromptSubmit") {
         return Ok(Vec::new());
     }
@@ -103,7 +183,10 @@ pub fn prompt_submit(h: &Hooks, prompt: &str, sink: &dyn EventSink) -> Result<Ve
     Ok(v.context)
 }
 
-/// Stop: the reason to continue with, if a hook blocked the stop.
+/// Stop: the reason to continue with, if a hook blocked the stop. A block
+/// without a reason (`{"decision":"block","reason":""}`, which some
+/// published hooks print as a formality) gives the model nothing to go on,
+/// so it does not keep the agent going.
 pub fn stop(h: &Hooks, continued: u32, sink: &dyn EventSink) -> Option<String> {
     if !h.has("Stop") {
         return None;
@@ -117,13 +200,9 @@ pub fn stop(h: &Hooks, continued: u32, sink: &dyn EventSink) -> Option<String> {
     if v.stop.is_some() {
         return None;
     }
-    v.block.map(|(cmd, r)| {
-        if r.is_empty() {
-            format!("continue (hook {cmd})")
-        } else {
-            r
-        }
-    })
+    v.block
+        .map(|(_, r)| r.trim().to_string())
+        .filter(|r| !r.is_empty())
 }
 
 /// Notification (a confirmation dialog), run without waiting for it.

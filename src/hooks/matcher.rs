@@ -29,7 +29,14 @@ impl Matcher {
         }
         regex::Regex::new(&format!("^(?:{t})$"))
             .map(Matcher::Regex)
-            .map_err(|e| format!("invalid matcher {t:?}: {e}"))
+            .map_err(|e| {
+                // The regex crate's message spans lines (pattern, caret,
+                // error); its last line says what is wrong.
+                let text = e.to_string();
+                let last = text.lines().last().unwrap_or("").trim();
+                let why = last.strip_prefix("error: ").unwrap_or(last);
+                format!("invalid matcher {t:?}: {why}")
+            })
     }
 
     /// Whether `name` matches.

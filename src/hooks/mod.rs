@@ -5,6 +5,13 @@
 //! them as `sh -c COMMAND` in parallel through the child guard, and fold
 //! their exit codes and JSON answers into one [`Verdict`].
 //!
+//! Call sites ([`agent`]): the agent fires the tool, prompt, stop and
+//! auto-compaction events; the engine fires `SessionStart` (before the
+//! first job, after `/new`, a switch, a fork and `/compact`), `SessionEnd`
+//! (at shutdown and before another session becomes active) and the manual
+//! `PreCompact`. `zut hooks` reads the same files through
+//! [`settings::inspect`].
+//!
 //! Invariants:
 //! - a malformed entry is a warning naming the file and the JSON path; the
 //!   rest of that file still loads;
@@ -39,6 +46,9 @@ pub struct Hooks {
     pub yolo: bool,
     /// Session id and transcript path.
     pub session: Mutex<(String, String)>,
+    /// A tool hook's `continue:false`: the prompt ends after this call,
+    /// with this reason (taken by [`agent::halted`]).
+    pub halt: Mutex<Option<String>>,
 }
 
 impl Hooks {
@@ -58,6 +68,17 @@ impl Hooks {
             project: project.to_path_buf(),
             yolo,
             session: Mutex::new(Default::default()),
+            halt: Mutex::new(None),
+        }
+    }
+
+    /// The session the hooks' input names from now on (`None`: no
+    /// session is kept, the fields are empty).
+    pub fn set_session(&self, session: Option<&crate::session::Session>) {
+        if let Ok(mut ident) = self.session.lock() {
+            *ident = session
+                .map(|s| (s.id().to_string(), s.path().display().to_string()))
+                .unwrap_or_default();
         }
     }
 
@@ -67,7 +88,10 @@ impl Hooks {
         self.set.handlers.iter().any(|h| h.event == event)
     }
 
-    /// Runs the handlers of `event` matching `subject` with the common
+    /// Runs the handlers of `event` matching `subject` (the tool name, the
+    /// session start's `source`, the end's `reason`, the compaction's
+    /// `trigger`, the notification's type; `None` for events without
+    /// matchers) with the common
     /// input fields plus `extra`, reports a `hook` event per handler, and
     /// combines the answers.
     pub fn fire(
@@ -122,9 +146,7 @@ pub fn announce(
     session: Option<&crate::session::Session>,
     events: &crossbeam_channel::Sender<Event>,
 ) {
-    if let (Some(s), Ok(mut ident)) = (session, hooks.session.lock()) {
-        *ident = (s.id().to_string(), s.path().display().to_string());
-    }
+    hooks.set_session(session);
     for w in &hooks.set.warnings {
         let _ = events.send(Event::ExtWarning {
             extension: "hooks".into(),

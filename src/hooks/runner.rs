@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 /// The most of a hook's stdout, and of its stderr, that is kept.
 pub const OUTPUT_CAP: usize = 1 << 20;
 
+/// The least a fresh pipe holds on Linux (one page, when the user's pipe
+/// quota is spent); input up to this size is written without a thread.
+const PIPE_ROOM: usize = 4096;
+
 /// How one handler run ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Exit {
@@ -100,13 +104,19 @@ pub fn run_one(command: &str, timeout: Duration, input: &[u8], project: &Path) -
     }
     drop(otx);
     if let Some(mut stdin) = guard.take_stdin() {
-        let input = input.to_vec();
-        let _ = std::thread::Builder::new()
-            .name("hook-in".into())
-            .stack_size(64 * 1024)
-            .spawn(move || {
-                let _ = stdin.write_all(&input);
-            });
+        if input.len() <= PIPE_ROOM {
+            // Fits in an empty pipe: the write cannot block, whatever the
+            // hook does, so it needs no thread (the common case).
+            let _ = stdin.write_all(input);
+        } else {
+            let input = input.to_vec();
+            let _ = std::thread::Builder::new()
+                .name("hook-in".into())
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    let _ = stdin.write_all(&input);
+                });
+        }
     }
     let deadline = start + timeout;
     let status = guard.wait_until(Some(deadline)).ok().flatten();

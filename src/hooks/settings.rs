@@ -35,6 +35,55 @@ pub struct Handler {
 pub struct HookSet {
     pub handlers: Vec<Handler>,
     pub warnings: Vec<String>,
+    /// Handlers of a type zut does not run (`http`, `prompt`, `agent`).
+    pub skipped: Vec<Skipped>,
+}
+
+/// A handler left out because of its type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    pub source: PathBuf,
+    /// Its JSON path, e.g. `hooks.PreToolUse[0].hooks[1]`.
+    pub path: String,
+    pub event: String,
+    pub kind: String,
+}
+
+/// One settings file as `zut hooks` reports it.
+#[derive(Debug, Clone)]
+pub struct SourceReport {
+    pub path: PathBuf,
+    pub exists: bool,
+    /// A project file (run only in a trusted project).
+    pub project: bool,
+    /// Whether its hooks run (always for user files that exist).
+    pub trusted: bool,
+    /// What it holds, read even when untrusted (never run from here).
+    pub set: HookSet,
+}
+
+/// Every source for `zut hooks`: what each holds and whether it runs.
+/// Untrusted project files are read for the listing only.
+pub fn inspect(cwd: &Path, zut_home: &Path) -> Vec<SourceReport> {
+    let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    let trusted = crate::trust::is_trusted(zut_home, cwd);
+    sources(user_home.as_deref(), cwd, zut_home)
+        .into_iter()
+        .map(|(path, gated)| {
+            let mut set = HookSet::default();
+            let bytes = std::fs::read(&path).ok();
+            if let Some(b) = &bytes {
+                set.read(&path, b);
+            }
+            SourceReport {
+                exists: bytes.is_some(),
+                project: gated,
+                trusted: !gated || trusted,
+                path,
+                set,
+            }
+        })
+        .collect()
 }
 
 /// The four sources in order; the bool says whether the file is trust-gated.
@@ -47,6 +96,40 @@ pub fn sources(user_home: Option<&Path>, cwd: &Path, zut_home: &Path) -> Vec<(Pa
     v.push((cwd.join(".claude/settings.local.json"), true));
     v.push((zut_home.join("settings.json"), false));
     v
+}
+
+/// The events zut fires (zut-hooks(7) maps each to its point).
+pub const EVENTS: &[&str] = &[
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "UserPromptSubmit",
+    "Stop",
+    "SessionStart",
+    "SessionEnd",
+    "PreCompact",
+    "Notification",
+];
+
+/// Claude Code events with nothing to map to in zut.
+const NOT_APPLICABLE: &[(&str, &str)] = &[
+    ("SubagentStart", "zut has no subagents"),
+    ("SubagentStop", "zut has no subagents"),
+    (
+        "PermissionRequest",
+        "zut asks through PreToolUse's permissionDecision instead",
+    ),
+];
+
+/// Why handlers of `event` never run, if they do not.
+fn unsupported_event(event: &str) -> Option<String> {
+    if EVENTS.contains(&event) {
+        return None;
+    }
+    Some(match NOT_APPLICABLE.iter().find(|(e, _)| *e == event) {
+        Some((_, why)) => format!("never fires in zut ({why}); its handlers are kept but not run"),
+        None => "not an event zut knows; its handlers are kept but never run".to_string(),
+    })
 }
 
 fn default_timeout() -> Duration {
@@ -119,6 +202,10 @@ impl HookSet {
         };
         let default = default_timeout();
         for (event, groups) in events {
+            if let Some(why) = unsupported_event(event) {
+                self.warnings
+                    .push(format!("{}: hooks.{event}: {why}", file.display()));
+            }
             let Some(groups) = groups.as_array() else {
                 warn(self, &format!("hooks.{event}"), "not an array");
                 continue;
@@ -148,6 +235,12 @@ impl HookSet {
                     let hpath = format!("{gpath}.hooks[{hi}]");
                     let kind = h.get("type").and_then(Value::as_str).unwrap_or("command");
                     if kind != "command" {
+                        self.skipped.push(Skipped {
+                            source: file.to_path_buf(),
+                            path: hpath.clone(),
+                            event: event.clone(),
+                            kind: kind.to_string(),
+                        });
                         warn(
                             self,
                             &hpath,

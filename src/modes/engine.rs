@@ -41,6 +41,9 @@ pub struct EngineConfig {
     pub session: Option<Session>,
     /// Claude Code hooks (zut-hooks(7)).
     pub hooks: Arc<crate::hooks::Hooks>,
+    /// The `SessionStart` hooks' `source` for the run's first session:
+    /// `startup`, or `resume` for `--continue` / `--session`.
+    pub start_source: &'static str,
     /// The front end, for which built-in commands run ([`commands`]).
     pub front: commands::Mode,
 }
@@ -229,6 +232,9 @@ pub struct Engine {
     session: Arc<Mutex<Option<Session>>>,
     /// The last tool list and the host view it was built from.
     tools_cache: Mutex<Option<ToolsCache>>,
+    /// For the `SessionEnd` hooks at shutdown, and their `reason`.
+    hooks: Arc<crate::hooks::Hooks>,
+    end_reason: &'static str,
 }
 
 /// The longest [`Core::state`] waits for the dispatcher's extension
@@ -269,6 +275,13 @@ impl Engine {
         }
         let store = config.store.clone();
         crate::hooks::announce(&config.hooks, lock(&session).as_ref(), &events);
+        let hooks = config.hooks.clone();
+        // Claude Code's reasons: leaving the terminal is the user ending
+        // the prompt loop; every other end is "other".
+        let end_reason = match config.front {
+            commands::Mode::Terminal => "prompt_input_exit",
+            _ => "other",
+        };
         let (ended_tx, worker_ended) = crossbeam_channel::bounded::<()>(0);
         let engine = Arc::new(Engine {
             jobs: Mutex::new(Some(tx)),
@@ -281,6 +294,8 @@ impl Engine {
             store,
             session: session.clone(),
             tools_cache: Mutex::new(None),
+            hooks,
+            end_reason,
         });
         let mut worker = Worker {
             host,
@@ -290,6 +305,7 @@ impl Engine {
             confirms,
             agent: None,
             session,
+            next_context: Vec::new(),
         };
         let handle = std::thread::Builder::new()
             .name("zut-agent".into())
@@ -559,6 +575,8 @@ impl Core for Engine {
         self.abort(true);
         lock(&self.jobs).take();
         let w = lock(&self.worker).take();
+        // The first shutdown only (drop shuts down again).
+        let first = w.is_some();
         // An aborted job ends at once unless a tool is stuck in a system
         // call nobody can interrupt (a hung NFS read, a device): then zut
         // exits without it rather than never.
@@ -576,6 +594,9 @@ impl Core for Engine {
                     }
                 }
             }
+        }
+        if first {
+            crate::hooks::agent::session_end(&self.hooks, self.end_reason, &self.events);
         }
         // A run that recorded nothing (a command, an aborted start) leaves
         // no empty session behind.
@@ -616,10 +637,17 @@ struct Worker {
     agent: Option<Agent>,
     /// The active session (shared with the agent's recorder).
     session: Arc<Mutex<Option<Session>>>,
+    /// `SessionStart` hook output not yet sent: hidden context of the
+    /// next provider request.
+    next_context: Vec<String>,
 }
 
 impl Worker {
     fn run(&mut self, rx: Receiver<(u64, Job)>) {
+        // Before the first job, on this thread: the front end is not held
+        // up, and the first prompt waits for the hooks' context.
+        let source = self.config.start_source;
+        self.session_start(source);
         for (seq, job) in rx {
             let (canceller, token) = cancel::pair();
             {
@@ -662,6 +690,12 @@ impl Worker {
 
     fn emit(&self, e: Event) {
         let _ = self.events.send(e);
+    }
+
+    /// `SessionStart` hooks: their output waits for the next request.
+    fn session_start(&mut self, source: &str) {
+        let context = crate::hooks::agent::session_start(&self.config.hooks, source, &self.events);
+        self.next_context.extend(context);
     }
 
     fn fail(&self, message: String) {
@@ -741,10 +775,12 @@ impl Worker {
     }
 
     fn prompt(&mut self, text: &str, cancel: &CancelToken) {
+        let context = std::mem::take(&mut self.next_context);
         let agent = match self.agent() {
             Ok(a) => a,
             Err(e) => return self.fail(e),
         };
+        agent.add_next_context(context);
         match agent.prompt(text, cancel) {
             Outcome::Done { .. } | Outcome::Aborted => {}
             Outcome::MaxSteps { .. } => self.fail(
@@ -758,6 +794,14 @@ impl Worker {
     /// Makes `session` the active one: the transcript, the states, the
     /// JSON `session` event, then the extensions' session events.
     fn activate(&mut self, session: Session, reason: &str, events: &[&str]) {
+        // Claude Code's `/clear` is zut's new session; a switch or a fork
+        // resumes a conversation.
+        let (end, start) = match reason {
+            "new" => ("clear", "clear"),
+            _ => ("other", "resume"),
+        };
+        crate::hooks::agent::session_end(&self.config.hooks, end, &self.events);
+        self.config.hooks.set_session(Some(&session));
         let info = session.info();
         let states: HashMap<String, serde_json::Value> = session
             .states()
@@ -780,6 +824,8 @@ impl Worker {
             self.host
                 .set_session(Some(info.clone()), Some(event), states.clone());
         }
+        self.next_context.clear();
+        self.session_start(start);
     }
 
     fn store(&self) -> Result<Store, ()> {
@@ -850,6 +896,12 @@ impl Worker {
             },
         };
         let _ = point;
+        let custom = instructions.as_deref().unwrap_or("").trim().to_string();
+        if let Err(e) =
+            crate::hooks::agent::pre_compact(&self.config.hooks, "manual", &custom, &self.events)
+        {
+            return self.fail(format!("compaction {e}"));
+        }
         let mut ask = history;
         let mut request = String::from(agent::auto_compact::SUMMARY_REQUEST);
         if let Some(extra) = instructions.filter(|i| !i.trim().is_empty()) {
@@ -885,6 +937,7 @@ impl Worker {
                     "manual",
                     states.into_iter().collect(),
                 );
+                self.session_start("compact");
             }
             Err(e) => self.fail(format!("compaction failed: {e}")),
         }

@@ -153,6 +153,8 @@ pub struct Booted {
     pub session: Option<Session>,
     /// Theme files of the loaded extensions, by extension name.
     pub theme_paths: Vec<std::path::PathBuf>,
+    /// Why the session was opened: `new` or `resume`.
+    pub reason: &'static str,
 }
 
 /// The one boot of every mode: opens the run's session (a print or JSON
@@ -221,6 +223,7 @@ pub fn boot(
         store,
         session,
         theme_paths,
+        reason,
     })
 }
 
@@ -246,6 +249,10 @@ impl Booted {
                 store: self.store,
                 session: self.session,
                 front,
+                start_source: match self.reason {
+                    "resume" => "resume",
+                    _ => "startup",
+                },
                 hooks: std::sync::Arc::new(crate::hooks::Hooks::load(
                     &run.host.cwd,
                     &run.host.zut_home,

@@ -71,9 +71,10 @@ impl super::Front for Printer {
                 reason,
                 extension,
                 ..
-            } => {
-                format!("zut: extension {extension} blocked the {name} call: {reason}")
-            }
+            } => match extension.strip_prefix("hook ") {
+                Some(cmd) => format!("zut: hook {cmd:?} blocked the {name} call: {reason}"),
+                None => format!("zut: extension {extension} blocked the {name} call: {reason}"),
+            },
             Event::PromptContinued { extension, reason } => {
                 format!("zut: extension {extension} keeps the prompt going: {reason}")
             }
@@ -119,19 +120,31 @@ impl super::Front for Printer {
                 _ => return,
             },
             Event::Hook {
+                event,
                 command,
                 outcome,
                 reason,
                 system_message,
                 ..
-            } => match outcome.as_str() {
-                "block" | "error" | "timeout" => {
-                    let verb = if outcome == "block" { "blocked" } else { "failed" };
-                    format!("zut: hook {command:?} {verb}: {reason}")
+            } => {
+                let mut lines = Vec::new();
+                if !system_message.is_empty() {
+                    lines.push(format!("[hook] {system_message}"));
                 }
-                _ if !system_message.is_empty() => format!("[hook] {system_message}"),
-                _ => return,
-            },
+                match outcome.as_str() {
+                    // The tool_blocked line names the tool.
+                    "block" if event == "PreToolUse" => {}
+                    "block" => lines.push(hook_block_line(event, command, reason)),
+                    "error" | "timeout" => {
+                        lines.push(format!("zut: hook {command:?} ({event}) failed: {reason}"))
+                    }
+                    _ => {}
+                }
+                if lines.is_empty() {
+                    return;
+                }
+                lines.join("\n")
+            }
             Event::Error { message } => {
                 self.failed = true;
                 format!("zut: {message}")
@@ -175,6 +188,22 @@ impl super::Front for Printer {
         } else {
             super::EXIT_OK
         }
+    }
+}
+
+/// What a blocking hook of `event` did, for stderr.
+fn hook_block_line(event: &str, command: &str, reason: &str) -> String {
+    let what = match event {
+        "Stop" => "did not let the agent stop",
+        "UserPromptSubmit" => "blocked the prompt",
+        "PostToolUse" | "PostToolUseFailure" => "objected to the tool result",
+        "PreCompact" => "cancelled the compaction",
+        // Exit 2 cannot block these; the reason is only shown.
+        _ => "said",
+    };
+    match reason.trim() {
+        "" => format!("zut: hook {command:?} {what}"),
+        r => format!("zut: hook {command:?} {what}: {r}"),
     }
 }
 
