@@ -90,8 +90,10 @@ pub enum Event {
         id: String,
         name: String,
         reason: String,
-        /// The extension that refused the call.
+        /// The extension that refused the call (`hook COMMAND` for a hook).
         extension: String,
+        /// The arguments the refused call had (after earlier rewrites).
+        args: Value,
     },
     ToolResult {
         id: String,

@@ -718,12 +718,19 @@ impl Agent {
                 name: name.into(),
                 reason: reason.clone(),
                 extension: ext.clone(),
+                args: verdict.args,
             });
             log::info!("tool call {name} ({id}) blocked by {ext}: {reason}");
             return Err(reason);
         }
         let ext_confirm = verdict.confirm;
         let sink = self.sink.clone();
+        // Kept for the blocked line only where a hook may block.
+        let before_hooks = self
+            .opts
+            .hooks
+            .has("PreToolUse")
+            .then(|| verdict.args.clone());
         let (args, perm) = match crate::hooks::agent::pre_tool_use(
             &self.opts.hooks,
             id,
@@ -738,6 +745,7 @@ impl Agent {
                     name: name.into(),
                     reason: reason.clone(),
                     extension: format!("hook {cmd}"),
+                    args: before_hooks.unwrap_or_default(),
                 });
                 return Err(reason);
             }
@@ -778,6 +786,7 @@ impl Agent {
                             name: name.into(),
                             reason: reason.clone(),
                             extension: ext.clone(),
+                            args: args.clone(),
                         });
                     }
                     return Err(reason);

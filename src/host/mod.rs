@@ -727,11 +727,14 @@ impl HostHandle {
             Wait::Reply(Ok(_)) => "unexpected reply".to_string(),
             Wait::Reply(Err(reason)) => return Some(fail(reason)),
             Wait::Cancelled => "aborted".to_string(),
-            Wait::TimedOut => format!(
+            Wait::TimedOut if !progressed => format!(
                 "timeout waiting for {extension}/{tool} after {} ms",
-                sent.elapsed()
-                    .as_millis()
-                    .max(self.inner.config.deadlines.tool.as_millis())
+                self.inner.config.deadlines.tool.as_millis()
+            ),
+            Wait::TimedOut => format!(
+                "timeout waiting for {extension}/{tool} after {} ms (progress restarts the {} ms timeout, up to {PROGRESS_CAP} times it in all)",
+                sent.elapsed().as_millis(),
+                self.inner.config.deadlines.tool.as_millis()
             ),
         };
         // Given up: withdraw the frame if still queued, allow a begun write

@@ -581,16 +581,11 @@ impl App {
                     .iter()
                     .find(|t| t.name == name)
                     .and_then(|t| t.extension.clone());
-                let args = match &args {
-                    serde_json::Value::Object(m) if m.is_empty() => String::new(),
-                    serde_json::Value::Null => String::new(),
-                    v => v.to_string(),
-                };
                 self.chat.push(Entry::Tool {
                     id,
                     name: strip_controls(&name),
                     extension: extension.map(|e| strip_controls(&e)),
-                    args: strip_controls(&args).replace('\n', " "),
+                    args: args_line(&args),
                     state: ToolState::Running(String::new()),
                 });
             }
@@ -599,6 +594,7 @@ impl App {
                 name,
                 reason,
                 extension,
+                args,
             } => {
                 let blocked =
                     ToolState::Blocked(strip_controls(&format!("by {extension}: {reason}")));
@@ -612,7 +608,7 @@ impl App {
                             id,
                             name: strip_controls(&name),
                             extension: None,
-                            args: String::new(),
+                            args: args_line(&args),
                             state: blocked,
                         });
                     }
@@ -1710,5 +1706,15 @@ pub fn progress_text(message: Option<&str>, progress: Option<f64>, total: Option
         (Some(m), true) => m.to_string(),
         (Some(m), false) => format!("{m} ({amount})"),
         (None, _) => amount,
+    }
+}
+
+/// A call's arguments on its line: compact JSON on one line, nothing for
+/// none; control characters stripped.
+fn args_line(args: &serde_json::Value) -> String {
+    match args {
+        serde_json::Value::Object(m) if m.is_empty() => String::new(),
+        serde_json::Value::Null => String::new(),
+        v => strip_controls(&v.to_string()).replace('\n', " "),
     }
 }

@@ -895,6 +895,7 @@ fn turn_end_errors_and_aborts_are_shown() {
         name: "bash".into(),
         reason: "policy".into(),
         extension: "guard".into(),
+        args: serde_json::json!({}),
     });
     let s = screen(&a);
     assert!(
@@ -1447,6 +1448,7 @@ fn a_call_blocked_before_it_started_is_shown() {
         name: "bash".into(),
         reason: "dangerous command: sudo".into(),
         extension: "guard-sh".into(),
+        args: serde_json::json!({"command": "sudo rm -rf /var/cache"}),
     });
     // The model is told the reason as the call's error result.
     a.on_event(Event::ToolResult {
@@ -1460,7 +1462,50 @@ fn a_call_blocked_before_it_started_is_shown() {
     let s = screen(&a);
     assert!(s.contains("bash"), "{s}");
     assert!(
+        s.contains("sudo rm -rf /var/cache"),
+        "what was refused: {s}"
+    );
+    assert!(
         s.contains("blocked by guard-sh: dangerous command: sudo"),
         "{s}"
     );
+}
+
+#[test]
+fn hooks_show_their_messages_failures_and_blocks() {
+    let mut a = app();
+    a.on_event(Event::UserMessage { text: "go".into() });
+    a.on_event(Event::Hook {
+        event: "PreToolUse".into(),
+        command: "./guard.sh".into(),
+        exit: Some(0),
+        outcome: "allow".into(),
+        reason: String::new(),
+        ms: 3,
+        system_message: "checked by the guard".into(),
+    });
+    a.on_event(Event::Hook {
+        event: "PostToolUse".into(),
+        command: "./fmt.sh".into(),
+        exit: None,
+        outcome: "timeout".into(),
+        reason: "ran over 60 s".into(),
+        ms: 60_000,
+        system_message: String::new(),
+    });
+    a.on_event(Event::ToolBlocked {
+        id: "h1".into(),
+        name: "write".into(),
+        reason: "writes to .env are not allowed".into(),
+        extension: "hook ./guard.sh".into(),
+        args: serde_json::json!({"path": ".env"}),
+    });
+    let s = screen(&a);
+    assert!(s.contains("checked by the guard"), "{s}");
+    assert!(s.contains("./fmt.sh: timeout: ran over 60 s"), "{s}");
+    assert!(
+        s.contains("blocked by hook ./guard.sh: writes to .env are not allowed"),
+        "{s}"
+    );
+    assert!(s.contains(".env"), "{s}");
 }
