@@ -74,6 +74,20 @@ pub enum Event {
         name: String,
         args: Value,
     },
+    /// A running call reported progress (an extension's `tool_progress`
+    /// frame, an MCP server's `notifications/progress`); `id` is the
+    /// model's call id.
+    ToolProgress {
+        id: String,
+        name: String,
+        extension: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        progress: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+    },
     ToolBlocked {
         id: String,
         name: String,

@@ -919,6 +919,9 @@ impl App {
                 self.set_flash(text, "warn", None);
             }
             Event::Error { message } => self.chat.push(Entry::Error(strip_controls(&message))),
+            // Progress of a running call: the call's line is drawn from
+            // its `tool_call` and `tool_result`; nothing to add yet.
+            Event::ToolProgress { .. } => {}
             Event::Idle => {
                 self.busy = false;
                 out.push(Intent::Refresh(Then::Nothing));
