@@ -86,6 +86,12 @@ struct Cli {
     /// do not run Claude Code hooks from .claude/settings.json and $ZUT_HOME/settings.json (man zut-hooks)
     #[argh(switch)]
     no_hooks: bool,
+    /// also start the MCP servers of FILE, Claude Code's .mcp.json shape (repeatable; man zut-mcp)
+    #[argh(option, arg_name = "FILE")]
+    mcp_config: Vec<String>,
+    /// start no MCP servers (.mcp.json, $ZUT_HOME/mcp.json, --mcp-config)
+    #[argh(switch)]
+    no_mcp: bool,
     /// cap model calls per prompt (default 50; at least 1)
     #[argh(option, arg_name = "N")]
     max_steps: Option<u32>,
@@ -308,6 +314,12 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         no_skills: cli.no_skills,
         session,
         no_hooks: cli.no_hooks,
+        mcp: crate::mcp::config::Sources {
+            cwd: cwd.clone(),
+            zut_home: zut_home.clone(),
+            files: cli.mcp_config.iter().map(|p| here.join(p)).collect(),
+            none: cli.no_mcp,
+        },
     };
     let code = if mode == Mode::Interactive {
         // The terminal UI reads Ctrl+C as a key and watches SIGTERM and

@@ -104,6 +104,8 @@ pub struct Options {
     pub confirmer: Option<Arc<dyn Confirmer>>,
     /// Claude Code hooks (zut-hooks(7)); empty with `--no-hooks`.
     pub hooks: Arc<crate::hooks::Hooks>,
+    /// The run's MCP servers ([`crate::mcp::hub::Hub::default`]: none).
+    pub mcp: Arc<crate::mcp::hub::Hub>,
 }
 
 /// What the agent reports as it goes, on its own thread (the session
@@ -136,6 +138,8 @@ pub struct Agent {
     observer: Option<Box<dyn Observer>>,
     /// The host's load generation the system prompt was built for.
     generation: u64,
+    /// The MCP hub's tool generation the system prompt was built for.
+    mcp_generation: u64,
     zut_home: PathBuf,
     sink: Arc<dyn EventSink>,
     opts: Options,
@@ -164,6 +168,7 @@ impl Agent {
             host,
             observer: None,
             generation,
+            mcp_generation: opts.mcp.generation(),
             zut_home: zut_home.to_path_buf(),
             sink,
             system: String::new(),
@@ -235,6 +240,11 @@ impl Agent {
             self.activated.clear();
             self.system = self.build_system();
         }
+        let mcp = self.opts.mcp.generation();
+        if mcp != self.mcp_generation {
+            self.mcp_generation = mcp;
+            self.system = self.build_system();
+        }
     }
 
     /// The skills of the host's current load (`None` with `--no-skills`).
@@ -247,12 +257,17 @@ impl Agent {
         system_prompt(&self.opts.cwd, &self.zut_home, &self.tool_defs(), &skills)
     }
 
-    /// The tools the next request advertises: built-ins, then extension
-    /// tools in registration order (deferred ones once activated).
+    /// The tools the next request advertises: built-ins, `tool_search`
+    /// while a deferred tool exists, then extension tools in registration
+    /// order and MCP tools in config order (deferred ones once activated).
     pub fn tool_defs(&self) -> Vec<ToolDef> {
         let mut defs = tools::definitions();
         if self.skills().is_some_and(|s| s.offers_model_skills()) {
             defs.push(tools::skill::definition());
+        }
+        let mcp = self.opts.mcp.tools();
+        if !self.deferred_tools(&mcp).is_empty() {
+            defs.push(tools::tool_search::definition());
         }
         defs.extend(
             self.host
@@ -265,7 +280,100 @@ impl Agent {
                     schema: t.schema,
                 }),
         );
+        defs.extend(
+            mcp.into_iter()
+                .filter(|t| !t.deferred || self.activated.contains(&t.tool.name))
+                .map(|t| ToolDef {
+                    name: t.tool.name,
+                    description: t.tool.description,
+                    schema: t.tool.schema,
+                }),
+        );
         defs
+    }
+
+    /// Every deferred tool (extensions', then MCP servers'), activated or
+    /// not: what `tool_search` searches.
+    fn deferred_tools(
+        &self,
+        mcp: &[crate::mcp::hub::HubTool],
+    ) -> Vec<tools::tool_search::Candidate> {
+        let ext = self
+            .host
+            .tools()
+            .into_iter()
+            .filter(|t| t.deferred)
+            .map(|t| (t.name, t.description));
+        let mcp = mcp
+            .iter()
+            .filter(|t| t.deferred)
+            .map(|t| (t.tool.name.clone(), t.tool.description.clone()));
+        ext.chain(mcp)
+            .map(|(name, description)| tools::tool_search::Candidate { name, description })
+            .collect()
+    }
+
+    /// Whether `name` is a deferred tool that activation can offer.
+    fn is_deferred(&self, name: &str) -> bool {
+        self.host.tool(name).is_some_and(|e| e.deferred)
+            || self.opts.mcp.tool(name).is_some_and(|t| t.deferred)
+    }
+
+    /// Whether a call of `name` asks a person first (unless `--yolo` or a
+    /// remembered approval): bash, write and edit, and MCP tools unless
+    /// read-only (`readOnlyHint`) or their server says `confirm: false`.
+    pub fn needs_confirmation(&self, name: &str) -> bool {
+        CONFIRMED_TOOLS.contains(&name) || self.opts.mcp.tool(name).is_some_and(|t| t.confirm)
+    }
+
+    /// Runs one guarded call: `tool_search` and MCP tools here, everything
+    /// else through [`execute`]. Same return as [`execute`].
+    fn execute(
+        &self,
+        id: &str,
+        name: &str,
+        args: &Result<Value, String>,
+        ctx: &ToolContext,
+        cancel: &CancelToken,
+    ) -> (ToolOutput, Option<String>, Vec<String>, Option<Value>) {
+        if let Ok(a) = args {
+            if name == tools::tool_search::NAME {
+                let candidates = self.deferred_tools(&self.opts.mcp.tools());
+                if !candidates.is_empty() {
+                    let (out, activate) = tools::tool_search::run(a, &candidates);
+                    return (out, None, activate, None);
+                }
+            }
+            if name.starts_with("mcp__") {
+                let mut progress = |p: crate::mcp::client::Progress| {
+                    self.emit(Event::ToolProgress {
+                        id: id.to_string(),
+                        name: name.to_string(),
+                        extension: self
+                            .opts
+                            .mcp
+                            .tool(name)
+                            .map(|t| crate::mcp::hub::participant(&t.server))
+                            .unwrap_or_default(),
+                        message: p.message,
+                        progress: p.progress,
+                        total: p.total,
+                    })
+                };
+                if let Some((content, is_error, server)) =
+                    self.opts.mcp.call(name, a, cancel, &mut progress)
+                {
+                    return (
+                        ToolOutput { content, is_error },
+                        Some(server),
+                        Vec::new(),
+                        None,
+                    );
+                }
+            }
+        }
+        let skills = self.skills();
+        execute(&self.host, skills.as_deref(), name, args, ctx, cancel)
     }
 
     fn emit(&self, e: Event) {
@@ -274,6 +382,9 @@ impl Agent {
 
     /// Runs one user prompt to the end.
     pub fn prompt(&mut self, text: &str, cancel: &CancelToken) -> Outcome {
+        // The first request waits for MCP servers still starting (each up
+        // to its startup timeout); later ones find them all settled.
+        self.opts.mcp.wait_ready(cancel);
         self.refresh_tools();
         match crate::hooks::agent::prompt_submit(&self.opts.hooks, text, &*self.sink) {
             Ok(context) => self.hook_context = (context, Vec::new()),
@@ -507,11 +618,10 @@ impl Agent {
                 (ToolOutput::error(why.clone()), None)
             } else {
                 let args = self.guard(id, &name, call.args.clone(), cancel);
-                let skills = self.skills();
                 let (out, extension, activate, details) =
-                    execute(&self.host, skills.as_deref(), &name, &args, &ctx, cancel);
+                    self.execute(id, &name, &args, &ctx, cancel);
                 for t in activate {
-                    if self.host.tool(&t).is_some_and(|e| e.deferred) {
+                    if self.is_deferred(&t) {
                         self.activated.insert(t);
                     }
                 }
@@ -618,7 +728,7 @@ impl Agent {
         let hook_ask = matches!(&perm, Some((false, _)));
         let scope = approval_scope(name, &args).0;
         let needs =
-            CONFIRMED_TOOLS.contains(&name) && !self.opts.yolo && !self.approved.contains(&scope);
+            self.needs_confirmation(name) && !self.opts.yolo && !self.approved.contains(&scope);
         if hook_ask || (needs && !matches!(perm, Some((true, _)))) {
             let ctx = ToolContext {
                 cwd: self.opts.cwd.clone(),

@@ -110,7 +110,7 @@ enum Reply {
     Progress(Progress),
 }
 
-/// Called (on a helper thread) with the new tool names after a re-list.
+/// Called (on the reader thread) with the new tools after a re-list.
 pub type OnChange = Arc<dyn Fn(&[Tool]) + Send + Sync>;
 
 /// State the reader, the writer and callers share.
@@ -132,7 +132,21 @@ struct Shared {
     /// The child, until shutdown takes it (the reader borrows it for the
     /// exit status).
     child: Mutex<Option<ChildGuard>>,
-    relisting: AtomicBool,
+    /// A `list_changed` re-list in progress.
+    relist: Mutex<Option<Relist>>,
+}
+
+/// A re-list driven by the reader: each page's answer is handled where it
+/// is read, so the new tools are in place before any later answer (a call
+/// the model made after the change) is delivered.
+struct Relist {
+    /// The id of the `tools/list` page request awaited.
+    id: u64,
+    tools: Vec<Tool>,
+    pages: usize,
+    started: Instant,
+    /// Another `list_changed` came meanwhile: list again when done.
+    again: bool,
 }
 
 /// What the server said about itself in its `initialize` answer.
@@ -244,7 +258,7 @@ impl Client {
             tools: Mutex::new(Arc::new(Vec::new())),
             on_change: Mutex::new(None),
             child: Mutex::new(Some(guard)),
-            relisting: AtomicBool::new(false),
+            relist: Mutex::new(None),
         });
         let wshared = shared.clone();
         let writer = std::thread::Builder::new()
@@ -306,9 +320,9 @@ impl Client {
     /// A start failure as the user reads it: server, reason, stderr tail.
     fn failure(&self, e: &CallError) -> String {
         let why = match e {
-            CallError::Timeout(d) => format!(
+            CallError::Timeout(_) => format!(
                 "did not finish starting (initialize and tools/list) within {} ms",
-                d.as_millis()
+                self.shared.spec.startup_timeout.as_millis()
             ),
             other => other.to_string(),
         };
@@ -507,25 +521,34 @@ impl Shared {
                 None => json!({}),
             };
             let page = self.request("tools/list", params, deadline, None, &none, &mut |_| {})?;
-            for t in page
-                .get("tools")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(tool) = self.tool_of(t) {
-                    tools.push(tool);
-                }
-            }
-            cursor = page
-                .get("nextCursor")
-                .and_then(Value::as_str)
-                .filter(|c| !c.is_empty())
-                .map(str::to_string);
+            cursor = self.page_tools(&page, &mut tools);
             if cursor.is_none() {
                 break;
             }
         }
+        self.cap_tools(&mut tools);
+        Ok(tools)
+    }
+
+    /// Adds one `tools/list` page's tools; the next cursor, if any.
+    fn page_tools(&self, page: &Value, tools: &mut Vec<Tool>) -> Option<String> {
+        for t in page
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(tool) = self.tool_of(t) {
+                tools.push(tool);
+            }
+        }
+        page.get("nextCursor")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+    }
+
+    fn cap_tools(&self, tools: &mut Vec<Tool>) {
         if tools.len() > MAX_TOOLS {
             log_line(
                 &self.log,
@@ -536,7 +559,6 @@ impl Shared {
             );
             tools.truncate(MAX_TOOLS);
         }
-        Ok(tools)
     }
 
     fn tool_of(&self, t: &Value) -> Option<Tool> {
@@ -618,6 +640,9 @@ impl Shared {
             }),
             None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
         };
+        if self.relist_page(id, &result) {
+            return;
+        }
         // Unknown or abandoned ids (a late answer after cancel) are dropped.
         if let Some(tx) = lock(&self.pending).remove(&id) {
             let _ = tx.send(Reply::Done(result));
@@ -673,34 +698,81 @@ impl Shared {
         }
     }
 
-    /// Re-lists the tools on a helper thread (the reader must keep reading
-    /// to receive the answer); one re-list at a time.
-    fn relist(self: &Arc<Self>) {
-        if self.relisting.swap(true, Ordering::SeqCst) {
-            return;
+    /// Starts a re-list after `list_changed` (or notes that another is
+    /// needed when one is running and not stale).
+    fn relist(&self) {
+        let mut r = lock(&self.relist);
+        if let Some(cur) = r.as_mut() {
+            if cur.started.elapsed() < self.spec.startup_timeout {
+                cur.again = true;
+                return;
+            }
         }
-        let me = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("mcp-list-{}", self.name))
-            .spawn(move || {
-                let deadline = Instant::now() + me.spec.startup_timeout;
-                let listed = me.list_tools(deadline);
-                me.relisting.store(false, Ordering::SeqCst);
-                match listed {
-                    Ok(tools) => {
-                        let tools = Arc::new(tools);
-                        *lock(&me.tools) = tools.clone();
-                        let cb = lock(&me.on_change).clone();
-                        if let Some(cb) = cb {
-                            cb(&tools);
-                        }
-                    }
-                    Err(e) => log_line(&me.log, &format!("re-listing tools failed: {e}")),
+        *r = self.send_list_page(None).map(|id| Relist {
+            id,
+            tools: Vec::new(),
+            pages: 1,
+            started: Instant::now(),
+            again: false,
+        });
+    }
+
+    /// Sends one `tools/list` page request whose answer the reader handles.
+    fn send_list_page(&self, cursor: Option<&str>) -> Option<u64> {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let params = match cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
+        match self.send_line(&msg) {
+            Ok(()) => Some(id),
+            Err(e) => {
+                log_line(&self.log, &format!("re-listing tools failed: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Handles the answer `id` if it is the re-list's page; true if it was.
+    fn relist_page(&self, id: u64, result: &Result<Value, RpcError>) -> bool {
+        let mut r = lock(&self.relist);
+        let Some(mut cur) = r.take_if(|c| c.id == id) else {
+            return false;
+        };
+        let page = match result {
+            Ok(p) => p,
+            Err(e) => {
+                log_line(
+                    &self.log,
+                    &format!("re-listing tools failed: error {}: {}", e.code, e.message),
+                );
+                return true;
+            }
+        };
+        if let Some(cursor) = self.page_tools(page, &mut cur.tools) {
+            if cur.pages < MAX_TOOLS {
+                if let Some(next) = self.send_list_page(Some(&cursor)) {
+                    cur.id = next;
+                    cur.pages += 1;
+                    *r = Some(cur);
                 }
-            });
-        if spawned.is_err() {
-            self.relisting.store(false, Ordering::SeqCst);
+                return true;
+            }
         }
+        drop(r);
+        let mut tools = cur.tools;
+        self.cap_tools(&mut tools);
+        let tools = Arc::new(tools);
+        *lock(&self.tools) = tools.clone();
+        let cb = lock(&self.on_change).clone();
+        if let Some(cb) = cb {
+            cb(&tools);
+        }
+        if cur.again {
+            self.relist();
+        }
+        true
     }
 
     /// stdout ended or a fatal line: record why and fail every request.

@@ -43,6 +43,8 @@ pub struct EngineConfig {
     pub hooks: Arc<crate::hooks::Hooks>,
     /// The front end, for which built-in commands run ([`commands`]).
     pub front: commands::Mode,
+    /// The run's MCP servers.
+    pub mcp: Arc<crate::mcp::hub::Hub>,
 }
 
 /// One unit of work for the worker.
@@ -220,6 +222,8 @@ pub struct Engine {
     session: Arc<Mutex<Option<Session>>>,
     /// The last tool list and the host view it was built from.
     tools_cache: Mutex<Option<ToolsCache>>,
+    /// Stopped with the host.
+    mcp: Arc<crate::mcp::hub::Hub>,
 }
 
 /// The longest [`Core::state`] waits for the dispatcher's extension
@@ -272,6 +276,7 @@ impl Engine {
             store,
             session: session.clone(),
             tools_cache: Mutex::new(None),
+            mcp: config.mcp.clone(),
         });
         let mut worker = Worker {
             host,
@@ -574,6 +579,7 @@ impl Core for Engine {
             let _ = s.discard_if_empty();
         }
         self.host.shutdown();
+        self.mcp.shutdown();
     }
 }
 
@@ -708,6 +714,7 @@ impl Worker {
                     .can_confirm
                     .then(|| self.confirms.clone() as Arc<dyn Confirmer>),
                 hooks: self.config.hooks.clone(),
+                mcp: self.config.mcp.clone(),
             };
             let sink: Arc<dyn EventSink> =
                 Arc::new(ChannelSink(self.events.clone(), self.shared.clone()));
