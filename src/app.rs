@@ -496,6 +496,14 @@ fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
     if globals.command == "sessions" {
         return Some(crate::cli::sessions::run(rest, &ctx));
     }
+    if globals.command == "mcp" {
+        return Some(crate::cli::mcp::run(
+            rest,
+            &ctx,
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        ));
+    }
     if globals.command == "skills" {
         return Some(crate::cli::skills::run(
             rest,

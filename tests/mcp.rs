@@ -595,3 +595,125 @@ fn an_untrusted_projects_mcp_json_is_not_started_and_no_mcp_starts_nothing() {
         .unwrap();
     assert!(json_lines(&out.stdout).is_empty());
 }
+
+fn zut_mcp(sb: &Sandbox, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = zut(sb).arg("mcp").args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn zut_mcp_add_list_get_remove_edit_the_files_and_keep_other_keys() {
+    let sb = Sandbox::new();
+    let file = sb.cwd().join(".mcp.json");
+    std::fs::write(
+        &file,
+        r#"{"keep": {"a": 1}, "mcpServers": {"old": {"command": "x"}}}"#,
+    )
+    .unwrap();
+    let f = fake().display().to_string();
+    let (code, _, err) = zut_mcp(
+        &sb,
+        &[
+            "add",
+            "fake",
+            "-e",
+            "TOKEN=${SECRET:-none}",
+            "--",
+            "python3",
+            &f,
+            "--page-size",
+            "2",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("zut ext trust"), "untrusted project: {err}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(doc["keep"], json!({"a": 1}));
+    assert_eq!(doc["mcpServers"]["old"]["command"], "x");
+    assert_eq!(doc["mcpServers"]["fake"]["args"][2], "2");
+    assert_eq!(doc["mcpServers"]["fake"]["env"]["TOKEN"], "${SECRET:-none}");
+    let (code, _, _) = zut_mcp(&sb, &["add", "fake", "--", "x"]);
+    assert_eq!(code, Some(1), "a taken name is refused");
+    let (code, _, _) = zut_mcp(&sb, &["add", "--global", "g", "--", "python3", &f]);
+    assert_eq!(code, Some(0));
+    assert!(sb.home().join("mcp.json").is_file());
+
+    let (code, out, _) = zut_mcp(&sb, &["list", "--json"]);
+    assert_eq!(code, Some(0));
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = listed["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["old", "fake", "g"]);
+    assert_eq!(listed["servers"][1]["starts"], false, "untrusted");
+    assert_eq!(listed["servers"][2]["source"], "global");
+    let (_, out, _) = zut_mcp(&sb, &["list"]);
+    assert!(out.contains("fake  project  python3"), "{out}");
+
+    let (code, out, _) = zut_mcp(&sb, &["get", "fake"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains(&format!("command: python3 {f} --page-size 2")),
+        "{out}"
+    );
+    assert!(out.contains("env: TOKEN"), "{out}");
+    let (code, _, err) = zut_mcp(&sb, &["get", "nope"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("nope"), "{err}");
+
+    let (code, _, _) = zut_mcp(&sb, &["remove", "fake"]);
+    assert_eq!(code, Some(0));
+    let doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert!(doc["mcpServers"].get("fake").is_none());
+    assert_eq!(doc["keep"], json!({"a": 1}));
+    let (code, _, _) = zut_mcp(&sb, &["remove", "fake"]);
+    assert_eq!(code, Some(1));
+    let (code, _, _) = zut_mcp(&sb, &["bogus"]);
+    assert_eq!(code, Some(2));
+}
+
+#[test]
+fn zut_mcp_doctor_starts_each_server_and_reports_failures_with_stderr() {
+    let sb = Sandbox::new();
+    let f = fake().display().to_string();
+    let doc = json!({"mcpServers": {
+        "good": {"command": "python3", "args": [f, "--version", "2024-11-05"]},
+        "bad": {"command": "python3", "args": [f, "--exit-on-init", "4"]}
+    }});
+    std::fs::write(sb.home().join("mcp.json"), doc.to_string()).unwrap();
+    let (code, out, _) = zut_mcp(&sb, &["doctor", "--json"]);
+    assert_eq!(code, Some(1), "{out}");
+    let d: Value = serde_json::from_str(&out).unwrap();
+    let by = |n: &str| {
+        d["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(by("good")["ok"], true);
+    assert_eq!(by("good")["protocol_version"], "2024-11-05");
+    assert_eq!(by("good")["tools"].as_array().unwrap().len(), 11);
+    let e = by("bad")["error"].as_str().unwrap().to_string();
+    assert!(
+        e.contains("exit status 4") && e.contains("cannot open the database"),
+        "{e}"
+    );
+    let (code, out, _) = zut_mcp(&sb, &["doctor", "good"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("good: ok, protocol 2024-11-05, 11 tool(s)"),
+        "{out}"
+    );
+    let (code, _, _) = zut_mcp(&sb, &["doctor", "missing"]);
+    assert_eq!(code, Some(1));
+}

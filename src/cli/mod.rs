@@ -23,6 +23,7 @@ mod ext;
 mod install;
 pub mod list;
 mod logs;
+pub mod mcp;
 mod new;
 mod process;
 pub mod sessions;
