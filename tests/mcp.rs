@@ -717,3 +717,115 @@ fn zut_mcp_doctor_starts_each_server_and_reports_failures_with_stderr() {
     let (code, _, _) = zut_mcp(&sb, &["doctor", "missing"]);
     assert_eq!(code, Some(1));
 }
+
+#[test]
+fn an_abort_cancels_the_running_call_and_no_server_outlives_zut() {
+    let sb = Sandbox::new();
+    let rec = sb.path("rec.jsonl");
+    let pidfile = sb.path("pid");
+    let cfg = config(
+        &sb,
+        &[(
+            "fake",
+            server(
+                &[
+                    "--record",
+                    &rec.display().to_string(),
+                    "--pidfile",
+                    &pidfile.display().to_string(),
+                ],
+                json!({"deferred": false}),
+            ),
+        )],
+    );
+    let s = script(
+        &sb,
+        &[
+            call("h", "mcp__fake__hang", json!({})),
+            json!({"text": "never"}),
+        ],
+    );
+    let mut child = zut(&sb)
+        .args(["--no-extensions", "--mcp-config", &cfg])
+        .args([
+            "--provider",
+            "script",
+            "--script",
+            &s,
+            "--mode",
+            "json",
+            "go",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = eventually(std::time::Duration::from_secs(20), || {
+        recorded(&rec).iter().any(|m| m["params"]["name"] == "hang")
+    });
+    assert!(started, "the call never reached the server");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let events = json_lines(&out.stdout);
+    assert_eq!(result_of(&events, "h")["is_error"], true);
+    let msgs = recorded(&rec);
+    let id = msgs
+        .iter()
+        .find(|m| m["params"]["name"] == "hang")
+        .map(|m| m["id"].clone())
+        .unwrap();
+    assert!(
+        msgs.iter()
+            .any(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == id),
+        "{msgs:#?}"
+    );
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        eventually(std::time::Duration::from_secs(5), || !pid_exists(pid)),
+        "the server {pid} outlived zut"
+    );
+}
+
+#[test]
+fn zut_ext_doctor_lists_mcp_servers_with_state_tools_and_log() {
+    let sb = Sandbox::new();
+    let f = fake().display().to_string();
+    let doc = json!({"mcpServers": {
+        "good": {"command": "python3", "args": [f]},
+        "bad": {"command": "python3", "args": [f, "--exit-on-init", "5"]}
+    }});
+    std::fs::write(sb.home().join("mcp.json"), doc.to_string()).unwrap();
+    let out = zut(&sb).args(["ext", "doctor", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by = |n: &str| {
+        d["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == n)
+            .unwrap_or_else(|| panic!("{d:#}"))
+            .clone()
+    };
+    let good = by("mcp:good");
+    assert_eq!(
+        (good["status"].as_str(), good["source"].as_str()),
+        (Some("ok"), Some("mcp"))
+    );
+    assert_eq!(good["tools"].as_array().unwrap().len(), 11);
+    assert!(good["log"].as_str().unwrap().ends_with("logs/mcp-good.log"));
+    let bad = by("mcp:bad");
+    assert_eq!(bad["status"], "error");
+    assert!(bad["error"].as_str().unwrap().contains("exit status 5"));
+    let out = zut(&sb).args(["ext", "doctor", "good"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("mcp:good [mcp] ok") && !text.contains("mcp:bad"),
+        "{text}"
+    );
+}

@@ -640,6 +640,9 @@ impl Shared {
             }),
             None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
         };
+        // The first answer is initialize's: from here on stray stdout lines
+        // are skipped, also one read before the handshake thread wakes.
+        self.initialized.store(true, Ordering::SeqCst);
         if self.relist_page(id, &result) {
             return;
         }

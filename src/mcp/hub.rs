@@ -65,8 +65,13 @@ pub struct ServerStatus {
     pub name: String,
     /// `starting`, `ready`, `failed` or `stopped`.
     pub state: &'static str,
-    pub tools: usize,
+    /// The `mcp__…` names of its tools (when ready).
+    pub tools: Vec<String>,
     pub protocol_version: String,
+    /// The server's own version (`serverInfo.version`).
+    pub version: String,
+    /// The command line it was started with.
+    pub command: String,
     pub log: PathBuf,
     /// The failure, for `failed`.
     pub message: String,
@@ -252,22 +257,27 @@ impl Hub {
             .iter()
             .map(|slot| {
                 let state = lock(&slot.state).clone();
-                let (name, tools, version, message) = match &state {
-                    State::Starting(_) => ("starting", 0, String::new(), String::new()),
+                let none = super::client::ServerInfo::default;
+                let (name, tools, info, message) = match &state {
+                    State::Starting(_) => ("starting", Vec::new(), none(), String::new()),
                     State::Ready(c) => (
                         "ready",
-                        c.tools().len(),
-                        c.info().protocol_version,
+                        c.tools().iter().map(|t| t.name.clone()).collect(),
+                        c.info(),
                         String::new(),
                     ),
-                    State::Failed(m) => ("failed", 0, String::new(), m.clone()),
-                    State::Stopped => ("stopped", 0, String::new(), String::new()),
+                    State::Failed(m) => ("failed", Vec::new(), none(), m.clone()),
+                    State::Stopped => ("stopped", Vec::new(), none(), String::new()),
                 };
+                let mut command = vec![slot.spec.command.clone()];
+                command.extend(slot.spec.args.iter().cloned());
                 ServerStatus {
                     name: slot.spec.name.clone(),
                     state: name,
                     tools,
-                    protocol_version: version,
+                    protocol_version: info.protocol_version,
+                    version: info.version,
+                    command: command.join(" "),
                     log: slot.log.clone(),
                     message,
                     origin: slot.spec.origin.clone(),

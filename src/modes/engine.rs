@@ -441,6 +441,17 @@ impl Core for Engine {
             })
             .collect();
         state
+            .extensions
+            .extend(self.mcp.status().into_iter().map(|s| ExtensionSummary {
+                name: crate::mcp::hub::participant(&s.name),
+                version: s.version,
+                source: "mcp".into(),
+                running: s.state == "ready",
+                commands: Vec::new(),
+                tools: s.tools,
+                error: (!s.message.is_empty()).then_some(s.message),
+            }));
+        state
     }
 
     fn settled(&self) -> Receiver<()> {
