@@ -829,3 +829,58 @@ fn zut_ext_doctor_lists_mcp_servers_with_state_tools_and_log() {
         "{text}"
     );
 }
+
+#[test]
+fn mcp_calls_go_through_extension_interceptors_and_claude_code_hooks() {
+    let sb = Sandbox::new();
+    let rec = sb.path("rec.jsonl");
+    let marker = sb.path("marks");
+    let guard = sb.fixture("fx-guard", &[opt("marker", &marker)]);
+    let cfg = config(
+        &sb,
+        &[(
+            "fake",
+            server(
+                &["--record", &rec.display().to_string()],
+                json!({"deferred": false}),
+            ),
+        )],
+    );
+    let hooks = json!({"hooks": {"PreToolUse": [{"matcher": "mcp__fake__fails", "hooks": [
+        {"type": "command", "command": "echo refused by policy >&2; exit 2"}
+    ]}]}});
+    std::fs::create_dir_all(sb.cwd().join(".claude")).unwrap();
+    std::fs::write(sb.cwd().join(".claude/settings.json"), hooks.to_string()).unwrap();
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [
+                {"id": "e", "name": "mcp__fake__echo", "args": {"text": "seen"}},
+                {"id": "f", "name": "mcp__fake__fails", "args": {}}
+            ]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let out = zut(&sb)
+        .env("ZUT_TRUST_ALL", "1")
+        .arg("-e")
+        .arg(&guard)
+        .args(["--mcp-config", &cfg, "--provider", "script", "--script", &s])
+        .args(["--mode", "json", "go"])
+        .output()
+        .unwrap();
+    let events = json_lines(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{events:#?}");
+    let marks = std::fs::read_to_string(&marker).unwrap();
+    assert!(
+        marks.contains(r#"intercept:tool_call:{"text": "seen"}"#),
+        "{marks}"
+    );
+    assert_eq!(text_of(result_of(&events, "e")), "echo: seen");
+    let f = result_of(&events, "f");
+    assert_eq!(f["is_error"], true);
+    assert!(text_of(f).contains("refused by policy"), "{}", text_of(f));
+    assert!(!recorded(&rec)
+        .iter()
+        .any(|m| m["params"]["name"] == "fails"));
+}
