@@ -664,6 +664,42 @@ impl Agent {
         blocks
     }
 
+    /// One call outside a model turn (`zut mcp serve`): interception,
+    /// hooks, confirmation (refused where nobody can confirm), execution
+    /// and `PostToolUse`, as for a call the model makes. The output and the
+    /// participant that served it.
+    pub fn call_one(
+        &mut self,
+        id: &str,
+        name: &str,
+        args: Value,
+        cancel: &CancelToken,
+    ) -> (ToolOutput, Option<String>) {
+        let ctx = ToolContext {
+            cwd: self.opts.cwd.clone(),
+        };
+        let args = self.guard(id, name, args, cancel);
+        let (out, extension, _, _) = self.execute(id, name, &args, &ctx, cancel);
+        if let Ok(a) = &args {
+            let text = content_text(&out.content);
+            let sink = self.sink.clone();
+            let _ = crate::hooks::agent::post_tool_use(
+                &self.opts.hooks,
+                id,
+                name,
+                a,
+                &text,
+                out.is_error,
+                &*sink,
+            );
+        }
+        let out = ToolOutput {
+            content: cap::cap(out.content, self.result_cap),
+            ..out
+        };
+        (out, extension)
+    }
+
     /// An extension's `details`: its state on the active branch, unless the
     /// store refuses it (too large), which the extension hears as a warning.
     fn commit_state(&mut self, extension: &str, state: &Value) {

@@ -22,7 +22,8 @@ const USAGE: &str = "usage: zut mcp add [--global] NAME [-e KEY=VALUE]... -- COM
        zut mcp list [--json]
        zut mcp get NAME
        zut mcp remove [--global] NAME
-       zut mcp doctor [NAME] [--json]";
+       zut mcp doctor [NAME] [--json]
+       zut [--ext PATH]... mcp serve [--tools A,B] [--yolo] [--no-mcp]";
 
 /// Runs `zut mcp <args…>`; returns the exit status.
 pub fn run(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
@@ -40,6 +41,7 @@ pub fn run(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut dyn
         "get" => get(rest, ctx, out),
         "remove" | "rm" => remove(rest, ctx, err),
         "doctor" => doctor(rest, ctx, out, err),
+        "serve" => serve(rest, ctx),
         other => Err(Fail::Usage(format!("unknown subcommand {other:?}"))),
     };
     match result {
@@ -61,6 +63,41 @@ enum Fail {
 }
 
 type Outcome = Result<i32, Fail>;
+
+fn serve(args: &[String], ctx: &CliContext) -> Outcome {
+    let mut opts = crate::mcp::serve::ServeOptions {
+        cwd: ctx.cwd.clone(),
+        zut_home: ctx.zut_home.clone(),
+        ext_paths: ctx.ext_paths.clone(),
+        no_extensions: ctx.no_extensions,
+        tools: None,
+        yolo: false,
+        no_mcp: false,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--yolo" => opts.yolo = true,
+            "--no-mcp" => opts.no_mcp = true,
+            "--tools" => {
+                i += 1;
+                let list = args
+                    .get(i)
+                    .ok_or_else(|| Fail::Usage("--tools needs a list: --tools read,grep".into()))?;
+                opts.tools = Some(
+                    list.split(',')
+                        .map(str::trim)
+                        .filter(|t| !t.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                );
+            }
+            s => return Err(Fail::Usage(format!("unexpected argument {s:?}"))),
+        }
+        i += 1;
+    }
+    Ok(crate::mcp::serve::run(opts))
+}
 
 fn file_for(global: bool, ctx: &CliContext) -> PathBuf {
     if global {

@@ -10,3 +10,4 @@ pub mod config;
 pub mod hub;
 pub mod naming;
 pub mod result;
+pub mod serve;
