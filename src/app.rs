@@ -13,7 +13,8 @@ use std::path::PathBuf;
 ///
 /// Without -p, zut opens its terminal UI; use -p for print mode, --mode
 /// json for the event stream, or --mode rpc to drive zut from a program.
-/// `zut ext` lists the extension management commands; `zut skills` lists
+/// `zut ext` lists the extension management commands; `zut mcp` configures
+/// MCP servers (`zut mcp serve` serves zut's tools over MCP); `zut skills` lists
 /// the skills zut finds for this project; `zut sessions` lists this
 /// project's sessions; `zut models [--json]` lists the provider's models
 /// (it takes --provider, --base-url, --api-key).

@@ -884,3 +884,58 @@ fn mcp_calls_go_through_extension_interceptors_and_claude_code_hooks() {
         .iter()
         .any(|m| m["params"]["name"] == "fails"));
 }
+
+#[test]
+fn rpc_list_tools_and_get_state_show_mcp_servers_and_their_tools() {
+    use std::io::{BufRead, Write};
+    let sb = Sandbox::new();
+    let cfg = config(&sb, &[("fake", server(&[], json!({})))]);
+    let s = script(&sb, &[json!({"text": "ok"})]);
+    let mut child = zut(&sb)
+        .args(["--no-extensions", "--mcp-config", &cfg])
+        .args(["--provider", "script", "--script", &s, "--mode", "rpc"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = |pred: &dyn Fn(&Value) -> bool| -> Value {
+        for l in lines.by_ref() {
+            let v: Value = serde_json::from_str(&l.unwrap()).unwrap();
+            if pred(&v) {
+                return v;
+            }
+        }
+        panic!("zut ended first");
+    };
+    // A prompt's first request waits for the server; after it, it is ready.
+    writeln!(stdin, r#"{{"id":"p","type":"prompt","message":"hi"}}"#).unwrap();
+    next(&|v| v["type"] == "done");
+    writeln!(stdin, r#"{{"id":"t","type":"list_tools"}}"#).unwrap();
+    let tools = next(&|v| v["id"] == "t");
+    let echo = tools["data"]
+        .as_array()
+        .or(tools["data"]["tools"].as_array())
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__fake__echo")
+        .unwrap_or_else(|| panic!("{tools:#}"))
+        .clone();
+    assert_eq!(echo["extension"], "mcp:fake");
+    writeln!(stdin, r#"{{"id":"s","type":"get_state"}}"#).unwrap();
+    let state = next(&|v| v["id"] == "s");
+    let ext = state["data"]["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "mcp:fake")
+        .unwrap_or_else(|| panic!("{state:#}"))
+        .clone();
+    assert_eq!(
+        (ext["source"].as_str(), ext["running"].as_bool()),
+        (Some("mcp"), Some(true))
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}

@@ -204,7 +204,8 @@ impl Confirmer for Confirms {
 }
 
 /// A tool list and the host view it was built from.
-type ToolsCache = (Arc<crate::host::View>, Arc<[ToolSummary]>);
+/// The host view and MCP tool generation a tool list was built from.
+type ToolsCache = (Arc<crate::host::View>, u64, Arc<[ToolSummary]>);
 
 /// The engine: a [`Core`] over a host handle and a worker thread.
 pub struct Engine {
@@ -515,9 +516,10 @@ impl Core for Engine {
         // The list changes only when the host publishes a new view (a load,
         // a reload, an extension gone); until then the same one serves.
         let view = self.host.view();
+        let mcp = self.mcp.generation();
         let mut cache = lock(&self.tools_cache);
-        if let Some((seen, tools)) = cache.as_ref() {
-            if Arc::ptr_eq(seen, &view) {
+        if let Some((seen, gen, tools)) = cache.as_ref() {
+            if Arc::ptr_eq(seen, &view) && *gen == mcp {
                 return tools.clone();
             }
         }
@@ -542,8 +544,13 @@ impl Core for Engine {
                 description: t.description.clone(),
                 extension: Some(t.extension.clone()),
             }))
+            .chain(self.mcp.tools().into_iter().map(|t| ToolSummary {
+                name: t.tool.name,
+                description: t.tool.description,
+                extension: Some(crate::mcp::hub::participant(&t.server)),
+            }))
             .collect();
-        *cache = Some((view, tools.clone()));
+        *cache = Some((view, mcp, tools.clone()));
         tools
     }
 
