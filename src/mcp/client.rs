@@ -50,6 +50,9 @@ pub const PROGRESS_CAP: u32 = 10;
 const STDERR_TAIL_LINES: usize = 5;
 /// After stdout ends, how long to wait for the exit status to report it.
 const EXIT_WAIT: Duration = Duration::from_millis(500);
+/// After the server is stopped, how long its reader and writer threads may
+/// take to see their pipes close.
+const THREAD_EXIT: Duration = Duration::from_secs(1);
 /// Messages queued for the writer before a send waits.
 const WRITE_QUEUE: usize = 256;
 
@@ -165,6 +168,10 @@ pub struct Client {
     info: Mutex<ServerInfo>,
     reader: Mutex<Option<std::thread::JoinHandle<()>>>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Disconnects once both threads have ended.
+    threads_done: Receiver<()>,
+    /// Handed to the reader thread when it starts.
+    reader_alive: Mutex<Option<Sender<()>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -207,9 +214,13 @@ impl Client {
         })?;
         *lock(&client.shared.on_change) = on_change;
         let shared = client.shared.clone();
+        let alive = lock(&client.reader_alive).take();
         let reader = std::thread::Builder::new()
             .name(format!("mcp-read-{}", spec.name))
-            .spawn(move || read_loop(shared, stdout))
+            .spawn(move || {
+                read_loop(shared, stdout);
+                drop(alive);
+            })
             .map_err(|e| format!("MCP server {}: cannot start a thread: {e}", spec.name))?;
         *lock(&client.reader) = Some(reader);
         Ok(client)
@@ -261,15 +272,22 @@ impl Client {
             relist: Mutex::new(None),
         });
         let wshared = shared.clone();
+        let (alive, threads_done) = crossbeam_channel::bounded::<()>(0);
+        let walive = alive.clone();
         let writer = std::thread::Builder::new()
             .name(format!("mcp-write-{}", spec.name))
-            .spawn(move || write_loop(wshared, stdin, rx))?;
+            .spawn(move || {
+                write_loop(wshared, stdin, rx);
+                drop(walive);
+            })?;
         Ok((
             Client {
                 shared,
                 info: Mutex::new(ServerInfo::default()),
                 reader: Mutex::new(None),
                 writer: Mutex::new(Some(writer)),
+                threads_done,
+                reader_alive: Mutex::new(Some(alive)),
             },
             stdout,
         ))
@@ -383,7 +401,8 @@ impl Client {
 
     /// Closes stdin, waits up to `grace` for the server to exit, then
     /// SIGTERM, the kill grace and SIGKILL to its group; reaps it and joins
-    /// both threads.
+    /// both threads (unless one is still blocked [`THREAD_EXIT`] later, on
+    /// a pipe a process outside the group keeps open: it is left behind).
     pub fn shutdown(&self, grace: Duration) {
         lock(&self.shared.out).take();
         let child = lock(&self.shared.child).take();
@@ -397,11 +416,21 @@ impl Client {
             }
             drop(child);
         }
-        for t in [lock(&self.writer).take(), lock(&self.reader).take()]
-            .into_iter()
-            .flatten()
-        {
-            let _ = t.join();
+        lock(&self.reader_alive).take();
+        let ended = matches!(
+            self.threads_done.recv_timeout(THREAD_EXIT),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected)
+        );
+        let threads = [lock(&self.writer).take(), lock(&self.reader).take()];
+        if ended {
+            for t in threads.into_iter().flatten() {
+                let _ = t.join();
+            }
+        } else {
+            log::warn!(
+                "MCP server {}: its pipes stay open after it was stopped; not waiting for them",
+                self.shared.name
+            );
         }
         lock(&self.shared.dead).get_or_insert_with(|| "it was shut down".to_string());
     }
