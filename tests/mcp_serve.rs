@@ -1,7 +1,8 @@
 //! `zut mcp serve` driven by MCP clients: the official Python client
-//! (`mcp`, installed by `.ci/mcp-servers` with `mcp-server-time`; skipped
-//! loudly where missing) for the everyday path, and raw JSON-RPC lines for
-//! cancellation and `list_changed`, which need exact timing.
+//! (`mcp`, installed by `.ci/mcp-servers` with `mcp-server-time`) and the
+//! TypeScript SDK's client (`@modelcontextprotocol/sdk`, same script), each
+//! skipped loudly where missing, for the everyday path; raw JSON-RPC lines
+//! for cancellation and `list_changed`, which need exact timing.
 
 mod support;
 
@@ -15,12 +16,24 @@ fn fake() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/fake_server.py")
 }
 
-fn py_cache() -> PathBuf {
+fn cache() -> PathBuf {
     match std::env::var_os("ZUT_MCP_CACHE") {
-        Some(c) if !c.is_empty() => PathBuf::from(c).join("py"),
-        _ => {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/zut-ci/mcp/py")
+        Some(c) if !c.is_empty() => PathBuf::from(c),
+        _ => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/zut-ci/mcp"),
+    }
+}
+
+fn py_cache() -> PathBuf {
+    cache().join("py")
+}
+
+/// Writes past the test harness's capture, so a skip shows in every run.
+fn loud(line: &str) {
+    match std::fs::OpenOptions::new().write(true).open("/dev/stderr") {
+        Ok(mut f) => {
+            let _ = writeln!(f, "{line}");
         }
+        Err(_) => eprintln!("{line}"),
     }
 }
 
@@ -36,16 +49,10 @@ fn user_server(sb: &Sandbox, args: &[&str]) {
 fn the_python_mcp_client_calls_built_in_extension_and_mcp_tools_through_zut() {
     let py = py_cache();
     if !py.join("mcp").is_dir() {
-        let line = format!(
+        loud(&format!(
             "SKIPPED: the Python mcp client is not installed in {} (offline?); run .ci/mcp-servers",
             py.display()
-        );
-        match std::fs::OpenOptions::new().write(true).open("/dev/stderr") {
-            Ok(mut f) => {
-                let _ = writeln!(f, "{line}");
-            }
-            Err(_) => eprintln!("{line}"),
-        }
+        ));
         return;
     }
     let sb = Sandbox::new();
@@ -103,6 +110,57 @@ fn the_python_mcp_client_calls_built_in_extension_and_mcp_tools_through_zut() {
     );
     assert_eq!(call(3)["content"][0]["text"], "progress done");
     assert_eq!(call(4)["content"][0]["text"], "echo: via zut");
+}
+
+#[test]
+fn the_typescript_sdk_client_calls_zut_tools_with_progress() {
+    let modules = cache().join("npm/node_modules");
+    if !modules.join("@modelcontextprotocol/sdk").is_dir() {
+        loud(&format!(
+            "SKIPPED: the MCP TypeScript SDK is not installed in {} (offline?); run .ci/mcp-servers",
+            modules.display()
+        ));
+        return;
+    }
+    let sb = Sandbox::new();
+    user_server(&sb, &[]);
+    std::fs::write(sb.cwd().join("small.txt"), "hello\n").unwrap();
+    let tool_ext = sb.fixture("fx-normal", &[]);
+    let server = json!({
+        "command": env!("CARGO_BIN_EXE_zut"),
+        "args": ["--ext", tool_ext, "mcp", "serve",
+                 "--tools", "read,write,fx_normal_echo,mcp__fake__progress"],
+        "env": {"ZUT_HOME": sb.home(), "PATH": search_path()},
+        "cwd": sb.cwd(),
+    });
+    let calls = json!([
+        {"name": "read", "arguments": {"path": "small.txt"}},
+        {"name": "write", "arguments": {"path": "x.txt", "content": "no"}},
+        {"name": "fx_normal_echo", "arguments": {"text": "from node"}},
+        {"name": "mcp__fake__progress", "arguments": {"steps": 2, "delay_ms": 20}, "progress": true}
+    ]);
+    let out = std::process::Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/serve_client_node.cjs"))
+        .arg(server.to_string())
+        .arg(calls.to_string())
+        .env("NODE_PATH", &modules)
+        .current_dir(sb.cwd())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(r["server"], "zut");
+    assert_eq!(r["tools"].as_array().unwrap().len(), 4, "{r:#}");
+    assert_eq!(r["calls"][0]["content"][0]["text"], "hello");
+    assert_eq!(r["calls"][1]["is_error"], true);
+    assert!(r["calls"][1]["content"].to_string().contains("--yolo"));
+    assert!(!sb.cwd().join("x.txt").exists());
+    assert!(r["calls"][2]["content"].to_string().contains("from node"));
+    // The SDK runs notification handlers a tick after they arrive and drops
+    // a call's progress handler once its answer is read: the fake server
+    // pauses before answering so that the last progress is not lost there.
+    assert_eq!(r["calls"][3]["progress"].as_array().unwrap().len(), 2);
 }
 
 /// A raw JSON-RPC client over zut's stdio.
