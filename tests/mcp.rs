@@ -745,7 +745,7 @@ fn an_abort_cancels_the_running_call_and_no_server_outlives_zut() {
             json!({"text": "never"}),
         ],
     );
-    let mut child = zut(&sb)
+    let child = zut(&sb)
         .args(["--no-extensions", "--mcp-config", &cfg])
         .args([
             "--provider",

@@ -174,8 +174,8 @@ fn add(args: &[String], ctx: &CliContext, err: &mut dyn Write) -> Outcome {
     servers.insert(name.to_string(), entry);
     config::write_doc(&file, &doc).map_err(Fail::Error)?;
     let _ = writeln!(err, "added MCP server {name} to {}", file.display());
-    if !global && !(crate::trust::trust_all() || crate::trust::is_trusted(&ctx.zut_home, &ctx.cwd))
-    {
+    let trusted = crate::trust::trust_all() || crate::trust::is_trusted(&ctx.zut_home, &ctx.cwd);
+    if !global && !trusted {
         let _ = writeln!(
             err,
             "this project is not trusted: its .mcp.json starts only after zut ext trust {}",
