@@ -122,6 +122,8 @@ pub enum Entry {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolState {
     Running,
+    /// Running, with the tool's latest progress report ("2/4 step 2").
+    Progress(String),
     Done {
         is_error: bool,
         output: String,
@@ -471,6 +473,40 @@ impl App {
         match submitted {
             Submitted::Started => self.busy = true,
             Submitted::Queued { .. } => self.push_queued(text),
+        }
+    }
+
+    /// A running call's latest progress, shown on its line.
+    fn show_progress(
+        &mut self,
+        id: &str,
+        message: Option<String>,
+        progress: Option<f64>,
+        total: Option<f64>,
+    ) {
+        let count = match (progress, total) {
+            (Some(p), Some(t)) => format!("{p}/{t}"),
+            (Some(p), None) => format!("{p}"),
+            _ => String::new(),
+        };
+        let text = [
+            count,
+            message.map(|m| strip_controls(&m)).unwrap_or_default(),
+        ]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('\n', " ");
+        for e in self.chat.iter_mut().rev() {
+            if let Entry::Tool { id: tid, state, .. } = e {
+                if tid == id {
+                    if matches!(state, ToolState::Running | ToolState::Progress(_)) {
+                        *state = ToolState::Progress(text);
+                    }
+                    return;
+                }
+            }
         }
     }
 
@@ -919,9 +955,13 @@ impl App {
                 self.set_flash(text, "warn", None);
             }
             Event::Error { message } => self.chat.push(Entry::Error(strip_controls(&message))),
-            // Progress of a running call: the call's line is drawn from
-            // its `tool_call` and `tool_result`; nothing to add yet.
-            Event::ToolProgress { .. } => {}
+            Event::ToolProgress {
+                id,
+                message,
+                progress,
+                total,
+                ..
+            } => self.show_progress(&id, message, progress, total),
             Event::Idle => {
                 self.busy = false;
                 out.push(Intent::Refresh(Then::Nothing));

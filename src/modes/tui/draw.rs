@@ -287,6 +287,10 @@ impl App {
                 out.push(fit(parts, w));
                 match state {
                     ToolState::Running => out.push(Line::styled("  ⎿ running…", self.fg(t.muted))),
+                    ToolState::Progress(p) => out.push(fit(
+                        vec![(format!("  ⎿ running… {p}"), self.fg(t.muted))],
+                        w,
+                    )),
                     ToolState::Blocked(reason) => out.extend(prefixed(
                         &format!("blocked {reason}"),
                         "  ⊘ ",

@@ -32,7 +32,7 @@ pub fn to_markdown(chat: &[Entry], session: &str) -> String {
             } => {
                 out.push_str(&format!("\n**tool `{name}`** `{args}`\n"));
                 match state {
-                    ToolState::Running => out.push_str("\n(no result)\n"),
+                    ToolState::Running | ToolState::Progress(_) => out.push_str("\n(no result)\n"),
                     ToolState::Blocked(r) => out.push_str(&format!("\nblocked {r}\n")),
                     ToolState::Done { is_error, output } => {
                         let fence = if output.contains("```") {

@@ -864,6 +864,43 @@ fn streamed_text_and_tool_lines_with_the_serving_extension() {
 }
 
 #[test]
+fn tool_progress_shows_on_the_running_calls_line() {
+    let mut a = app();
+    a.on_event(Event::ToolCall {
+        id: "c1".into(),
+        name: "mcp__fake__progress".into(),
+        args: serde_json::json!({}),
+    });
+    a.on_event(Event::ToolProgress {
+        id: "c1".into(),
+        name: "mcp__fake__progress".into(),
+        extension: "mcp:fake".into(),
+        message: Some("step 2".into()),
+        progress: Some(2.0),
+        total: Some(4.0),
+    });
+    assert!(
+        screen(&a).contains("⎿ running… 2/4 step 2"),
+        "{}",
+        screen(&a)
+    );
+    a.on_event(Event::ToolResult {
+        id: "c1".into(),
+        name: "mcp__fake__progress".into(),
+        is_error: false,
+        content: vec![ContentBlock::Text {
+            text: "progress done".into(),
+        }],
+        extension: Some("mcp:fake".into()),
+    });
+    let s = screen(&a);
+    assert!(
+        s.contains("⎿ progress done") && !s.contains("running…"),
+        "{s}"
+    );
+}
+
+#[test]
 fn turn_end_errors_and_aborts_are_shown() {
     let mut a = app();
     a.on_event(Event::TurnEnd {
