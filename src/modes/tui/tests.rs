@@ -1189,6 +1189,34 @@ fn help_ext_and_skills_sheets_close_with_esc() {
     }
 }
 
+#[test]
+fn the_footer_names_mcp_servers_still_starting() {
+    let core = FakeCore::default();
+    let server = |running| crate::frontend::ExtensionSummary {
+        name: "mcp:time".into(),
+        source: "mcp".into(),
+        running,
+        ..Default::default()
+    };
+    let mut st = state();
+    st.extensions = vec![server(false)];
+    *core.state.lock().expect("lock") = st.clone();
+    let mut a = app();
+    let refresh = vec![Intent::Refresh(Then::Nothing)];
+    execute(
+        &mut a,
+        &core,
+        refresh.clone(),
+        &mut || {},
+        &mut |_: &App| {},
+    );
+    assert!(screen_of(&a, 100, 20).contains("MCP starting: time"));
+    st.extensions = vec![server(true)];
+    *core.state.lock().expect("lock") = st;
+    execute(&mut a, &core, refresh, &mut || {}, &mut |_: &App| {});
+    assert!(!screen_of(&a, 100, 20).contains("MCP starting"));
+}
+
 // ----- quitting, insert, submit, alerts -----
 
 #[test]
