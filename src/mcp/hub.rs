@@ -201,7 +201,17 @@ impl Hub {
         if !name.starts_with("mcp__") {
             return None;
         }
-        self.tools().into_iter().find(|t| t.tool.name == name)
+        self.slots
+            .iter()
+            .find_map(|slot| match &*lock(&slot.state) {
+                State::Ready(c) => c.tools().iter().find(|t| t.name == name).map(|t| HubTool {
+                    tool: t.clone(),
+                    server: slot.spec.name.clone(),
+                    deferred: slot.spec.deferred,
+                    confirm: slot.spec.confirm && !t.read_only,
+                }),
+                _ => None,
+            })
     }
 
     /// Calls the MCP tool `name`: `None` when no server offers it; else
