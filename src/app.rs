@@ -13,7 +13,8 @@ use std::path::PathBuf;
 ///
 /// Without -p, zut opens its terminal UI; use -p for print mode, --mode
 /// json for the event stream, or --mode rpc to drive zut from a program.
-/// `zut ext` lists the extension management commands; `zut skills` lists
+/// `zut ext` lists the extension management commands; `zut mcp` configures
+/// MCP servers (`zut mcp serve` serves zut's tools over MCP); `zut skills` lists
 /// the skills zut finds for this project; `zut hooks [--json]` lists the
 /// Claude Code hooks it runs here; `zut sessions` lists this
 /// project's sessions; `zut models [--json]` lists the provider's models
@@ -87,6 +88,12 @@ struct Cli {
     /// do not run Claude Code hooks from .claude/settings.json and $ZUT_HOME/settings.json (man zut-hooks)
     #[argh(switch)]
     no_hooks: bool,
+    /// also start the MCP servers of FILE, Claude Code's .mcp.json shape (repeatable; man zut-mcp)
+    #[argh(option, arg_name = "FILE")]
+    mcp_config: Vec<String>,
+    /// start no MCP servers (.mcp.json, $ZUT_HOME/mcp.json, --mcp-config)
+    #[argh(switch)]
+    no_mcp: bool,
     /// cap model calls per prompt (default 50; at least 1)
     #[argh(option, arg_name = "N")]
     max_steps: Option<u32>,
@@ -309,6 +316,12 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         no_skills: cli.no_skills,
         session,
         no_hooks: cli.no_hooks,
+        mcp: crate::mcp::config::Sources {
+            cwd: cwd.clone(),
+            zut_home: zut_home.clone(),
+            files: cli.mcp_config.iter().map(|p| here.join(p)).collect(),
+            none: cli.no_mcp,
+        },
     };
     let code = if mode == Mode::Interactive {
         // The terminal UI reads Ctrl+C as a key and watches SIGTERM and
@@ -487,6 +500,14 @@ fn try_ext(args: &[String], zut_home: &std::path::Path) -> Option<i32> {
     }
     if globals.command == "hooks" {
         return Some(crate::cli::hooks::run(
+            rest,
+            &ctx,
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        ));
+    }
+    if globals.command == "mcp" {
+        return Some(crate::cli::mcp::run(
             rest,
             &ctx,
             &mut std::io::stdout(),

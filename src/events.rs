@@ -107,8 +107,9 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         replaced_by: Option<String>,
     },
-    /// A running extension tool said it is still working (one per
-    /// `tool_progress` frame, before the call's `tool_result`).
+    /// A running call said it is still working: one per extension
+    /// `tool_progress` frame or MCP `notifications/progress`, before the
+    /// call's `tool_result`.
     ToolProgress {
         /// The model's call id, as in `tool_call` and `tool_result`.
         id: String,

@@ -376,6 +376,7 @@ fn confirmation_is_a_question_any_front_end_answers() {
         yolo: false,
         confirmer: Some(answers.clone()),
         hooks: Default::default(),
+        mcp: Default::default(),
     };
     let mut agent = Agent::new(provider, host.handle(), host.sink(), opts, &sb.home());
     let outcome = agent.prompt("go", &CancelToken::never());

@@ -107,6 +107,8 @@ pub struct Options {
     pub confirmer: Option<Arc<dyn Confirmer>>,
     /// Claude Code hooks (zut-hooks(7)); empty with `--no-hooks`.
     pub hooks: Arc<crate::hooks::Hooks>,
+    /// The run's MCP servers ([`crate::mcp::hub::Hub::default`]: none).
+    pub mcp: Arc<crate::mcp::hub::Hub>,
 }
 
 /// What the agent reports as it goes, on its own thread (the session
@@ -144,6 +146,8 @@ pub struct Agent {
     observer: Option<Box<dyn Observer>>,
     /// The host's load generation the system prompt was built for.
     generation: u64,
+    /// The MCP hub's tool generation the system prompt was built for.
+    mcp_generation: u64,
     zut_home: PathBuf,
     sink: Arc<dyn EventSink>,
     opts: Options,
@@ -172,6 +176,7 @@ impl Agent {
             host,
             observer: None,
             generation,
+            mcp_generation: opts.mcp.generation(),
             zut_home: zut_home.to_path_buf(),
             sink,
             system: String::new(),
@@ -249,6 +254,11 @@ impl Agent {
             self.activated.clear();
             self.system = self.build_system();
         }
+        let mcp = self.opts.mcp.generation();
+        if mcp != self.mcp_generation {
+            self.mcp_generation = mcp;
+            self.system = self.build_system();
+        }
     }
 
     /// The skills of the host's current load (`None` with `--no-skills`).
@@ -261,12 +271,17 @@ impl Agent {
         system_prompt(&self.opts.cwd, &self.zut_home, &self.tool_defs(), &skills)
     }
 
-    /// The tools the next request advertises: built-ins, then extension
-    /// tools in registration order (deferred ones once activated).
+    /// The tools the next request advertises: built-ins, `tool_search`
+    /// while a deferred tool exists, then extension tools in registration
+    /// order and MCP tools in config order (deferred ones once activated).
     pub fn tool_defs(&self) -> Vec<ToolDef> {
         let mut defs = tools::definitions();
         if self.skills().is_some_and(|s| s.offers_model_skills()) {
             defs.push(tools::skill::definition());
+        }
+        let mcp = self.opts.mcp.tools();
+        if !self.deferred_tools(&mcp).is_empty() {
+            defs.push(tools::tool_search::definition());
         }
         defs.extend(
             self.host
@@ -279,7 +294,118 @@ impl Agent {
                     schema: t.schema,
                 }),
         );
+        defs.extend(
+            mcp.into_iter()
+                .filter(|t| !t.deferred || self.activated.contains(&t.tool.name))
+                .map(|t| ToolDef {
+                    name: t.tool.name,
+                    description: t.tool.description,
+                    schema: t.tool.schema,
+                }),
+        );
         defs
+    }
+
+    /// Every deferred tool (extensions', then MCP servers'), activated or
+    /// not: what `tool_search` searches.
+    fn deferred_tools(
+        &self,
+        mcp: &[crate::mcp::hub::HubTool],
+    ) -> Vec<tools::tool_search::Candidate> {
+        let ext = self
+            .host
+            .tools()
+            .into_iter()
+            .filter(|t| t.deferred)
+            .map(|t| (t.name, t.description));
+        let mcp = mcp
+            .iter()
+            .filter(|t| t.deferred)
+            .map(|t| (t.tool.name.clone(), t.tool.description.clone()));
+        ext.chain(mcp)
+            .map(|(name, description)| tools::tool_search::Candidate { name, description })
+            .collect()
+    }
+
+    /// Whether `name` is a deferred tool that activation can offer.
+    fn is_deferred(&self, name: &str) -> bool {
+        self.host.tool(name).is_some_and(|e| e.deferred)
+            || self.opts.mcp.tool(name).is_some_and(|t| t.deferred)
+    }
+
+    /// Whether a call of `name` asks a person first (unless `--yolo` or a
+    /// remembered approval): bash, write and edit, and MCP tools unless
+    /// read-only (`readOnlyHint`) or their server says `confirm: false`.
+    pub fn needs_confirmation(&self, name: &str) -> bool {
+        CONFIRMED_TOOLS.contains(&name) || self.opts.mcp.tool(name).is_some_and(|t| t.confirm)
+    }
+
+    /// Runs one guarded call: `tool_search` and MCP tools here, everything
+    /// else through [`execute`]. Same return as [`execute`].
+    fn execute(
+        &self,
+        id: &str,
+        name: &str,
+        args: &Result<Value, String>,
+        ctx: &ToolContext,
+        cancel: &CancelToken,
+    ) -> (ToolOutput, Option<String>, Vec<String>, Option<Value>) {
+        if let Ok(a) = args {
+            if name == tools::tool_search::NAME {
+                let candidates = self.deferred_tools(&self.opts.mcp.tools());
+                if !candidates.is_empty() {
+                    let (out, activate) = tools::tool_search::run(a, &candidates);
+                    return (out, None, activate, None);
+                }
+            }
+            if name.starts_with("mcp__") {
+                let mut progress = |p: crate::mcp::client::Progress| {
+                    self.emit(Event::ToolProgress {
+                        id: id.to_string(),
+                        name: name.to_string(),
+                        extension: self
+                            .opts
+                            .mcp
+                            .tool(name)
+                            .map(|t| crate::mcp::hub::participant(&t.server))
+                            .unwrap_or_default(),
+                        message: p.message,
+                        progress: p.progress,
+                        total: p.total,
+                    })
+                };
+                if let Some((content, is_error, server)) =
+                    self.opts.mcp.call(name, a, cancel, &mut progress)
+                {
+                    return (
+                        ToolOutput { content, is_error },
+                        Some(server),
+                        Vec::new(),
+                        None,
+                    );
+                }
+            }
+        }
+        let skills = self.skills();
+        let mut progress = |extension: &str, p: &crate::host::Progress| {
+            self.emit(Event::ToolProgress {
+                id: id.to_string(),
+                name: name.to_string(),
+                extension: extension.to_string(),
+                message: p.message.clone(),
+                progress: p.progress,
+                total: p.total,
+            })
+        };
+        execute(
+            &self.host,
+            skills.as_deref(),
+            name,
+            args,
+            ctx,
+            cancel,
+            &mut progress,
+        )
     }
 
     fn emit(&self, e: Event) {
@@ -288,6 +414,9 @@ impl Agent {
 
     /// Runs one user prompt to the end.
     pub fn prompt(&mut self, text: &str, cancel: &CancelToken) -> Outcome {
+        // The first request waits for MCP servers still starting (each up
+        // to its startup timeout); later ones find them all settled.
+        self.opts.mcp.wait_ready(cancel);
         self.refresh_tools();
         let verdict = self.host.intercept_user_message(text, cancel);
         if let Some((extension, reason)) = verdict.blocked {
@@ -574,29 +703,10 @@ impl Agent {
                 (ToolOutput::error(why.clone()), None, None)
             } else {
                 let args = self.guard(id, &name, call.args.clone(), cancel);
-                let skills = self.skills();
-                let sink = self.sink.clone();
-                let mut progress = |extension: &str, p: &crate::host::Progress| {
-                    sink.emit(Event::ToolProgress {
-                        id: id.clone(),
-                        name: name.clone(),
-                        extension: extension.to_string(),
-                        message: p.message.clone(),
-                        progress: p.progress,
-                        total: p.total,
-                    })
-                };
-                let (out, extension, activate, details) = execute(
-                    &self.host,
-                    skills.as_deref(),
-                    &name,
-                    &args,
-                    &ctx,
-                    cancel,
-                    &mut progress,
-                );
+                let (out, extension, activate, details) =
+                    self.execute(id, &name, &args, &ctx, cancel);
                 for t in activate {
-                    if self.host.tool(&t).is_some_and(|e| e.deferred) {
+                    if self.is_deferred(&t) {
                         self.activated.insert(t);
                     }
                 }
@@ -685,6 +795,33 @@ impl Agent {
         (out, replaced_by)
     }
 
+    /// One call outside a model turn (`zut mcp serve`): interception,
+    /// hooks, confirmation (refused where nobody can confirm), execution
+    /// and `PostToolUse`, as for a call the model makes. The output and the
+    /// participant that served it.
+    pub fn call_one(
+        &mut self,
+        id: &str,
+        name: &str,
+        args: Value,
+        cancel: &CancelToken,
+    ) -> (ToolOutput, Option<String>) {
+        let ctx = ToolContext {
+            cwd: self.opts.cwd.clone(),
+        };
+        let args = self.guard(id, name, args, cancel);
+        let (out, extension, _, _) = self.execute(id, name, &args, &ctx, cancel);
+        let out = ToolOutput {
+            content: cap::cap(out.content, self.result_cap),
+            ..out
+        };
+        let out = match &args {
+            Ok(a) => self.after_tool(id, name, a, out, &extension, cancel).0,
+            Err(_) => out,
+        };
+        (out, extension)
+    }
+
     /// An extension's `details`: its state on the active branch, unless the
     /// store refuses it (too large), which the extension hears as a warning.
     fn commit_state(&mut self, extension: &str, state: &Value) {
@@ -764,7 +901,7 @@ impl Agent {
         let approved = matches!(ext_confirm, crate::host::Confirm::Approve(_))
             || matches!(perm, Some((true, _)));
         let scope = approval_scope(name, &args).0;
-        let needs = CONFIRMED_TOOLS.contains(&name)
+        let needs = self.needs_confirmation(name)
             && !self.opts.yolo
             && !self.approved.contains(&scope)
             && !approved;

@@ -385,6 +385,7 @@ const VALUED: &[&str] = &[
     "--session",
     "--max-steps",
     "--thinking",
+    "--mcp-config",
 ];
 const SWITCHES: &[&str] = &[
     "-p",
@@ -396,6 +397,7 @@ const SWITCHES: &[&str] = &[
     "--no-session",
     "--no-cache",
     "--version",
+    "--no-mcp",
 ];
 
 /// Splits `zut [flags…] ext …`. `None`: not an `ext` invocation (a prompt,
@@ -407,11 +409,12 @@ pub(crate) fn split_ext(args: &[String]) -> Option<Result<(Globals, &[String]), 
     let mut i = 0;
     while i < args.len() {
         let arg = args[i].as_str();
-        if arg == "ext" || arg == "skills" || arg == "sessions" || arg == "hooks" {
+        if arg == "ext" || arg == "skills" || arg == "sessions" || arg == "hooks" || arg == "mcp" {
             globals.command = match arg {
                 "skills" => "skills",
                 "sessions" => "sessions",
                 "hooks" => "hooks",
+                "mcp" => "mcp",
                 _ => "",
             };
             return Some(match refused {

@@ -63,7 +63,17 @@ pub(crate) fn run(names: &[String], json: bool, ctx: &CliContext, io: &mut Io<'_
         ext_paths: ctx.ext_paths.clone(),
         no_extensions: ctx.no_extensions,
     });
-    if entries.is_empty() {
+    let mcp = crate::mcp::config::load(&crate::mcp::config::Sources {
+        cwd: ctx.cwd.clone(),
+        zut_home: ctx.zut_home.clone(),
+        files: Vec::new(),
+        none: false,
+    });
+    for (_, message) in &mcp.warnings {
+        let _ = writeln!(io.err, "zut: warning: {message}");
+    }
+    let mcp_names: Vec<String> = mcp.servers.iter().map(|s| s.name.clone()).collect();
+    if entries.is_empty() && mcp_names.is_empty() {
         let _ = writeln!(
             io.err,
             "no extensions installed\nhint: install one with \"zut ext install <path|git-url>\""
@@ -74,6 +84,7 @@ pub(crate) fn run(names: &[String], json: bool, ctx: &CliContext, io: &mut Io<'_
         if !entries
             .iter()
             .any(|e| &e.name() == n || e.dir.file_name().is_some_and(|d| d == n.as_str()))
+            && !mcp_names.iter().any(|m| is_server(n, m))
         {
             let known: Vec<String> = entries.iter().map(|e| e.name()).collect();
             return Err(Failure::Error(format!(
@@ -97,6 +108,16 @@ pub(crate) fn run(names: &[String], json: bool, ctx: &CliContext, io: &mut Io<'_
         session: None,
     };
     let _ = writeln!(io.err, "starting extensions…");
+    // MCP servers start in the background while the extensions load.
+    let hub = crate::mcp::hub::Hub::start(
+        crate::mcp::config::Loaded {
+            servers: mcp.servers,
+            warnings: Vec::new(),
+        },
+        &ctx.cwd,
+        &ctx.zut_home,
+        Arc::new(crate::events::Discard),
+    );
     let host = Host::start(config, Arc::new(Collect::default()), entries, &io.cancel);
     let skills = crate::skills::discover(
         &ctx.cwd,
@@ -104,6 +125,8 @@ pub(crate) fn run(names: &[String], json: bool, ctx: &CliContext, io: &mut Io<'_
         crate::skills::home_dir().as_deref(),
         &crate::skills::contributing(host.loaded().iter().map(|l| &l.entry)),
     );
+    hub.wait_ready(&io.cancel);
+    let servers = hub.status().into_iter().map(server_report);
     let reports: Vec<Report> = host
         .loaded()
         .iter()
@@ -112,14 +135,18 @@ pub(crate) fn run(names: &[String], json: bool, ctx: &CliContext, io: &mut Io<'_
             add_skills(&mut r, l, &skills);
             r
         })
+        .chain(servers)
         .filter(|r| {
             names.is_empty()
-                || names
-                    .iter()
-                    .any(|n| n == &r.name || r.directory.ends_with(&format!("/{n}")))
+                || names.iter().any(|n| {
+                    n == &r.name
+                        || (!r.directory.is_empty() && r.directory.ends_with(&format!("/{n}")))
+                        || r.name.strip_prefix("mcp:").is_some_and(|m| is_server(n, m))
+                })
         })
         .collect();
     host.shutdown();
+    hub.shutdown();
     if io.cancel.is_cancelled() {
         return Err(Failure::Interrupted);
     }
@@ -139,6 +166,45 @@ pub(crate) fn run(names: &[String], json: bool, ctx: &CliContext, io: &mut Io<'_
             reports.iter().filter(|r| !r.healthy()).count(),
             reports.len()
         )))
+    }
+}
+
+/// Whether the doctor argument `arg` names the MCP server `name`
+/// (`NAME` or `mcp:NAME`).
+fn is_server(arg: &str, name: &str) -> bool {
+    arg == name || arg.strip_prefix("mcp:") == Some(name)
+}
+
+/// An MCP server's report: `mcp:NAME`, source `mcp`, its command, tools,
+/// log and failure.
+fn server_report(s: crate::mcp::hub::ServerStatus) -> Report {
+    Report {
+        name: crate::mcp::hub::participant(&s.name),
+        status: match s.state {
+            "ready" => "ok",
+            _ => "error",
+        },
+        source: "mcp",
+        directory: String::new(),
+        version: s.version,
+        executable: s.command,
+        language: match s.protocol_version.as_str() {
+            "" => "MCP".to_string(),
+            v => format!("MCP {v}"),
+        },
+        log: Some(s.log.display().to_string()),
+        ready: (s.state == "ready").then_some("ready"),
+        commands: Vec::new(),
+        tools: s.tools,
+        skills: Vec::new(),
+        conflicts: Vec::new(),
+        warnings: Vec::new(),
+        error: match s.state {
+            "ready" => None,
+            "starting" => Some("still starting after its startup timeout".to_string()),
+            _ => Some(s.message),
+        },
+        shadowed_by: None,
     }
 }
 

@@ -24,6 +24,7 @@ pub mod hooks;
 mod install;
 pub mod list;
 mod logs;
+pub mod mcp;
 mod new;
 mod process;
 pub mod sessions;

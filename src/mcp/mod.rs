@@ -5,6 +5,9 @@
 //! - [`naming`]: the `mcp__<server>__<tool>` names the model sees;
 //! - [`result`]: a `tools/call` result as zut content blocks.
 
+pub mod client;
 pub mod config;
+pub mod hub;
 pub mod naming;
 pub mod result;
+pub mod serve;

@@ -46,6 +46,8 @@ pub struct EngineConfig {
     pub start_source: &'static str,
     /// The front end, for which built-in commands run ([`commands`]).
     pub front: commands::Mode,
+    /// The run's MCP servers.
+    pub mcp: Arc<crate::mcp::hub::Hub>,
 }
 
 /// One unit of work for the worker.
@@ -214,7 +216,8 @@ impl Confirmer for Confirms {
 }
 
 /// A tool list and the host view it was built from.
-type ToolsCache = (Arc<crate::host::View>, Arc<[ToolSummary]>);
+/// The host view and MCP tool generation a tool list was built from.
+type ToolsCache = (Arc<crate::host::View>, u64, Arc<[ToolSummary]>);
 
 /// The engine: a [`Core`] over a host handle and a worker thread.
 pub struct Engine {
@@ -235,6 +238,8 @@ pub struct Engine {
     /// For the `SessionEnd` hooks at shutdown, and their `reason`.
     hooks: Arc<crate::hooks::Hooks>,
     end_reason: &'static str,
+    /// Stopped with the host.
+    mcp: Arc<crate::mcp::hub::Hub>,
 }
 
 /// The longest [`Core::state`] waits for the dispatcher's extension
@@ -296,6 +301,7 @@ impl Engine {
             tools_cache: Mutex::new(None),
             hooks,
             end_reason,
+            mcp: config.mcp.clone(),
         });
         let mut worker = Worker {
             host,
@@ -461,6 +467,17 @@ impl Core for Engine {
             })
             .collect();
         state
+            .extensions
+            .extend(self.mcp.status().into_iter().map(|s| ExtensionSummary {
+                name: crate::mcp::hub::participant(&s.name),
+                version: s.version,
+                source: "mcp".into(),
+                running: s.state == "ready",
+                commands: Vec::new(),
+                tools: s.tools,
+                error: (!s.message.is_empty()).then_some(s.message),
+            }));
+        state
     }
 
     fn settled(&self) -> Receiver<()> {
@@ -524,9 +541,10 @@ impl Core for Engine {
         // The list changes only when the host publishes a new view (a load,
         // a reload, an extension gone); until then the same one serves.
         let view = self.host.view();
+        let mcp = self.mcp.generation();
         let mut cache = lock(&self.tools_cache);
-        if let Some((seen, tools)) = cache.as_ref() {
-            if Arc::ptr_eq(seen, &view) {
+        if let Some((seen, gen, tools)) = cache.as_ref() {
+            if Arc::ptr_eq(seen, &view) && *gen == mcp {
                 return tools.clone();
             }
         }
@@ -551,8 +569,13 @@ impl Core for Engine {
                 description: t.description.clone(),
                 extension: Some(t.extension.clone()),
             }))
+            .chain(self.mcp.tools().into_iter().map(|t| ToolSummary {
+                name: t.tool.name,
+                description: t.tool.description,
+                extension: Some(crate::mcp::hub::participant(&t.server)),
+            }))
             .collect();
-        *cache = Some((view, tools.clone()));
+        *cache = Some((view, mcp, tools.clone()));
         tools
     }
 
@@ -604,6 +627,7 @@ impl Core for Engine {
             let _ = s.discard_if_empty();
         }
         self.host.shutdown();
+        self.mcp.shutdown();
     }
 }
 
@@ -751,6 +775,7 @@ impl Worker {
                     .can_confirm
                     .then(|| self.confirms.clone() as Arc<dyn Confirmer>),
                 hooks: self.config.hooks.clone(),
+                mcp: self.config.mcp.clone(),
             };
             let sink: Arc<dyn EventSink> =
                 Arc::new(ChannelSink(self.events.clone(), self.shared.clone()));

@@ -56,6 +56,8 @@ pub struct Run {
     pub session: SessionChoice,
     /// `--no-hooks`: no Claude Code hooks.
     pub no_hooks: bool,
+    /// Where the MCP servers come from (`--mcp-config`, `--no-mcp`).
+    pub mcp: crate::mcp::config::Sources,
 }
 
 /// The session a run starts with.
@@ -155,6 +157,8 @@ pub struct Booted {
     pub theme_paths: Vec<std::path::PathBuf>,
     /// Why the session was opened: `new` or `resume`.
     pub reason: &'static str,
+    /// The MCP servers, starting in the background.
+    pub mcp: std::sync::Arc<crate::mcp::hub::Hub>,
 }
 
 /// The one boot of every mode: opens the run's session (a print or JSON
@@ -191,6 +195,14 @@ pub fn boot(
         // Panel-driven tools need a person at a terminal.
         config.interactive = false;
     }
+    // MCP servers start first, in the background, so that they come up
+    // while the extensions load.
+    let mcp = crate::mcp::hub::Hub::start(
+        crate::mcp::config::load(&run.mcp),
+        &run.host.cwd,
+        &run.host.zut_home,
+        std::sync::Arc::new(events.clone()),
+    );
     let entries = host::discovery::discover(&run.discovery);
     let theme_paths = {
         let mut themed: Vec<&host::manifest::Manifest> = entries
@@ -224,6 +236,7 @@ pub fn boot(
         session,
         theme_paths,
         reason,
+        mcp,
     })
 }
 
@@ -253,6 +266,7 @@ impl Booted {
                     "resume" => "resume",
                     _ => "startup",
                 },
+                mcp: self.mcp,
                 hooks: std::sync::Arc::new(crate::hooks::Hooks::load(
                     &run.host.cwd,
                     &run.host.zut_home,
@@ -295,8 +309,12 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
     }
     let prompt = run.prompt.clone().filter(|p| !p.trim().is_empty());
     let Some(prompt) = prompt else {
-        // Load, report, stop: a check that every extension loads.
+        // Load, report, stop: a check that every extension (and MCP
+        // server) loads.
+        booted.mcp.wait_ready(cancel);
+        let mcp_failed = booted.mcp.status().iter().any(|s| s.state == "failed");
         host.shutdown();
+        booted.mcp.shutdown();
         drop(tx);
         for e in rx.try_iter() {
             front.show(&e);
@@ -309,7 +327,7 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
             .any(|l| matches!(l.outcome, host::Outcome::Failed(_)));
         return if cancel.is_cancelled() {
             EXIT_INTERRUPTED
-        } else if failed && run.mode == Mode::Json {
+        } else if (failed || mcp_failed) && run.mode == Mode::Json {
             EXIT_FAILURE
         } else {
             EXIT_OK

@@ -21,6 +21,7 @@ pub mod edit;
 pub mod grep;
 pub mod read;
 pub mod skill;
+pub mod tool_search;
 pub mod write;
 
 /// Where tools run.

@@ -465,7 +465,24 @@ impl App {
         .collect::<Vec<_>>()
         .join(" · ");
         let mut right = String::new();
+        // MCP servers still starting (the terminal does not wait for them).
+        let starting: Vec<&str> = self
+            .state
+            .extensions
+            .iter()
+            .filter(|e| e.source == "mcp" && !e.running && e.error.is_none())
+            .map(|e| e.name.strip_prefix("mcp:").unwrap_or(&e.name))
+            .collect();
+        if !starting.is_empty() {
+            right.push_str(&format!(
+                "MCP starting: {}",
+                super::text::strip_controls(&starting.join(", "))
+            ));
+        }
         if self.busy {
+            if !right.is_empty() {
+                right.push_str(" · ");
+            }
             right.push_str("● working (Esc aborts)");
         }
         if !self.alerts {

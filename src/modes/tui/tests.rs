@@ -875,6 +875,43 @@ fn streamed_text_and_tool_lines_with_the_serving_extension() {
 }
 
 #[test]
+fn tool_progress_shows_on_the_running_calls_line() {
+    let mut a = app();
+    a.on_event(Event::ToolCall {
+        id: "c1".into(),
+        name: "mcp__fake__progress".into(),
+        args: serde_json::json!({}),
+    });
+    a.on_event(Event::ToolProgress {
+        id: "c1".into(),
+        name: "mcp__fake__progress".into(),
+        extension: "mcp:fake".into(),
+        message: Some("step 2".into()),
+        progress: Some(2.0),
+        total: Some(4.0),
+    });
+    assert!(
+        screen(&a).contains("⎿ running… step 2 (50%)"),
+        "{}",
+        screen(&a)
+    );
+    a.on_event(Event::ToolResult {
+        id: "c1".into(),
+        name: "mcp__fake__progress".into(),
+        is_error: false,
+        content: vec![ContentBlock::Text {
+            text: "progress done".into(),
+        }],
+        extension: Some("mcp:fake".into()),
+    });
+    let s = screen(&a);
+    assert!(
+        s.contains("⎿ progress done") && !s.contains("running…"),
+        "{s}"
+    );
+}
+
+#[test]
 fn turn_end_errors_and_aborts_are_shown() {
     let mut a = app();
     a.on_event(Event::TurnEnd {
@@ -1162,6 +1199,34 @@ fn help_ext_and_skills_sheets_close_with_esc() {
         a.on_key(key(KeyCode::Esc));
         assert!(!screen_of(&a, 100, 40).contains(needle));
     }
+}
+
+#[test]
+fn the_footer_names_mcp_servers_still_starting() {
+    let core = FakeCore::default();
+    let server = |running| crate::frontend::ExtensionSummary {
+        name: "mcp:time".into(),
+        source: "mcp".into(),
+        running,
+        ..Default::default()
+    };
+    let mut st = state();
+    st.extensions = vec![server(false)];
+    *core.state.lock().expect("lock") = st.clone();
+    let mut a = app();
+    let refresh = vec![Intent::Refresh(Then::Nothing)];
+    execute(
+        &mut a,
+        &core,
+        refresh.clone(),
+        &mut || {},
+        &mut |_: &App| {},
+    );
+    assert!(screen_of(&a, 100, 20).contains("MCP starting: time"));
+    st.extensions = vec![server(true)];
+    *core.state.lock().expect("lock") = st;
+    execute(&mut a, &core, refresh, &mut || {}, &mut |_: &App| {});
+    assert!(!screen_of(&a, 100, 20).contains("MCP starting"));
 }
 
 // ----- quitting, insert, submit, alerts -----
