@@ -903,6 +903,7 @@ fn tool_progress_shows_on_the_running_calls_line() {
             text: "progress done".into(),
         }],
         extension: Some("mcp:fake".into()),
+        replaced_by: None,
     });
     let s = screen(&a);
     assert!(
