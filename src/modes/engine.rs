@@ -52,6 +52,8 @@ pub struct EngineConfig {
 enum Job {
     Prompt(String),
     Command(String),
+    /// `!command` from the terminal ([`Agent::run_shell`]).
+    Shell(String),
     Reload,
     NewSession,
     Fork(Option<usize>),
@@ -357,6 +359,10 @@ impl Core for Engine {
 
     fn command(&self, line: String) -> Submitted {
         self.submit(Job::Command(line))
+    }
+
+    fn shell(&self, command: String) -> Submitted {
+        self.submit(Job::Shell(command))
     }
 
     fn abort(&self, drop_queued: bool) {
@@ -714,6 +720,10 @@ impl Worker {
                 self.command(&line, cancel);
                 return true;
             }
+            Job::Shell(command) => {
+                self.shell(&command, cancel);
+                return true;
+            }
             Job::Reload => self.reload(),
             Job::SetModel(model) => {
                 crate::provider::models::remember(
@@ -772,6 +782,17 @@ impl Worker {
             self.agent = Some(agent);
         }
         Ok(self.agent.as_mut().expect("just created"))
+    }
+
+    /// `!command`: run through the agent, whose confirmation rules and
+    /// transcript it shares; a refusal is reported on its tool line.
+    fn shell(&mut self, command: &str, cancel: &CancelToken) {
+        match self.agent() {
+            Ok(agent) => {
+                let _ = agent.run_shell(command, cancel);
+            }
+            Err(e) => self.fail(e),
+        }
     }
 
     fn prompt(&mut self, text: &str, cancel: &CancelToken) {
