@@ -511,4 +511,6 @@ mod reading_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_context;
+#[cfg(test)]
 mod tests_typing;
