@@ -192,6 +192,11 @@ fn fence_for(text: &str) -> String {
     "`".repeat((longest + 1).max(3))
 }
 
+/// `1 line`, `2 lines`.
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 /// One file's block (see the module docs).
 fn block(path: &str, file: &Path, text: &str, shown: usize, cut: usize, partial: bool) -> String {
     let lines = if cut > 0 {
@@ -201,7 +206,7 @@ fn block(path: &str, file: &Path, text: &str, shown: usize, cut: usize, partial:
             if partial { "+" } else { "" }
         )
     } else {
-        format!("{shown} lines")
+        plural(shown, "line")
     };
     let fence = fence_for(text);
     let lang = file
@@ -216,7 +221,7 @@ fn block(path: &str, file: &Path, text: &str, shown: usize, cut: usize, partial:
     out.push_str(&fence);
     if cut > 0 {
         let more = if partial { "at least " } else { "" };
-        out.push_str(&format!("\n[cut: {more}{cut} more lines]"));
+        out.push_str(&format!("\n[cut: {more}{}]", plural(cut, "more line")));
     }
     out
 }
@@ -409,7 +414,7 @@ mod tests {
         let e = expand("explain @src/main.rs please", t.path());
         assert_eq!(
             e.text,
-            "explain @src/main.rs please\n\n[attached: src/main.rs (1 lines)]\n```rs\nfn main() {}\n```"
+            "explain @src/main.rs please\n\n[attached: src/main.rs (1 line)]\n```rs\nfn main() {}\n```"
         );
         assert_eq!(
             e.attached,

@@ -140,7 +140,7 @@ fn sending_attaches_and_the_transcript_shows_the_prompt_as_typed() {
     let mut a = app_in(p.path());
     typed(&mut a, "explain @src/main.rs and @src");
     let out = press(&mut a, KeyCode::Enter);
-    let expected = "explain @src/main.rs and @src\n\n[attached: src/main.rs (1 lines)]\n```rs\nfn main() {}\n```";
+    let expected = "explain @src/main.rs and @src\n\n[attached: src/main.rs (1 line)]\n```rs\nfn main() {}\n```";
     assert_eq!(out, [Intent::Prompt(expected.into())]);
     a.on_submitted(expected, Submitted::Started);
     a.on_event(Event::UserMessage {
@@ -155,7 +155,7 @@ fn sending_attaches_and_the_transcript_shows_the_prompt_as_typed() {
         users,
         [
             &Entry::Info("not attached: @src: it is a directory, not a file".into()),
-            &Entry::User("explain @src/main.rs and @src\n[attached: src/main.rs (1 lines)]".into()),
+            &Entry::User("explain @src/main.rs and @src\n[attached: src/main.rs (1 line)]".into()),
         ]
     );
     let s = screen(&a);
