@@ -165,5 +165,29 @@ fn bang_command_without_yolo_asks_first_and_a_denial_sends_nothing() {
     t.keys(&["Enter"]);
     t.wait_for("fine");
     assert_eq!(t.requests()[0], ["next"]);
+    // "always" for this exact command: asked once, then it just runs.
+    t.type_text("!echo again >> count.txt");
+    t.keys(&["Enter"]);
+    t.wait_for("this exact command");
+    t.keys(&["a"]);
+    let count = dir.path().join("project/count.txt");
+    let lines = |n: usize| {
+        let end = std::time::Instant::now() + tmux::DEADLINE;
+        while std::fs::read_to_string(&count)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            < n
+        {
+            assert!(std::time::Instant::now() < end, "{n} runs of the command");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    lines(1);
+    t.wait_gone("allow bash?");
+    t.type_text("!echo again >> count.txt");
+    t.keys(&["Enter"]);
+    lines(2);
+    assert!(!t.capture().contains("allow bash?"), "{}", t.capture());
     t.quit();
 }

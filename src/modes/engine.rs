@@ -4,7 +4,7 @@
 //! request of a front end becomes a `Job` on the worker's queue (prompts
 //! queue behind a running turn, in order); the worker runs one job at a
 //! time and reports everything on the front end's [`Event`] channel, ending
-//! each prompt or command with `done`. Abort cancels the running job's
+//! each prompt, command or `!command` with `done`. Abort cancels the running job's
 //! token; confirmations wait on the worker for [`Core::confirm`].
 //!
 //! Nothing here runs on a front end's thread except the cheap enqueueing
