@@ -29,6 +29,12 @@ pub trait Core: Send + Sync {
     /// action, a turn), then `done`. The terminal runs its own built-ins
     /// (`/clear`, `/tree`, …) and sends the rest here.
     fn command(&self, line: String) -> Submitted;
+    /// Run a shell command typed as `!command` in the terminal, without the
+    /// model: the built-in `bash` tool under its confirmation rules, shown
+    /// as a tool call; its output joins the conversation as a user message
+    /// the model sees with the next prompt. Queues like a prompt; ends with
+    /// `done`.
+    fn shell(&self, command: String) -> Submitted;
     /// End the running turn (`turn_end` with `stop:"aborted"`, then `done`);
     /// queued prompts are dropped only when `drop_queued`.
     fn abort(&self, drop_queued: bool);

@@ -37,6 +37,10 @@ use zut_ext::wire::{ContentBlock, EventPayload};
 /// How often the interceptors and `Stop` hooks may keep one prompt going.
 pub const MAX_CONTINUES: u32 = 8;
 
+/// The timeout of a `!command` ([`Agent::run_shell`]): long, since the
+/// person watches it and Esc ends it.
+pub const SHELL_TIMEOUT_SECS: u64 = 600;
+
 /// Tools that change the machine and so ask a person first.
 pub const CONFIRMED_TOOLS: &[&str] = &["bash", "write", "edit"];
 
@@ -160,6 +164,8 @@ pub struct Agent {
     hook_context: (Vec<String>, Vec<String>),
     /// The most bytes of text of one tool result the model sees.
     result_cap: usize,
+    /// `!command`s run so far, for their call ids.
+    shell_runs: u64,
 }
 
 impl Agent {
@@ -187,6 +193,7 @@ impl Agent {
             next_call: 0,
             hook_context: Default::default(),
             result_cap: cap::limit(zut_home),
+            shell_runs: 0,
         };
         agent.system = agent.build_system();
         agent
@@ -236,6 +243,48 @@ impl Agent {
             .complete(&req, &mut ignore, cancel)
             .map(|r| r.text)
             .map_err(|e| e.to_string())
+    }
+
+    /// `!command` typed in the terminal: the built-in `bash` tool run for
+    /// the person, through exactly the checks a model's call goes through
+    /// (interceptors, `PreToolUse` hooks, the confirmation unless `--yolo`
+    /// or an "always" for this exact command). The call and its result are
+    /// reported as a tool call; when it ran, its output (capped like a tool
+    /// result) joins the transcript as a user message "`$ command`" plus
+    /// the output, so the model sees it with the next prompt. Returns the
+    /// reason when it did not run.
+    pub fn run_shell(&mut self, command: &str, cancel: &CancelToken) -> Result<(), String> {
+        self.shell_runs += 1;
+        let id = format!("shell_{}", self.shell_runs);
+        let args = serde_json::json!({"command": command, "timeout": SHELL_TIMEOUT_SECS});
+        let ran = self.guard(&id, "bash", args, cancel);
+        let out = match &ran {
+            Ok(args) => {
+                let ctx = ToolContext {
+                    cwd: self.opts.cwd.clone(),
+                };
+                tools::run("bash", args, &ctx, cancel)
+                    .unwrap_or_else(|| ToolOutput::error("bash is not a built-in tool"))
+            }
+            Err(reason) => ToolOutput::error(reason.clone()),
+        };
+        let content = cap::cap(out.content, self.result_cap);
+        self.emit(Event::ToolResult {
+            id,
+            name: "bash".into(),
+            is_error: out.is_error,
+            content: content.clone(),
+            extension: None,
+            replaced_by: None,
+        });
+        ran?;
+        let output = content_text(&content);
+        self.push(Message::user_text(format!(
+            "`$ {}`\n{}",
+            command.trim(),
+            output.trim_end()
+        )));
+        Ok(())
     }
 
     fn push(&mut self, message: Message) {

@@ -4,7 +4,7 @@
 //! request of a front end becomes a `Job` on the worker's queue (prompts
 //! queue behind a running turn, in order); the worker runs one job at a
 //! time and reports everything on the front end's [`Event`] channel, ending
-//! each prompt or command with `done`. Abort cancels the running job's
+//! each prompt, command or `!command` with `done`. Abort cancels the running job's
 //! token; confirmations wait on the worker for [`Core::confirm`].
 //!
 //! Nothing here runs on a front end's thread except the cheap enqueueing
@@ -54,6 +54,8 @@ pub struct EngineConfig {
 enum Job {
     Prompt(String),
     Command(String),
+    /// `!command` from the terminal ([`Agent::run_shell`]).
+    Shell(String),
     Reload,
     NewSession,
     Fork(Option<usize>),
@@ -363,6 +365,10 @@ impl Core for Engine {
 
     fn command(&self, line: String) -> Submitted {
         self.submit(Job::Command(line))
+    }
+
+    fn shell(&self, command: String) -> Submitted {
+        self.submit(Job::Shell(command))
     }
 
     fn abort(&self, drop_queued: bool) {
@@ -738,6 +744,10 @@ impl Worker {
                 self.command(&line, cancel);
                 return true;
             }
+            Job::Shell(command) => {
+                self.shell(&command, cancel);
+                return true;
+            }
             Job::Reload => self.reload(),
             Job::SetModel(model) => {
                 crate::provider::models::remember(
@@ -797,6 +807,17 @@ impl Worker {
             self.agent = Some(agent);
         }
         Ok(self.agent.as_mut().expect("just created"))
+    }
+
+    /// `!command`: run through the agent, whose confirmation rules and
+    /// transcript it shares; a refusal is reported on its tool line.
+    fn shell(&mut self, command: &str, cancel: &CancelToken) {
+        match self.agent() {
+            Ok(agent) => {
+                let _ = agent.run_shell(command, cancel);
+            }
+            Err(e) => self.fail(e),
+        }
     }
 
     fn prompt(&mut self, text: &str, cancel: &CancelToken) {

@@ -50,6 +50,9 @@ impl Core for Idle {
     fn command(&self, _: String) -> Submitted {
         Submitted::Started
     }
+    fn shell(&self, _: String) -> Submitted {
+        Submitted::Started
+    }
     fn abort(&self, _: bool) {}
     fn confirm(&self, _: u64, _: Decision) {}
     fn panel_key(&self, _: &str, _: &str, _: &str, _: Option<String>) {}

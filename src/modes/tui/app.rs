@@ -40,6 +40,8 @@ pub enum Intent {
     Prompt(String),
     /// `Core::command` with a whole slash line.
     Command(String),
+    /// `Core::shell` with the command typed after `!`.
+    Shell(String),
     Abort,
     Confirm(u64, Decision),
     PanelKey {
@@ -225,6 +227,9 @@ const HELP: &[&str] = &[
     "Alt+Enter, Ctrl+J  new line (Shift+Enter where the terminal reports it)",
     "Up / Down          move between lines; history on the first/last line",
     "/                  command menu; Tab completes, Up/Down choose",
+    "@path              attach a project file to the prompt (Tab completes; capped, cut files say so)",
+    "!command           run a shell command without the model (asks as bash does unless --yolo);",
+    "                   its output goes to the model with the next prompt (terminal only)",
     "Esc                close dialog/panel/notes first, else abort the turn (queue back to editor)",
     "Ctrl+O             expand or collapse tool results",
     "PageUp / PageDown  scroll the chat by a screen; mouse wheel scrolls too",
@@ -258,6 +263,9 @@ pub struct AppConfig {
     pub history: Option<(std::path::PathBuf, String)>,
     /// Box drawing and symbols in ASCII (`TERM=linux`).
     pub ascii: bool,
+    /// The project directory: `@path` completes and attaches its files;
+    /// `None`: mentions stay plain text.
+    pub project: Option<std::path::PathBuf>,
 }
 
 impl Default for AppConfig {
@@ -271,6 +279,7 @@ impl Default for AppConfig {
             mouse: true,
             history: None,
             ascii: false,
+            project: None,
         }
     }
 }
@@ -328,6 +337,8 @@ pub struct App {
     last_display: Option<String>,
     /// Ctrl+R search and the editor's other state.
     pub(super) typing: Typing,
+    /// Where `@path` mentions are looked up.
+    pub(super) project: Option<std::path::PathBuf>,
 }
 
 impl App {
@@ -379,6 +390,7 @@ impl App {
                 ascii: config.ascii,
                 ..Typing::default()
             },
+            project: config.project,
         };
         if let Some(name) = config.theme {
             if let Some(i) = app.theme_names().iter().position(|n| *n == name) {
@@ -471,7 +483,19 @@ impl App {
     pub fn on_submitted(&mut self, text: &str, submitted: Submitted) {
         match submitted {
             Submitted::Started => self.busy = true,
-            Submitted::Queued { .. } => self.push_queued(text),
+            Submitted::Queued { .. } => self.push_queued(super::context::split_attachments(text).0),
+        }
+    }
+
+    /// What became of a `!command` handed to the core.
+    pub fn on_shell_submitted(&mut self, command: &str, submitted: Submitted) {
+        match submitted {
+            Submitted::Started => self.busy = true,
+            Submitted::Queued { .. } => self.set_flash(
+                format!("!{} runs after the turn", strip_controls(command)),
+                "info",
+                Some(RELOAD_STATUS_TTL),
+            ),
         }
     }
 
@@ -518,8 +542,9 @@ impl App {
                 self.add_notes(&extension, "warn", &message);
             }
             Event::UserMessage { text } => {
-                let text = strip_controls(&text);
-                if let Some(i) = self.queued.iter().position(|q| *q == text) {
+                let text = shown_prompt(&strip_controls(&text));
+                let typed = text.split("\n[attached: ").next().unwrap_or_default();
+                if let Some(i) = self.queued.iter().position(|q| q == typed) {
                     self.queued.remove(i);
                 }
                 self.notes.clear();
@@ -1154,6 +1179,8 @@ impl App {
                     let sel = &items[self.menu_selected.min(menu_len - 1)];
                     self.editor.set_text(&format!("/{} ", sel.name));
                     self.menu_selected = 0;
+                } else {
+                    self.complete_mention();
                 }
             }
             KeyCode::Up if menu_len > 0 => {
@@ -1447,9 +1474,78 @@ impl App {
         if trimmed.starts_with('/') && !trimmed.starts_with("//") {
             return self.run_slash(trimmed);
         }
-        self.notes.clear();
         self.sheet = None;
-        vec![Intent::Prompt(text)]
+        if let Some(command) = trimmed.strip_prefix('!') {
+            let command = command.trim();
+            if command.is_empty() {
+                self.set_flash(
+                    "type a shell command after !",
+                    "error",
+                    Some(RELOAD_STATUS_TTL),
+                );
+                return Vec::new();
+            }
+            return vec![Intent::Shell(command.to_string())];
+        }
+        self.notes.clear();
+        vec![Intent::Prompt(self.attach(text))]
+    }
+
+    /// The prompt with the files it mentions attached; what could not be
+    /// attached is said in the chat.
+    fn attach(&mut self, text: String) -> String {
+        let Some(project) = &self.project else {
+            return text;
+        };
+        let expanded = super::context::expand(&text, project);
+        for why in expanded.refused {
+            self.chat.push(Entry::Info(format!(
+                "not attached: {}",
+                strip_controls(&why)
+            )));
+        }
+        expanded.text
+    }
+
+    /// Tab after `@path`: a single matching project file completes it,
+    /// several complete their common part and are listed, none says so.
+    fn complete_mention(&mut self) {
+        let Some(project) = self.project.clone() else {
+            return;
+        };
+        let text = self.editor.text().to_string();
+        let Some((start, partial)) = super::context::mention_at(&text, self.editor.cursor()) else {
+            return;
+        };
+        let end = start + 1 + partial.len();
+        let found = super::context::candidates(&project, partial);
+        match found.as_slice() {
+            [] => self.set_flash(
+                format!("no project file matches @{}", strip_controls(partial)),
+                "warn",
+                Some(RELOAD_STATUS_TTL),
+            ),
+            [one] => {
+                self.editor.replace(start..end, &format!("@{one} "));
+                self.sheet = None;
+            }
+            many => {
+                let common = super::context::common_prefix(many);
+                if common.len() > partial.len() && common.starts_with(partial) {
+                    self.editor.replace(start..end, &format!("@{common}"));
+                }
+                const SHOWN: usize = 15;
+                let mut lines: Vec<String> =
+                    many.iter().take(SHOWN).map(|f| strip_controls(f)).collect();
+                if many.len() > SHOWN {
+                    lines.push(format!("… and {} more", many.len() - SHOWN));
+                }
+                self.sheet = Some(Sheet {
+                    title: format!("{} files match @{}", many.len(), strip_controls(partial)),
+                    lines,
+                });
+            }
+        }
     }
 
     /// A slash line typed by the person or sent by an extension.
@@ -1611,13 +1707,27 @@ fn clean_panel(p: Panel) -> Panel {
     }
 }
 
+/// A prompt as the transcript shows it: attached files as their header
+/// lines only (`context`).
+fn shown_prompt(text: &str) -> String {
+    let (typed, headers) = super::context::split_attachments(text);
+    let mut out = typed.to_string();
+    for h in headers {
+        out.push('\n');
+        out.push_str(&h);
+    }
+    out
+}
+
 /// Chat entries for a stored transcript.
 fn transcript_entries(messages: &[Message], state: &CoreState) -> Vec<Entry> {
     let mut out: Vec<Entry> = Vec::new();
     for m in messages {
         for b in &m.content {
             match (m.role, b) {
-                (Role::User, Block::Text { text }) => out.push(Entry::User(strip_controls(text))),
+                (Role::User, Block::Text { text }) => {
+                    out.push(Entry::User(shown_prompt(&strip_controls(text))))
+                }
                 (Role::Assistant, Block::Text { text }) => out.push(Entry::Assistant {
                     text: strip_controls(text),
                     open: false,

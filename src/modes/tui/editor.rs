@@ -124,6 +124,23 @@ impl Editor {
         self.history.stop_browsing();
     }
 
+    /// Replaces the bytes `range` of the text (a completion) and puts the
+    /// cursor after the new text; a range off the text or inside a
+    /// character changes nothing.
+    pub fn replace(&mut self, range: std::ops::Range<usize>, with: &str) {
+        if range.start > range.end
+            || range.end > self.text.len()
+            || !self.text.is_char_boundary(range.start)
+            || !self.text.is_char_boundary(range.end)
+        {
+            return;
+        }
+        self.save(Last::Other);
+        self.text.replace_range(range.clone(), with);
+        self.cursor = range.start + with.len();
+        self.history.stop_browsing();
+    }
+
     /// Empties the editor (history stays).
     pub fn clear(&mut self) {
         self.set_text("");

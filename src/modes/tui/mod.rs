@@ -19,6 +19,7 @@
 
 mod app;
 mod approve;
+mod context;
 mod draw;
 mod editor;
 mod export;
@@ -176,6 +177,7 @@ fn app_config(opts: &TuiOptions) -> AppConfig {
             opts.zut_home.join("history.jsonl"),
             opts.project.display().to_string(),
         )),
+        project: Some(opts.project.clone()),
     }
 }
 
@@ -301,6 +303,10 @@ fn execute(
             Intent::Prompt(text) => {
                 let s = core.prompt(text.clone());
                 app.on_submitted(&text, s);
+            }
+            Intent::Shell(command) => {
+                let s = core.shell(command.clone());
+                app.on_shell_submitted(&command, s);
             }
             Intent::Command(line) => {
                 if !core.command_now(&line) {
@@ -504,5 +510,7 @@ mod reading_tests;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_context;
 #[cfg(test)]
 mod tests_typing;

@@ -45,6 +45,10 @@ impl Core for FakeCore {
         self.rec(format!("command {line}"));
         Submitted::Started
     }
+    fn shell(&self, command: String) -> Submitted {
+        self.rec(format!("shell {command}"));
+        Submitted::Started
+    }
     fn abort(&self, drop_queued: bool) {
         self.rec(format!("abort {drop_queued}"));
     }
