@@ -257,18 +257,8 @@ impl Agent {
         self.shell_runs += 1;
         let id = format!("shell_{}", self.shell_runs);
         let args = serde_json::json!({"command": command, "timeout": SHELL_TIMEOUT_SECS});
-        let ran = self.guard(&id, "bash", args, cancel);
-        let out = match &ran {
-            Ok(args) => {
-                let ctx = ToolContext {
-                    cwd: self.opts.cwd.clone(),
-                };
-                tools::run("bash", args, &ctx, cancel)
-                    .unwrap_or_else(|| ToolOutput::error("bash is not a built-in tool"))
-            }
-            Err(reason) => ToolOutput::error(reason.clone()),
-        };
-        let content = cap::cap(out.content, self.result_cap);
+        let (out, _, ran) = self.call_one(&id, "bash", args, cancel);
+        let content = out.content;
         self.emit(Event::ToolResult {
             id,
             name: "bash".into(),
@@ -277,7 +267,9 @@ impl Agent {
             extension: None,
             replaced_by: None,
         });
-        ran?;
+        if !ran {
+            return Err(content_text(&content));
+        }
         let output = content_text(&content);
         self.push(Message::user_text(format!(
             "`$ {}`\n{}",
@@ -844,17 +836,18 @@ impl Agent {
         (out, replaced_by)
     }
 
-    /// One call outside a model turn (`zut mcp serve`): interception,
-    /// hooks, confirmation (refused where nobody can confirm), execution
-    /// and `PostToolUse`, as for a call the model makes. The output and the
-    /// participant that served it.
+    /// One call outside a model turn (`zut mcp serve`, a `!command`):
+    /// interception, hooks, confirmation (refused where nobody can
+    /// confirm), execution, `tool_result` interception and `PostToolUse`,
+    /// as for a call the model makes. The output, the participant that
+    /// served it, and whether the call ran at all (`false`: refused).
     pub fn call_one(
         &mut self,
         id: &str,
         name: &str,
         args: Value,
         cancel: &CancelToken,
-    ) -> (ToolOutput, Option<String>) {
+    ) -> (ToolOutput, Option<String>, bool) {
         let ctx = ToolContext {
             cwd: self.opts.cwd.clone(),
         };
@@ -864,11 +857,14 @@ impl Agent {
             content: cap::cap(out.content, self.result_cap),
             ..out
         };
-        let out = match &args {
-            Ok(a) => self.after_tool(id, name, a, out, &extension, cancel).0,
-            Err(_) => out,
-        };
-        (out, extension)
+        match &args {
+            Ok(a) => (
+                self.after_tool(id, name, a, out, &extension, cancel).0,
+                extension,
+                true,
+            ),
+            Err(_) => (out, extension, false),
+        }
     }
 
     /// An extension's `details`: its state on the active branch, unless the

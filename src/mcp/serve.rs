@@ -424,7 +424,7 @@ fn work(
         // A call may come before tools/list: servers still starting first.
         catalog.hub.wait_ready(&token);
         let (content, is_error) = if catalog.offers(&job.name) {
-            let (o, _) = agent.call_one(&call_id, &job.name, job.args, &token);
+            let (o, _, _) = agent.call_one(&call_id, &job.name, job.args, &token);
             (o.content, o.is_error)
         } else {
             (
