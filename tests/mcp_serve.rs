@@ -158,9 +158,12 @@ fn the_typescript_sdk_client_calls_zut_tools_with_progress() {
     assert!(!sb.cwd().join("x.txt").exists());
     assert!(r["calls"][2]["content"].to_string().contains("from node"));
     // The SDK runs notification handlers a tick after they arrive and drops
-    // a call's progress handler once its answer is read: the fake server
-    // pauses before answering so that the last progress is not lost there.
-    assert_eq!(r["calls"][3]["progress"].as_array().unwrap().len(), 2);
+    // a call's progress handler once its answer is read, so a progress that
+    // reaches it right before the answer can be lost on its side (under
+    // load zut's writes of both may arrive together). zut sends every one
+    // in order before the answer: the Python client's test counts them.
+    let seen = r["calls"][3]["progress"].as_array().unwrap().len();
+    assert!((1..=2).contains(&seen), "{:#}", r["calls"][3]);
 }
 
 /// A raw JSON-RPC client over zut's stdio.

@@ -124,7 +124,15 @@ fn read_into(
 ) {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => return,
+        // A home below a regular file has no mcp.json either.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) && !named =>
+        {
+            return
+        }
         Err(e) => {
             out.warnings.push((
                 file.display().to_string(),
