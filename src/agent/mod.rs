@@ -400,21 +400,10 @@ impl Agent {
                 }
             }
             if name.starts_with("mcp__") {
-                let mut progress = |p: crate::mcp::client::Progress| {
-                    self.emit(Event::ToolProgress {
-                        id: id.to_string(),
-                        name: name.to_string(),
-                        extension: self
-                            .opts
-                            .mcp
-                            .tool(name)
-                            .map(|t| crate::mcp::hub::participant(&t.server))
-                            .unwrap_or_default(),
-                        message: p.message,
-                        progress: p.progress,
-                        total: p.total,
-                    })
-                };
+                let server = (self.opts.mcp.tool(name))
+                    .map(|t| crate::mcp::hub::participant(&t.server))
+                    .unwrap_or_default();
+                let mut progress = |p: crate::host::Progress| self.progress(id, name, &server, &p);
                 if let Some((content, is_error, server)) =
                     self.opts.mcp.call(name, a, cancel, &mut progress)
                 {
@@ -428,16 +417,8 @@ impl Agent {
             }
         }
         let skills = self.skills();
-        let mut progress = |extension: &str, p: &crate::host::Progress| {
-            self.emit(Event::ToolProgress {
-                id: id.to_string(),
-                name: name.to_string(),
-                extension: extension.to_string(),
-                message: p.message.clone(),
-                progress: p.progress,
-                total: p.total,
-            })
-        };
+        let mut progress =
+            |extension: &str, p: &crate::host::Progress| self.progress(id, name, extension, p);
         execute(
             &self.host,
             skills.as_deref(),
@@ -451,6 +432,18 @@ impl Agent {
 
     fn emit(&self, e: Event) {
         self.sink.emit(e);
+    }
+
+    /// A running call's progress report, as the `tool_progress` event.
+    fn progress(&self, id: &str, name: &str, extension: &str, p: &crate::host::Progress) {
+        self.emit(Event::ToolProgress {
+            id: id.to_string(),
+            name: name.to_string(),
+            extension: extension.to_string(),
+            message: p.message.clone(),
+            progress: p.progress,
+            total: p.total,
+        })
     }
 
     /// Runs one user prompt to the end.
@@ -972,6 +965,11 @@ impl Agent {
                         });
                     }
                     return Err(reason);
+                }
+                if name.starts_with("mcp__") {
+                    return Err(format!(
+                        "{name} needs confirmation, and nobody can confirm in this mode: run zut with --yolo, or give its server \"confirm\": false in the MCP config"
+                    ));
                 }
                 return Err(format!(
                     "{name} needs confirmation, and nobody can confirm in this mode: run zut with --yolo to allow {} without asking",

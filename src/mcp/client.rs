@@ -99,13 +99,9 @@ impl std::fmt::Display for CallError {
     }
 }
 
-/// One `notifications/progress` of a running call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
-    pub message: Option<String>,
-    pub progress: Option<f64>,
-    pub total: Option<f64>,
-}
+/// One `notifications/progress` of a running call: the same report an
+/// extension's `tool_progress` gives.
+pub use crate::host::Progress;
 
 /// What the reader hands a waiting request.
 enum Reply {
