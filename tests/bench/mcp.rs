@@ -199,7 +199,11 @@ fn start_section(r: &mut Report, sb: &Sandbox, python: &Path) {
                 spec(
                     &format!("s{i}"),
                     python,
-                    &[fake_server().display().to_string(), "--slow-init".into(), "300".into()],
+                    &[
+                        fake_server().display().to_string(),
+                        "--slow-init".into(),
+                        "300".into(),
+                    ],
                     &sb.cwd(),
                 )
             })
@@ -209,17 +213,49 @@ fn start_section(r: &mut Report, sb: &Sandbox, python: &Path) {
         let t = Instant::now();
         let h = hub(sb, slow(n));
         let took = t.elapsed();
-        assert!(h.status().iter().all(|s| s.state == "ready"), "every server ready");
+        assert!(
+            h.status().iter().all(|s| s.state == "ready"),
+            "every server ready"
+        );
         h.shutdown();
         took
     };
-    let (mut one, mut five) = (Samples::new(), Samples::new());
+    // The same five started by hand: one thread per server doing the
+    // handshake and tools/list, all at once (what the hardware allows).
+    let bare = || -> Duration {
+        let t = Instant::now();
+        let threads: Vec<_> = (0..5)
+            .map(|_| {
+                let (python, script) = (python.to_path_buf(), fake_server());
+                std::thread::spawn(move || {
+                    let mut c = Command::new(python);
+                    c.arg(script).args(["--slow-init", "300"]);
+                    let mut d = Direct::start(c);
+                    d.request("tools/list", json!({}));
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("starter thread");
+        }
+        t.elapsed()
+    };
+    let (mut one, mut five, mut by_hand) = (Samples::new(), Samples::new(), Samples::new());
     for _ in 0..5 {
         one.push(time(1));
         five.push(time(5));
+        by_hand.push(bare());
     }
     r.line("one server", one.summary());
     r.line("five servers together", five.summary());
+    r.line(
+        "five started at once by hand (bare threads)",
+        by_hand.summary(),
+    );
+    r.line(
+        "hub / by hand",
+        format!("{:.2}×", ratio(five.median(), by_hand.median())),
+    );
     let x = ratio(five.median(), one.median());
     r.goal(
         x <= 1.2,
@@ -232,8 +268,11 @@ fn serve_section(r: &mut Report, sb: &Sandbox) {
     r.section("reading a small file: zut mcp serve vs server-filesystem");
     let cache = std::env::var_os("ZUT_MCP_CACHE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/zut-ci/mcp"));
-    let fs_server = cache.join("npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/zut-ci/mcp")
+        });
+    let fs_server =
+        cache.join("npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
     if !fs_server.exists() {
         r.line(
             "skipped",
@@ -252,17 +291,30 @@ fn serve_section(r: &mut Report, sb: &Sandbox) {
     };
     let mut node = {
         let mut c = Command::new("node");
-        c.arg(&fs_server).arg(sb.cwd()).current_dir(sb.cwd()).env_remove("NODE_EXTRA_CA_CERTS");
+        c.arg(&fs_server)
+            .arg(sb.cwd())
+            .current_dir(sb.cwd())
+            .env_remove("NODE_EXTRA_CA_CERTS");
         Direct::start(c)
     };
     let path = file.display().to_string();
     let mut via_zut = || {
         let v = serve.call("read", json!({"path": path}));
-        assert!(v["result"]["content"][0]["text"].as_str().is_some_and(|t| t.contains("three")), "{v}");
+        assert!(
+            v["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("three")),
+            "{v}"
+        );
     };
     let mut via_node = || {
         let v = node.call("read_text_file", json!({"path": path}));
-        assert!(v["result"]["content"][0]["text"].as_str().is_some_and(|t| t.contains("three")), "{v}");
+        assert!(
+            v["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("three")),
+            "{v}"
+        );
     };
     for _ in 0..100 {
         via_zut();
