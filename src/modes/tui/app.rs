@@ -231,7 +231,7 @@ const HELP: &[&str] = &[
     "!command           run a shell command without the model (asks as bash does unless --yolo);",
     "                   its output goes to the model with the next prompt (terminal only)",
     "Esc                close dialog/panel/notes first, else abort the turn (queue back to editor)",
-    "Ctrl+O             expand or collapse tool results",
+    "Ctrl+O             expand or collapse the last turn's tool results",
     "PageUp / PageDown  scroll the chat by a screen; mouse wheel scrolls too",
     "Home / End         top / bottom of the chat (Ctrl+Home/End while typing)",
     "Ctrl+A/E/B/F       line start/end, character back/forward",

@@ -216,6 +216,16 @@ impl App {
         rev.drain(start..end).collect()
     }
 
+    /// Whether Ctrl+O unfolds entry `index`: the tool lines and thinking
+    /// of the last turn (from the last prompt on), so a long session does
+    /// not unfold all at once.
+    fn expanded(&self, index: usize) -> bool {
+        self.expand_tools
+            && !self.chat[index + 1..]
+                .iter()
+                .any(|e| matches!(e, Entry::User(_)))
+    }
+
     pub(super) fn entry_lines(&self, e: &Entry, index: usize, w: usize) -> Lines {
         let first = index == 0;
         let t = &self.theme;
@@ -309,7 +319,7 @@ impl App {
                         let rows: Vec<&str> = output.lines().collect();
                         if rows.is_empty() {
                             out.push(Line::styled(format!("{mark}(no output)"), style));
-                        } else if self.expand_tools {
+                        } else if self.expanded(index) {
                             let wrapped = prefixed(output, mark, "    ", w, style);
                             let n = wrapped.len();
                             out.extend(wrapped.into_iter().take(EXPANDED_ROWS));
@@ -344,7 +354,7 @@ impl App {
                     .fg(t.muted)
                     .add_modifier(Modifier::DIM | Modifier::ITALIC);
                 let streaming = self.busy && index + 1 == self.chat.len();
-                if streaming || self.expand_tools {
+                if streaming || self.expanded(index) {
                     out.extend(prefixed(text, "∴ ", "  ", w, style));
                 } else {
                     let n = text.lines().count().max(1);

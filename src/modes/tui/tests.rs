@@ -1579,3 +1579,41 @@ fn hooks_show_their_messages_failures_and_blocks() {
     );
     assert!(s.contains(".env"), "{s}");
 }
+
+#[test]
+fn ctrl_o_unfolds_the_last_turn_only() {
+    let mut a = app();
+    for (turn, out) in [("1", "first\nfirst-hidden"), ("2", "second\nsecond-hidden")] {
+        a.on_event(Event::UserMessage {
+            text: format!("turn {turn}"),
+        });
+        a.on_event(Event::ToolCall {
+            id: format!("c{turn}"),
+            name: "read".into(),
+            args: serde_json::json!({"path": "f"}),
+        });
+        a.on_event(Event::ToolResult {
+            id: format!("c{turn}"),
+            name: "read".into(),
+            is_error: false,
+            content: vec![ContentBlock::text(out)],
+            extension: None,
+            replaced_by: None,
+        });
+        a.on_event(Event::Done);
+    }
+    let s = screen(&a);
+    assert!(
+        !s.contains("first-hidden") && !s.contains("second-hidden"),
+        "{s}"
+    );
+    a.on_key(ctrl('o'));
+    let s = screen(&a);
+    assert!(s.contains("second-hidden"), "the last turn unfolds: {s}");
+    assert!(
+        !s.contains("first-hidden"),
+        "earlier turns stay folded: {s}"
+    );
+    a.on_key(ctrl('o'));
+    assert!(!screen(&a).contains("second-hidden"));
+}
