@@ -115,6 +115,40 @@ pub type Pieces = Vec<(String, Style)>;
 /// `code` split into lines, each cut into styled pieces. Without a known
 /// grammar, or under `NO_COLOR`, every line is one piece in `plain`.
 pub fn highlight(code: &str, lang: &str, theme: &Theme, plain: Style) -> Vec<Pieces> {
+    // A streaming answer re-renders its last block at every frame: a code
+    // block that stopped growing is highlighted once, not at every frame.
+    thread_local! {
+        static RECENT: std::cell::RefCell<Vec<(String, String, Theme, Style, Vec<Pieces>)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    const KEPT: usize = 16;
+    let hit = RECENT.with(|r| {
+        r.borrow()
+            .iter()
+            .find(|(c, l, t, p, _)| c == code && l == lang && *p == plain && t == theme)
+            .map(|e| e.4.clone())
+    });
+    if let Some(pieces) = hit {
+        return pieces;
+    }
+    let pieces = highlight_now(code, lang, theme, plain);
+    RECENT.with(|r| {
+        let mut r = r.borrow_mut();
+        if r.len() == KEPT {
+            r.remove(0);
+        }
+        r.push((
+            code.to_string(),
+            lang.to_string(),
+            theme.clone(),
+            plain,
+            pieces.clone(),
+        ));
+    });
+    pieces
+}
+
+fn highlight_now(code: &str, lang: &str, theme: &Theme, plain: Style) -> Vec<Pieces> {
     let lines: Vec<&str> = code.split_inclusive('\n').collect();
     let grammar = if theme.plain() {
         None
