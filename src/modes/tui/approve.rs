@@ -196,7 +196,9 @@ impl App {
     /// Keeps a call's arguments, and the change of a write/edit, for its
     /// dialog and its line.
     pub(super) fn note_call(&mut self, id: &str, name: &str, args: &Value) {
-        let cwd = std::env::current_dir().unwrap_or_default();
+        // Relative paths are the project's, as the tools read them.
+        let cwd = (self.project.clone())
+            .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
         let diff = diff_for_call(name, args, &cwd);
         self.calls.insert(
             id.to_string(),
