@@ -1581,12 +1581,8 @@ fn normalise_level(level: &str) -> String {
     }
 }
 
-/// Lines of an extension's stderr shown with a failure.
-const STDERR_TAIL_LINES: usize = 5;
-
-/// The last lines the extension wrote to stderr (its log) this run, as a
-/// block to append to a failure, so a crash explains itself; zut's own log
-/// lines are left out. Empty when there is nothing to show.
+/// The stderr tail of [`process::stderr_tail`], for the failures a crash
+/// explains (an exit, a closed stdout, no hello).
 fn stderr_tail(reason: &str, log: &std::path::Path) -> String {
     if !(reason.contains("exited")
         || reason.contains("closed its stdout")
@@ -1594,34 +1590,5 @@ fn stderr_tail(reason: &str, log: &std::path::Path) -> String {
     {
         return String::new();
     }
-    let Ok(text) = read_tail(log, 16 * 1024) else {
-        return String::new();
-    };
-    // Only this run's part of the log: after the last start header.
-    let run = text
-        .rfind("[zut] starting ")
-        .map_or(&text[..], |i| &text[i..]);
-    let lines: Vec<&str> = run
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with("[zut] "))
-        .collect();
-    if lines.is_empty() {
-        return String::new();
-    }
-    let tail = &lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..];
-    let tail: Vec<String> = tail
-        .iter()
-        .map(|l| format!("    {}", crate::sanitize::sanitize(l)))
-        .collect();
-    format!("\n  last lines of its stderr:\n{}", tail.join("\n"))
-}
-
-fn read_tail(path: &std::path::Path, max: u64) -> std::io::Result<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
-    f.seek(SeekFrom::Start(len.saturating_sub(max)))?;
-    let mut buf = Vec::new();
-    f.take(max).read_to_end(&mut buf)?;
-    Ok(String::from_utf8_lossy(&buf).into_owned())
+    process::stderr_tail(log)
 }

@@ -120,3 +120,43 @@ fn signal_name(sig: i32) -> &'static str {
         .find(|(s, _)| s.as_raw() == sig)
         .map_or("signal", |(_, name)| name)
 }
+
+/// Lines of a child's stderr shown with a failure.
+const STDERR_TAIL_LINES: usize = 5;
+
+/// The last lines a child (extension or MCP server) wrote to stderr, its
+/// log, this run, as a block to append to a failure, so a crash explains
+/// itself; zut's own log lines are left out. Empty when there is nothing
+/// to show.
+pub fn stderr_tail(log: &Path) -> String {
+    let Ok(text) = read_tail(log, 16 * 1024) else {
+        return String::new();
+    };
+    // Only this run's part of the log: after the last start header.
+    let run = text
+        .rfind("[zut] starting ")
+        .map_or(&text[..], |i| &text[i..]);
+    let lines: Vec<&str> = run
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("[zut] "))
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let tail = &lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..];
+    let tail: Vec<String> = tail
+        .iter()
+        .map(|l| format!("    {}", crate::sanitize::sanitize(l)))
+        .collect();
+    format!("\n  last lines of its stderr:\n{}", tail.join("\n"))
+}
+
+fn read_tail(path: &Path, max: u64) -> std::io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(max)))?;
+    let mut buf = Vec::new();
+    f.take(max).read_to_end(&mut buf)?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}

@@ -44,10 +44,8 @@ pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-2
 /// The most tools one server may offer; the rest are left out with a log line.
 pub const MAX_TOOLS: usize = 1024;
 /// A progress notification restarts a call's deadline, up to this many
-/// tool timeouts after the call was sent.
-pub const PROGRESS_CAP: u32 = 10;
-/// Lines of stderr quoted in a failure.
-const STDERR_TAIL_LINES: usize = 5;
+/// tool timeouts after the call was sent (the same cap as extensions').
+pub use crate::host::PROGRESS_CAP;
 /// After stdout ends, how long to wait for the exit status to report it.
 const EXIT_WAIT: Duration = Duration::from_millis(500);
 /// After the server is stopped, how long its reader and writer threads may
@@ -864,34 +862,4 @@ fn write_loop(shared: Arc<Shared>, mut stdin: std::process::ChildStdin, rx: Rece
 }
 
 /// The last lines of this run's stderr, as a block to append to an error.
-pub fn stderr_tail(log: &Path) -> String {
-    let Ok(text) = read_tail(log, 16 * 1024) else {
-        return String::new();
-    };
-    let run = text
-        .rfind("[zut] starting ")
-        .map_or(&text[..], |i| &text[i..]);
-    let lines: Vec<&str> = run
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with("[zut] "))
-        .collect();
-    if lines.is_empty() {
-        return String::new();
-    }
-    let tail = &lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..];
-    let tail: Vec<String> = tail
-        .iter()
-        .map(|l| format!("    {}", crate::sanitize::sanitize(l)))
-        .collect();
-    format!("\n  last lines of its stderr:\n{}", tail.join("\n"))
-}
-
-fn read_tail(path: &Path, max: u64) -> std::io::Result<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
-    f.seek(SeekFrom::Start(len.saturating_sub(max)))?;
-    let mut buf = Vec::new();
-    f.take(max).read_to_end(&mut buf)?;
-    Ok(String::from_utf8_lossy(&buf).into_owned())
-}
+pub use crate::host::process::stderr_tail;

@@ -197,8 +197,8 @@ impl App {
     /// dialog and its line.
     pub(super) fn note_call(&mut self, id: &str, name: &str, args: &Value) {
         // Relative paths are the project's, as the tools read them.
-        let cwd = (self.project.clone())
-            .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
+        let cwd =
+            (self.project.clone()).unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
         let diff = diff_for_call(name, args, &cwd);
         self.calls.insert(
             id.to_string(),
