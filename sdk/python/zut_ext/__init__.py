@@ -1877,73 +1877,55 @@ class Extension:
         except Exception as err:
             self.log(f"event {ev.name} handler panicked: {err!r}\n{traceback.format_exc()}")
 
+    def _decide(self, event: str, f: Dict[str, Any]) -> Tuple[Any, Dict[str, Any]]:
+        """The interceptor's decision for ``event`` (``None``: none, or no
+        interceptor) and the fields it sets when it does not block; ``None``
+        and empty strings are left out of the answer."""
+        if event == "tool_call" and self._tool_interceptor is not None:
+            d = self._tool_interceptor(_str(f.get("tool_name")), f.get("tool_args"))
+            return d, d and {
+                "modified_args": d.modified_args,
+                "decision": d.decision if d.decision in (APPROVE, ASK) else None,
+            }
+        if event == "user_message" and self._user_interceptor is not None:
+            original = _str(f.get("text"))
+            d = self._user_interceptor(original)
+            return d, d and {
+                "replace_text": d.replace_text if d.replace_text != original else "",
+                "context": d.context,
+            }
+        if event == "tool_result" and self._result_interceptor is not None:
+            d = self._result_interceptor(Event.from_frame(f))
+            content = None
+            if d is not None and d.replace_content is not None:
+                content = [
+                    c.to_json() if isinstance(c, ToolContent) else text(str(c)).to_json()
+                    for c in d.replace_content
+                ]
+            return d, d and {"replace_content": content, "context": d.context}
+        if event == "agent_end" and self._end_interceptor is not None:
+            return self._end_interceptor(Event.from_frame(f)), {}
+        if event == "turn_start" and self._turn_interceptor is not None:
+            d = self._turn_interceptor(_int(f.get("step")))
+            return d, d and {"context": d.context}
+        if event == "assistant_message" and self._message_interceptor is not None:
+            original = _str(f.get("text"))
+            d = self._message_interceptor(original)
+            return d, d and {"replace_text": d.replace_text if d.replace_text != original else ""}
+        return None, {}
+
     def _on_intercept(self, f: Dict[str, Any]) -> None:
         out: Dict[str, Any] = {"type": "event_intercept_response", "id": f.get("id")}
         event = _str(f.get("event"))
         try:
-            if event == "tool_call" and self._tool_interceptor is not None:
-                d = self._tool_interceptor(_str(f.get("tool_name")), f.get("tool_args"))
-                if d is not None:
-                    if d.block:
-                        out["block"] = True
-                    if d.reason:
-                        out["reason"] = d.reason
-                    if not d.block and d.modified_args is not None:
-                        out["modified_args"] = d.modified_args
-                    if not d.block and d.decision in (APPROVE, ASK):
-                        out["decision"] = d.decision
-            elif event == "user_message" and self._user_interceptor is not None:
-                original = _str(f.get("text"))
-                d = self._user_interceptor(original)
-                if d is not None:
-                    if d.block:
-                        out["block"] = True
-                    if d.reason:
-                        out["reason"] = d.reason
-                    if not d.block and d.replace_text and d.replace_text != original:
-                        out["replace_text"] = d.replace_text
-                    if not d.block and d.context:
-                        out["context"] = d.context
-            elif event == "tool_result" and self._result_interceptor is not None:
-                d = self._result_interceptor(Event.from_frame(f))
-                if d is not None:
-                    if d.block:
-                        out["block"] = True
-                    if d.reason:
-                        out["reason"] = d.reason
-                    if not d.block and d.replace_content is not None:
-                        out["replace_content"] = [
-                            c.to_json() if isinstance(c, ToolContent) else text(str(c)).to_json()
-                            for c in d.replace_content
-                        ]
-                    if not d.block and d.context:
-                        out["context"] = d.context
-            elif event == "agent_end" and self._end_interceptor is not None:
-                d = self._end_interceptor(Event.from_frame(f))
-                if d is not None:
-                    if d.block:
-                        out["block"] = True
-                    if d.reason:
-                        out["reason"] = d.reason
-            elif event == "turn_start" and self._turn_interceptor is not None:
-                d = self._turn_interceptor(_int(f.get("step")))
-                if d is not None:
-                    if d.block:
-                        out["block"] = True
-                    if d.reason:
-                        out["reason"] = d.reason
-                    if not d.block and d.context:
-                        out["context"] = d.context
-            elif event == "assistant_message" and self._message_interceptor is not None:
-                original = _str(f.get("text"))
-                d = self._message_interceptor(original)
-                if d is not None:
-                    if d.block:
-                        out["block"] = True
-                    if d.reason:
-                        out["reason"] = d.reason
-                    if not d.block and d.replace_text and d.replace_text != original:
-                        out["replace_text"] = d.replace_text
+            d, fields = self._decide(event, f)
+            if d is not None:
+                if d.block:
+                    out["block"] = True
+                if d.reason:
+                    out["reason"] = d.reason
+                if not d.block:
+                    out.update((k, v) for k, v in fields.items() if v is not None and v != "")
             line = encode_frame(out)
         except Exception as err:
             self.log(f"{event} interceptor failed: {err!r}\n{traceback.format_exc()}")
