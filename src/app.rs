@@ -2,8 +2,10 @@
 //! `main` only maps [`main`]'s result to the process exit status.
 
 use crate::cancel;
+use crate::core::boot::{Mode, Run, SessionChoice};
+use crate::core::{EXIT_OK, EXIT_USAGE};
 use crate::host::{deadlines::Deadlines, discovery, HostConfig};
-use crate::modes::{self, Mode, Run, EXIT_USAGE};
+use crate::modes;
 use argh::FromArgs;
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
@@ -158,7 +160,7 @@ fn main_inner() -> i32 {
             return match early.status {
                 Ok(()) => {
                     println!("{}", early.output);
-                    modes::EXIT_OK
+                    EXIT_OK
                 }
                 Err(()) => {
                     eprintln!("{}{}", early.output.trim_end(), flag_hint(&early.output));
@@ -170,7 +172,7 @@ fn main_inner() -> i32 {
     };
     if cli.version {
         println!("zut {}", env!("CARGO_PKG_VERSION"));
-        return modes::EXIT_OK;
+        return EXIT_OK;
     }
     match run(cli, zut_home) {
         Ok(code) => code,
@@ -233,10 +235,10 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         }
     };
     let session = match (cli.no_session, cli.continue_session, &cli.session) {
-        (true, false, None) => modes::SessionChoice::None,
-        (false, true, None) => modes::SessionChoice::Continue,
-        (false, false, Some(id)) => modes::SessionChoice::Resume(id.clone()),
-        (false, false, None) => modes::SessionChoice::New,
+        (true, false, None) => SessionChoice::None,
+        (false, true, None) => SessionChoice::Continue,
+        (false, false, Some(id)) => SessionChoice::Resume(id.clone()),
+        (false, false, None) => SessionChoice::New,
         _ => {
             return Err(
                 "--no-session, --continue and --session exclude each other: give one".into(),
@@ -343,7 +345,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     };
     // Remembered only once it worked: a prompt that ended well got at least
     // one good provider response (slash commands may not ask the model).
-    if let Some(next) = remember.filter(|_| code == modes::EXIT_OK && asks_the_model) {
+    if let Some(next) = remember.filter(|_| code == EXIT_OK && asks_the_model) {
         if let Err(e) = crate::config::save(&zut_home, &next) {
             log::warn!("cannot remember the provider: {e}");
         }

@@ -242,10 +242,10 @@ pub enum Event {
         message: String,
     },
     Done,
-    /// The answer to [`crate::frontend::Core::list_sessions`]: this
+    /// The answer to [`crate::core::frontend::Core::list_sessions`]: this
     /// project's sessions, newest first. Only front ends that asked get it.
     Sessions {
-        sessions: Vec<crate::frontend::SessionSummary>,
+        sessions: Vec<crate::core::frontend::SessionSummary>,
     },
     /// The core finished a job that does not end with `done` (a reload, a
     /// session change, a model change) and is idle again, its state final.

@@ -11,8 +11,8 @@ pub mod cancel;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod core;
 pub mod events;
-pub mod frontend;
 #[cfg(test)]
 mod fuzz;
 pub mod hooks;

@@ -38,9 +38,9 @@ impl JsonOut {
 impl super::Front for JsonOut {
     fn exit_code(&self) -> i32 {
         if self.failed {
-            super::EXIT_FAILURE
+            crate::core::EXIT_FAILURE
         } else {
-            super::EXIT_OK
+            crate::core::EXIT_OK
         }
     }
 

@@ -1,17 +1,16 @@
 //! Front ends. Each runs one `select!` loop over its own input and the
-//! [`Event`] channel of the [`engine::Engine`] (a [`crate::frontend::Core`]).
+//! [`Event`] channel of the core's [`Engine`] (a [`Core`]).
 //!
 //! - [`print`](mod@print): `-p`, final answer on stdout, notes and errors on stderr;
 //! - [`json`]: `--mode json`, every event as one JSON line on stdout;
-//! - [`tui`]: the interactive terminal, driven through [`crate::frontend::Core`];
+//! - [`tui`]: the interactive terminal, driven through [`Core`];
 //! - [`rpc`]: `--mode rpc`, JSON-lines requests until stdin closes.
 //!
-//! Every mode starts through the one [`boot`] (session, host, announcement)
-//! and [`Booted::engine`]; print and JSON run one prompt (or one slash
-//! command) through [`run_once`]. JSON and RPC write stdout through the one
-//! policy of [`out`].
+//! Every mode starts through the core's one [`boot`] (session, host,
+//! announcement) and [`crate::core::boot::Booted::engine`]; print and JSON
+//! run one prompt (or one slash command) through [`run_once`]. JSON and RPC
+//! write stdout through the one policy of [`out`].
 
-pub mod engine;
 pub mod json;
 pub mod out;
 pub mod print;
@@ -20,263 +19,12 @@ pub mod tui;
 
 use crate::cancel::CancelToken;
 use crate::events::Event;
-use crate::frontend::Core;
-use crate::host::{self, HostHandle};
-use crate::session::{Session, Store};
-use engine::{Engine, EngineConfig};
 
-/// Exit statuses (zut(1), EXIT STATUS).
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_FAILURE: i32 = 1;
-pub const EXIT_USAGE: i32 = 2;
-pub const EXIT_INTERRUPTED: i32 = 130;
-
-/// Which non-interactive front end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Print,
-    Json,
-    /// The terminal UI.
-    Interactive,
-}
-
-/// Everything one non-interactive run needs.
-pub struct Run {
-    pub mode: Mode,
-    /// The prompt (stdin already appended); `None`: load and exit.
-    pub prompt: Option<String>,
-    pub host: host::HostConfig,
-    pub discovery: host::discovery::Options,
-    pub provider: crate::provider::Settings,
-    pub max_steps: u32,
-    pub yolo: bool,
-    /// `--no-skills`: no skill discovery, `skill` tool or `/skill:`.
-    pub no_skills: bool,
-    /// Which session to keep (`--no-session`, `--continue`, `--session`).
-    pub session: SessionChoice,
-    /// `--no-hooks`: no Claude Code hooks.
-    pub no_hooks: bool,
-    /// Where the MCP servers come from (`--mcp-config`, `--no-mcp`).
-    pub mcp: crate::mcp::config::Sources,
-}
-
-/// The session a run starts with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionChoice {
-    /// `--no-session`: nothing is kept.
-    None,
-    /// A new session (the default).
-    New,
-    /// `--continue`: the latest of this project, else a new one.
-    Continue,
-    /// `--session ID`.
-    Resume(String),
-}
-
-/// The store, the session and why it was opened (`new` or `resume`).
-pub type OpenedSession = (Option<Store>, Option<Session>, &'static str);
-
-/// Opens the run's session: the store, the session, and why (`new` or
-/// `resume`). A session id that does not exist is a usage error.
-pub fn open_session(
-    choice: &SessionChoice,
-    zut_home: &std::path::Path,
-    cwd: &std::path::Path,
-    quiet: bool,
-) -> Result<OpenedSession, (i32, String)> {
-    if *choice == SessionChoice::None {
-        return Ok((None, None, "new"));
-    }
-    let store = Store::new(zut_home, cwd);
-    let fail = |e: crate::session::SessionError| (EXIT_FAILURE, format!("session: {e}"));
-    // A session another zut process is writing is continued in a branch
-    // of its own, so the two never interleave rows.
-    let open = |id: &str| match store.open(id) {
-        Err(crate::session::SessionError::Busy { .. }) => {
-            let fork = store.read(id).and_then(|s| s.fork(None))?;
-            if !quiet {
-                eprintln!(
-                    "zut: session {id} is open in another zut process; continuing in a new branch {} forked from it",
-                    fork.id()
-                );
-            }
-            Ok(fork)
-        }
-        other => other,
-    };
-    let (session, reason) = match choice {
-        SessionChoice::Resume(id) => match open(id) {
-            Ok(s) => (s, "resume"),
-            Err(crate::session::SessionError::Unknown { .. }) => {
-                return Err((
-                    EXIT_USAGE,
-                    format!(
-                        "no session {id:?} for {}; list them with zut sessions",
-                        store.cwd().display()
-                    ),
-                ))
-            }
-            Err(e) => return Err(fail(e)),
-        },
-        SessionChoice::Continue => match store.latest() {
-            Some(id) => (open(&id).map_err(fail)?, "resume"),
-            None => {
-                if !quiet {
-                    eprintln!("zut: no earlier session for this directory; starting a new one");
-                }
-                (store.create().map_err(fail)?, "new")
-            }
-        },
-        _ => match store.create() {
-            Ok(s) => (s, "new"),
-            // Like tools in read-only containers: say it once and go on
-            // without a session rather than refuse to run.
-            Err(e @ crate::session::SessionError::Io { .. }) => {
-                if !quiet {
-                    eprintln!("zut: warning: cannot keep a session ({e}); going on without one");
-                }
-                return Ok((None, None, "new"));
-            }
-            Err(e) => return Err(fail(e)),
-        },
-    };
-    if let (Some(w), false) = (session.warning(), quiet) {
-        eprintln!("zut: warning: {w}");
-    }
-    Ok((Some(store), Some(session), reason))
-}
-
-/// A front end's start, done: the host loaded, the session chosen and
-/// announced. Every mode boots through [`boot`].
-pub struct Booted {
-    pub host: HostHandle,
-    pub report: host::LoadReport,
-    pub store: Option<Store>,
-    pub session: Option<Session>,
-    /// Theme files of the loaded extensions, by extension name.
-    pub theme_paths: Vec<std::path::PathBuf>,
-    /// Why the session was opened: `new` or `resume`.
-    pub reason: &'static str,
-    /// The MCP servers, starting in the background.
-    pub mcp: std::sync::Arc<crate::mcp::hub::Hub>,
-}
-
-/// The one boot of every mode: opens the run's session (a print or JSON
-/// run that only loads keeps none), starts the host with the extensions
-/// discovered, and announces the session to them and on `events`. Errors
-/// are printed here; `Err` is the exit status.
-pub fn boot(
-    run: &Run,
-    front: crate::commands::Mode,
-    events: &crossbeam_channel::Sender<Event>,
-    cancel: &CancelToken,
-) -> Result<Booted, i32> {
-    let quiet = front == crate::commands::Mode::Rpc;
-    let (store, session, reason) =
-        match open_session(&run.session, &run.host.zut_home, &run.host.cwd, quiet) {
-            Ok(x) => x,
-            Err((code, message)) => {
-                eprintln!("zut: {message}");
-                return Err(code);
-            }
-        };
-    let loads_only = front == crate::commands::Mode::Print
-        && run.prompt.as_deref().is_none_or(|p| p.trim().is_empty());
-    let session = match session {
-        Some(s) if loads_only => {
-            let _ = s.discard_if_empty();
-            None
-        }
-        s => s,
-    };
-    let mut config = run.host.clone();
-    config.session = session.as_ref().map(Session::info);
-    if front == crate::commands::Mode::Rpc {
-        // Panel-driven tools need a person at a terminal.
-        config.interactive = false;
-    }
-    // MCP servers start first, in the background, so that they come up
-    // while the extensions load.
-    let mcp = crate::mcp::hub::Hub::start(
-        crate::mcp::config::load(&run.mcp),
-        &run.host.cwd,
-        &run.host.zut_home,
-        std::sync::Arc::new(events.clone()),
-    );
-    let entries = host::discovery::discover(&run.discovery);
-    let theme_paths = {
-        let mut themed: Vec<&host::manifest::Manifest> = entries
-            .iter()
-            .filter_map(|e| match &e.status {
-                host::discovery::Status::Load(m) => Some(m),
-                _ => None,
-            })
-            .collect();
-        themed.sort_by(|a, b| a.name.cmp(&b.name));
-        themed.iter().flat_map(|m| m.themes.clone()).collect()
-    };
-    let (host, report) = match HostHandle::start(
-        config,
-        entries,
-        Some(run.discovery.clone()),
-        events.clone(),
-        cancel,
-    ) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("zut: {e}");
-            return Err(EXIT_FAILURE);
-        }
-    };
-    announce_session(&host, events, session.as_ref(), reason);
-    Ok(Booted {
-        host,
-        report,
-        store,
-        session,
-        theme_paths,
-        reason,
-        mcp,
-    })
-}
-
-impl Booted {
-    /// The engine over this boot's host and session, for `front`.
-    pub fn engine(
-        self,
-        run: &Run,
-        events: crossbeam_channel::Sender<Event>,
-        front: crate::commands::Mode,
-        can_confirm: bool,
-    ) -> std::sync::Arc<Engine> {
-        Engine::start(
-            self.host,
-            events,
-            EngineConfig {
-                provider: run.provider.clone(),
-                cwd: run.host.cwd.clone(),
-                zut_home: run.host.zut_home.clone(),
-                max_steps: run.max_steps,
-                yolo: run.yolo,
-                can_confirm,
-                store: self.store,
-                session: self.session,
-                front,
-                start_source: match self.reason {
-                    "resume" => "resume",
-                    _ => "startup",
-                },
-                mcp: self.mcp,
-                hooks: std::sync::Arc::new(crate::hooks::Hooks::load(
-                    &run.host.cwd,
-                    &run.host.zut_home,
-                    run.yolo,
-                    run.no_hooks,
-                )),
-            },
-        )
-    }
-}
+use crate::core::boot::{boot, Mode, Run};
+use crate::core::engine::Engine;
+use crate::core::frontend::Core;
+use crate::core::{EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK};
+use crate::host;
 
 /// Hands a first line to the engine: `/name` runs a command; `//text`
 /// and ` /text` send text that starts with a slash as a prompt.
@@ -403,31 +151,6 @@ pub fn run_interactive(run: Run) -> i32 {
     );
     engine.shutdown();
     code
-}
-
-/// The start of a run: `session_start` to extensions (with the session,
-/// if any), then `session_opened` with each one's own state, and the JSON
-/// stream's `session` event.
-pub fn announce_session(
-    host: &HostHandle,
-    events: &crossbeam_channel::Sender<Event>,
-    session: Option<&Session>,
-    reason: &str,
-) {
-    let info = session.map(Session::info);
-    let states: std::collections::HashMap<String, serde_json::Value> = session
-        .map(|s| {
-            s.states()
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    host.set_session(info.clone(), Some("session_start"), states.clone());
-    if let Some(info) = info {
-        let _ = events.send(engine::session_event(&info, reason));
-        host.set_session(Some(info), Some("session_opened"), states);
-    }
 }
 
 /// A non-interactive front end: renders events, knows the exit status.

@@ -184,9 +184,9 @@ impl super::Front for Printer {
 
     fn exit_code(&self) -> i32 {
         if self.failed {
-            super::EXIT_FAILURE
+            crate::core::EXIT_FAILURE
         } else {
-            super::EXIT_OK
+            crate::core::EXIT_OK
         }
     }
 }

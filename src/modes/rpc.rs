@@ -29,13 +29,14 @@
 //!   their last events written) and exits 0; a signal does the same and
 //!   exits 130.
 
-use super::engine::Engine;
 use super::out::LineWriter;
-use super::{Run, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK};
 use crate::agent::Decision;
 use crate::cancel::CancelToken;
+use crate::core::boot::Run;
+use crate::core::engine::Engine;
+use crate::core::frontend::{Core, CoreState, Submitted, ToolSummary};
+use crate::core::{EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK};
 use crate::events::Event;
-use crate::frontend::{Core, CoreState, Submitted, ToolSummary};
 use crossbeam_channel::{Receiver, Sender};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -707,7 +708,7 @@ pub fn serve(
 ) -> i32 {
     let (tx, events) = crossbeam_channel::unbounded::<Event>();
     let front = crate::commands::Mode::Rpc;
-    let engine: Arc<Engine> = match super::boot(&run, front, &tx, cancel) {
+    let engine: Arc<Engine> = match crate::core::boot::boot(&run, front, &tx, cancel) {
         Ok(booted) => booted.engine(&run, tx, front, !run.yolo),
         Err(code) => return code,
     };

@@ -36,8 +36,8 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zut::agent::Decision;
+use zut::core::frontend::{Core, CoreState, Submitted};
 use zut::events::Event;
-use zut::frontend::{Core, CoreState, Submitted};
 use zut::modes::tui::theme::ColorDepth;
 use zut::modes::tui::{drive, App, AppConfig, Input, Then};
 

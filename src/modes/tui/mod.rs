@@ -38,8 +38,8 @@ pub mod theme;
 pub use app::{App, AppConfig, Entry, Intent, Note, Then, ToolState, RELOAD_STATUS_TTL};
 pub use text::strip_controls;
 
+use crate::core::frontend::Core;
 use crate::events::Event;
-use crate::frontend::Core;
 use crossbeam_channel::{never, select, unbounded, Receiver, Sender};
 use crossterm::event::{self as term_event, Event as TermEvent};
 use ratatui::backend::{Backend, CrosstermBackend};

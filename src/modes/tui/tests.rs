@@ -5,10 +5,10 @@ use super::app::{Intent, Then};
 use super::theme::ColorDepth;
 use super::*;
 use crate::agent::Decision;
-use crate::events::{Event, ReloadError};
-use crate::frontend::{
+use crate::core::frontend::{
     CommandSummary, CoreState, SessionSummary, SkillSummary, Submitted, ToolSummary,
 };
+use crate::events::{Event, ReloadError};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
@@ -1179,7 +1179,7 @@ fn tree_picker_switches_to_the_chosen_branch() {
 fn help_ext_and_skills_sheets_close_with_esc() {
     let core = FakeCore::default();
     let mut st = state();
-    st.extensions = vec![crate::frontend::ExtensionSummary {
+    st.extensions = vec![crate::core::frontend::ExtensionSummary {
         name: "wx".into(),
         version: "1.0.0".into(),
         source: "flag".into(),
@@ -1209,7 +1209,7 @@ fn help_ext_and_skills_sheets_close_with_esc() {
 #[test]
 fn the_footer_names_mcp_servers_still_starting() {
     let core = FakeCore::default();
-    let server = |running| crate::frontend::ExtensionSummary {
+    let server = |running| crate::core::frontend::ExtensionSummary {
         name: "mcp:time".into(),
         source: "mcp".into(),
         running,

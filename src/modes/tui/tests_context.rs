@@ -2,8 +2,8 @@
 //! over the project's files, the attachment at send, and `!command`.
 
 use super::app::{App, AppConfig, Entry, Intent, Then};
+use crate::core::frontend::{CoreState, Submitted};
 use crate::events::Event;
-use crate::frontend::{CoreState, Submitted};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;

@@ -3,8 +3,8 @@
 //! `TestBackend`.
 
 use super::app::{App, AppConfig, Intent, Then, NOTES_MAX};
+use crate::core::frontend::{CoreState, ExtensionSummary};
 use crate::events::Event;
-use crate::frontend::{CoreState, ExtensionSummary};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;

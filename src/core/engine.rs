@@ -13,8 +13,10 @@
 use crate::agent::{self, Agent, ConfirmRequest, Confirmer, Decision, Outcome};
 use crate::cancel::{self, CancelToken, Canceller};
 use crate::commands;
+use crate::core::frontend::{
+    CommandSummary, Core, CoreState, ExtensionSummary, Submitted, ToolSummary,
+};
 use crate::events::{Event, EventSink};
-use crate::frontend::{CommandSummary, Core, CoreState, ExtensionSummary, Submitted, ToolSummary};
 use crate::host::{HostHandle, Phase};
 use crate::provider::Message;
 use crate::session::{Session, Store};
@@ -83,7 +85,7 @@ struct Shared {
     model: String,
     provider: String,
     /// The active session's identity, for `state()`.
-    session: Option<crate::frontend::SessionSummary>,
+    session: Option<crate::core::frontend::SessionSummary>,
     /// The transcript of the active branch, kept current by the agent's
     /// observer, for `state()`.
     messages: Vec<Message>,
@@ -170,8 +172,8 @@ impl agent::Observer for Recorder {
 }
 
 /// A session as front ends list it.
-fn summary_of(s: &Session) -> crate::frontend::SessionSummary {
-    crate::frontend::SessionSummary {
+fn summary_of(s: &Session) -> crate::core::frontend::SessionSummary {
+    crate::core::frontend::SessionSummary {
         id: s.id().to_string(),
         parent_id: s.parent_id().map(str::to_string),
         path: s.path().display().to_string(),
@@ -444,7 +446,7 @@ impl Core for Engine {
             state.skills = skills
                 .skills
                 .iter()
-                .map(|s| crate::frontend::SkillSummary {
+                .map(|s| crate::core::frontend::SkillSummary {
                     name: s.name.clone(),
                     description: s.description.clone(),
                     source: s.source.clone(),
@@ -514,7 +516,7 @@ impl Core for Engine {
                 let sessions = store
                     .list()
                     .into_iter()
-                    .map(|s| crate::frontend::SessionSummary {
+                    .map(|s| crate::core::frontend::SessionSummary {
                         id: s.id,
                         parent_id: s.parent_id,
                         path: s.path.display().to_string(),
