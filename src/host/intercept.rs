@@ -9,8 +9,9 @@
 //! bounded to [`CONTEXT_CAP`]; the payload of each consultation is built
 //! when it is sent, so it shows every earlier rewrite.
 
+use super::handle::{normalise_content, wait_reply, Wait};
 use super::transport::CallKind;
-use super::{process, wait_reply, HostHandle, ViewExt, Wait};
+use super::{process, HostHandle, ViewExt};
 use crate::cancel::CancelToken;
 use serde_json::Value;
 use zut_ext::wire::{ContentBlock, EventPayload, ExtFrame, HostFrame};
@@ -354,7 +355,7 @@ impl HostHandle {
                 if let Some(content) = replace_content {
                     match crate::host::registry::check_content(&content) {
                         Ok(()) => {
-                            *current.borrow_mut() = super::normalise_content(content, &ext.name);
+                            *current.borrow_mut() = normalise_content(content, &ext.name);
                             replaced_by = Some(ext.name.clone());
                         }
                         Err(why) => process::log_line(
