@@ -37,6 +37,17 @@ impl std::ops::Deref for Tmux {
 
 impl Tmux {
     fn start(dir: &Path, size: (u16, u16), term: &str, args: &[&str], script: &[&str]) -> Tmux {
+        Tmux::start_env(dir, size, &[("TERM", term)], args, script)
+    }
+
+    /// [`Tmux::start`] with `env` (which names `TERM`) for zut.
+    fn start_env(
+        dir: &Path,
+        size: (u16, u16),
+        env: &[(&str, &str)],
+        args: &[&str],
+        script: &[&str],
+    ) -> Tmux {
         let home = dir.join("home");
         let project = dir.join("project");
         std::fs::create_dir_all(&home).expect("mkdir");
@@ -53,10 +64,15 @@ impl Tmux {
             shell_quote(&dir.join("requests.jsonl").to_string_lossy()),
         ];
         cmd.extend(args.iter().map(|a| shell_quote(a)));
+        let env: Vec<String> = env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shell_quote(v)))
+            .collect();
         let line = format!(
-            "cd {} && env ZUT_HOME={} TERM={term} {}; echo EXITED:$?; sleep 600",
+            "cd {} && env ZUT_HOME={} {} {}; echo EXITED:$?; sleep 600",
             shell_quote(&project.to_string_lossy()),
             shell_quote(&home.to_string_lossy()),
+            env.join(" "),
             cmd.join(" ")
         );
         Tmux {
@@ -265,5 +281,69 @@ fn an_external_sigint_leaves_the_alternate_screen() {
     assert!(
         !pane.contains("Enter to send"),
         "the alternate screen was left:\n{pane}"
+    );
+}
+
+#[test]
+fn the_terminal_is_usable_while_an_extension_starts_and_a_prompt_waits_for_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gate = dir.path().join("gate");
+    let gated = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tui/gated");
+    let t = Tmux::start_env(
+        dir.path(),
+        (100, 30),
+        &[
+            ("TERM", "xterm-256color"),
+            ("ZUT_TEST_GATE", &gate.to_string_lossy()),
+            // The gate opens long before this; a pass cannot be a timeout.
+            ("ZUT_HELLO_TIMEOUT_MS", "60000"),
+        ],
+        &["--ext", &gated.to_string_lossy()],
+        &[r#"{"text":"the answer"}"#],
+    );
+    // Drawn, with the editor live, while the extension has not said hello.
+    let pane = t.wait_for("starting: gated");
+    assert!(pane.contains("Enter to send"), "{pane}");
+    t.type_text("use the gated tool");
+    t.wait_for("› use the gated tool");
+    t.keys(&["Enter"]);
+    t.wait_for("working");
+    // The prompt waits for the extension: nothing has reached the model.
+    assert!(!dir.path().join("requests.jsonl").exists());
+    std::fs::write(&gate, "").expect("open the gate");
+    t.wait_for("the answer");
+    t.wait_gone("starting: gated");
+    let log = std::fs::read_to_string(dir.path().join("requests.jsonl")).expect("log");
+    assert!(
+        log.contains("gated_tool"),
+        "the first request lists the tool: {log}"
+    );
+    t.quit();
+}
+
+#[test]
+fn quitting_while_an_extension_starts_ends_it_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gate = dir.path().join("never-opened");
+    let gated = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tui/gated");
+    let t = Tmux::start_env(
+        dir.path(),
+        (100, 30),
+        &[
+            ("TERM", "xterm-256color"),
+            ("ZUT_TEST_GATE", &gate.to_string_lossy()),
+            ("ZUT_HELLO_TIMEOUT_MS", "60000"),
+        ],
+        &["--ext", &gated.to_string_lossy()],
+        &[],
+    );
+    t.wait_for("starting: gated");
+    let asked = std::time::Instant::now();
+    t.quit();
+    // Well inside the 60 s hello deadline: the load was abandoned.
+    assert!(
+        asked.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        asked.elapsed()
     );
 }

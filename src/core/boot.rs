@@ -125,11 +125,21 @@ pub fn open_session(
     Ok((Some(store), Some(session), reason))
 }
 
-/// A front end's start, done: the host loaded, the session chosen and
-/// announced. Every mode boots through [`boot`].
+/// The extensions' load as [`boot`] leaves it.
+pub enum Load {
+    /// Every handshake settled and the session was announced.
+    Done(host::LoadReport),
+    /// Still running (the terminal opens at once): the engine's worker
+    /// waits for it and then announces the session.
+    Running(host::Loading),
+}
+
+/// A front end's start: the session chosen, the host started (and, but
+/// for the terminal, loaded and told the session). Every mode boots
+/// through [`boot`].
 pub struct Booted {
     pub host: HostHandle,
-    pub report: host::LoadReport,
+    pub load: Load,
     pub store: Option<Store>,
     pub session: Option<Session>,
     /// Theme files of the loaded extensions, by extension name.
@@ -142,8 +152,10 @@ pub struct Booted {
 
 /// The one boot of every mode: opens the run's session (a print or JSON
 /// run that only loads keeps none), starts the host with the extensions
-/// discovered, and announces the session to them and on `events`. Errors
-/// are printed here; `Err` is the exit status.
+/// discovered, and announces the session to them and on `events`. The
+/// terminal does not wait for the extensions' handshakes: it is usable at
+/// once, its footer naming those still starting ([`Load::Running`]).
+/// Errors are printed here; `Err` is the exit status.
 pub fn boot(
     run: &Run,
     front: crate::commands::Mode,
@@ -194,23 +206,24 @@ pub fn boot(
         themed.sort_by(|a, b| a.name.cmp(&b.name));
         themed.iter().flat_map(|m| m.themes.clone()).collect()
     };
-    let (host, report) = match HostHandle::start(
-        config,
-        entries,
-        Some(run.discovery.clone()),
-        events.clone(),
-        cancel,
-    ) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("zut: {e}");
-            return Err(EXIT_FAILURE);
-        }
+    let (host, loading) =
+        match HostHandle::launch(config, entries, Some(run.discovery.clone()), events.clone()) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("zut: {e}");
+                return Err(EXIT_FAILURE);
+            }
+        };
+    let load = if front == crate::commands::Mode::Terminal {
+        Load::Running(loading)
+    } else {
+        let report = loading.wait(cancel);
+        announce_session(&host, events, session.as_ref(), reason);
+        Load::Done(report)
     };
-    announce_session(&host, events, session.as_ref(), reason);
     Ok(Booted {
         host,
-        report,
+        load,
         store,
         session,
         theme_paths,
@@ -246,6 +259,10 @@ impl Booted {
                     _ => "startup",
                 },
                 mcp: self.mcp,
+                loading: match self.load {
+                    Load::Running(loading) => Some(loading),
+                    Load::Done(_) => None,
+                },
                 hooks: std::sync::Arc::new(crate::hooks::Hooks::load(
                     &run.host.cwd,
                     &run.host.zut_home,

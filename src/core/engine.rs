@@ -50,6 +50,10 @@ pub struct EngineConfig {
     pub front: commands::Mode,
     /// The run's MCP servers.
     pub mcp: Arc<crate::mcp::hub::Hub>,
+    /// The extensions' load, when the front end did not wait for it (the
+    /// terminal): the worker waits for it before its first job, then
+    /// announces the session to the extensions.
+    pub loading: Option<crate::host::Loading>,
 }
 
 /// One unit of work for the worker.
@@ -231,6 +235,8 @@ pub struct Engine {
     events: Sender<Event>,
     confirms: Arc<Confirms>,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Cancelled at shutdown: ends a load the worker still waits for.
+    stopping: cancel::Canceller,
     /// Disconnected when the worker thread has ended.
     worker_ended: Receiver<()>,
     store: Option<Store>,
@@ -292,7 +298,9 @@ impl Engine {
             _ => "other",
         };
         let (ended_tx, worker_ended) = crossbeam_channel::bounded::<()>(0);
+        let (stopping, stopped) = cancel::pair();
         let engine = Arc::new(Engine {
+            stopping,
             jobs: Mutex::new(Some(tx)),
             shared: shared.clone(),
             host: host.clone(),
@@ -316,6 +324,7 @@ impl Engine {
             agent: None,
             session,
             next_context: Vec::new(),
+            stopped,
         };
         let handle = std::thread::Builder::new()
             .name("zut-agent".into())
@@ -463,6 +472,8 @@ impl Core for Engine {
             .into_iter()
             .map(|e| ExtensionSummary {
                 running: matches!(e.phase, Phase::Ready { .. } | Phase::Registering),
+                starting: matches!(e.phase, Phase::AwaitingHello | Phase::Registering)
+                    && e.error.is_none(),
                 error: match &e.phase {
                     Phase::Disconnected(r) if !r.is_empty() => Some(r.clone()),
                     _ => e.error.clone(),
@@ -481,6 +492,7 @@ impl Core for Engine {
                 version: s.version,
                 source: "mcp".into(),
                 running: s.state == "ready",
+                starting: s.state == "starting",
                 commands: Vec::new(),
                 tools: s.tools,
                 error: (!s.message.is_empty()).then_some(s.message),
@@ -603,6 +615,7 @@ impl Core for Engine {
     }
 
     fn shutdown(&self) {
+        self.stopping.cancel();
         self.abort(true);
         lock(&self.jobs).take();
         let w = lock(&self.worker).take();
@@ -672,12 +685,31 @@ struct Worker {
     /// `SessionStart` hook output not yet sent: hidden context of the
     /// next provider request.
     next_context: Vec<String>,
+    /// The engine is shutting down.
+    stopped: CancelToken,
 }
 
 impl Worker {
     fn run(&mut self, rx: Receiver<(u64, Job)>) {
         // Before the first job, on this thread: the front end is not held
-        // up, and the first prompt waits for the hooks' context.
+        // up, and the first prompt waits for the extensions and the hooks'
+        // context.
+        if let Some(loading) = self.config.loading.take() {
+            loading.wait(&self.stopped);
+            if self.stopped.is_cancelled() {
+                return;
+            }
+            let reason = match self.config.start_source {
+                "resume" => "resume",
+                _ => "new",
+            };
+            super::boot::announce_session(
+                &self.host,
+                &self.events,
+                lock(&self.session).as_ref(),
+                reason,
+            );
+        }
         let source = self.config.start_source;
         self.session_start(source);
         for (seq, job) in rx {

@@ -152,6 +152,8 @@ pub struct ExtensionSummary {
     /// `flag`, `project` or `global`.
     pub source: String,
     pub running: bool,
+    /// Still in its handshake (an MCP server: still connecting).
+    pub starting: bool,
     pub commands: Vec<String>,
     pub tools: Vec<String>,
     /// The last error, if it failed or died.

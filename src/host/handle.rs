@@ -36,6 +36,27 @@ pub struct CommandReply {
     pub error: String,
 }
 
+/// A load the dispatcher is running ([`HostHandle::launch`]).
+pub struct Loading {
+    rx: Receiver<LoadReport>,
+    commands: Sender<Command>,
+}
+
+impl Loading {
+    /// Waits until every handshake settled (bounded by the hello and ready
+    /// deadlines) and the registrations are committed. Cancelling ends the
+    /// handshakes still running; what settled is committed and reported.
+    pub fn wait(self, cancel: &CancelToken) -> LoadReport {
+        crossbeam_channel::select! {
+            recv(self.rx) -> r => r.unwrap_or_default(),
+            recv(cancel.receiver()) -> _ => {
+                let _ = self.commands.send(Command::AbortLoad);
+                self.rx.recv().unwrap_or_default()
+            }
+        }
+    }
+}
+
 /// The only way into the host. Cheap to clone; every clone talks to the
 /// same dispatcher.
 #[derive(Clone)]
@@ -105,12 +126,26 @@ impl HostHandle {
         events: impl Into<EventOut>,
         cancel: &CancelToken,
     ) -> Result<(HostHandle, LoadReport), String> {
+        let (handle, loading) = Self::launch(config, entries, discovery, events)?;
+        Ok((handle, loading.wait(cancel)))
+    }
+
+    /// [`HostHandle::start`] without the wait: the extensions start and
+    /// their handshakes run while the caller goes on (the terminal draws
+    /// its first frame at once). Until [`Loading::wait`] returns, the view
+    /// names them as starting and they take no calls; everything else the
+    /// handle does is answered as usual.
+    pub fn launch(
+        config: HostConfig,
+        entries: Vec<Entry>,
+        discovery: Option<discovery::Options>,
+        events: impl Into<EventOut>,
+    ) -> Result<(HostHandle, Loading), String> {
         Self::start_inner(
             config,
             entries,
             discovery,
             events.into(),
-            cancel,
             #[cfg(test)]
             None,
         )
@@ -127,16 +162,8 @@ impl HostHandle {
         peers: in_memory::PeerFn,
     ) -> (HostHandle, LoadReport) {
         let entries = discovery::discover(&discovery);
-        let cancel = CancelToken::never();
-        match Self::start_inner(
-            config,
-            entries,
-            Some(discovery),
-            events.into(),
-            &cancel,
-            Some(peers),
-        ) {
-            Ok(x) => x,
+        match Self::start_inner(config, entries, Some(discovery), events.into(), Some(peers)) {
+            Ok((handle, loading)) => (handle, loading.wait(&CancelToken::never())),
             Err(e) => panic!("{e}"),
         }
     }
@@ -146,9 +173,8 @@ impl HostHandle {
         entries: Vec<Entry>,
         discovery: Option<discovery::Options>,
         events: EventOut,
-        cancel: &CancelToken,
         #[cfg(test)] peers: Option<in_memory::PeerFn>,
-    ) -> Result<(HostHandle, LoadReport), String> {
+    ) -> Result<(HostHandle, Loading), String> {
         let view = Arc::new(Mutex::new(Arc::new(View {
             deadlines: config.deadlines,
             ..View::default()
@@ -182,19 +208,9 @@ impl HostHandle {
             }),
         };
         let (tx, rx) = crossbeam_channel::bounded(1);
-        let _ = handle
-            .inner
-            .channels
-            .commands
-            .send(Command::Load { entries, reply: tx });
-        let report = crossbeam_channel::select! {
-            recv(rx) -> r => r.unwrap_or_default(),
-            recv(cancel.receiver()) -> _ => {
-                let _ = handle.inner.channels.commands.send(Command::AbortLoad);
-                rx.recv().unwrap_or_default()
-            }
-        };
-        Ok((handle, report))
+        let commands = handle.inner.channels.commands.clone();
+        let _ = commands.send(Command::Load { entries, reply: tx });
+        Ok((handle, Loading { rx, commands }))
     }
 
     /// The routes and subscriptions in force now.

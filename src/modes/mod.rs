@@ -20,7 +20,7 @@ pub mod tui;
 use crate::cancel::CancelToken;
 use crate::events::Event;
 
-use crate::core::boot::{boot, Mode, Run};
+use crate::core::boot::{boot, Load, Mode, Run};
 use crate::core::engine::Engine;
 use crate::core::frontend::Core;
 use crate::core::{EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK};
@@ -68,11 +68,8 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
             front.show(&e);
         }
         front.finish();
-        let failed = booted
-            .report
-            .loaded
-            .iter()
-            .any(|l| matches!(l.outcome, host::Outcome::Failed(_)));
+        let failed = matches!(&booted.load, Load::Done(report)
+            if report.loaded.iter().any(|l| matches!(l.outcome, host::Outcome::Failed(_))));
         return if cancel.is_cancelled() {
             EXIT_INTERRUPTED
         } else if (failed || mcp_failed) && run.mode == Mode::Json {
@@ -126,8 +123,8 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
 /// `zut` in a terminal: the host, the engine and the terminal UI's loop.
 pub fn run_interactive(run: Run) -> i32 {
     let (tx, rx) = crossbeam_channel::unbounded::<Event>();
-    // The extensions load first (bounded by their deadlines), then the UI
-    // opens with their reports waiting in the channel.
+    // The UI opens at once; the extensions' handshakes run meanwhile and
+    // their reports arrive as events (the first prompt waits for them).
     let front = crate::commands::Mode::Terminal;
     let booted = match boot(&run, front, &tx, &CancelToken::never()) {
         Ok(b) => b,

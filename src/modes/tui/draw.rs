@@ -475,17 +475,18 @@ impl App {
         .collect::<Vec<_>>()
         .join(" · ");
         let mut right = String::new();
-        // MCP servers still starting (the terminal does not wait for them).
+        // Extensions and MCP servers still starting: the terminal does not
+        // wait for them (the first prompt does).
         let starting: Vec<&str> = self
             .state
             .extensions
             .iter()
-            .filter(|e| e.source == "mcp" && !e.running && e.error.is_none())
-            .map(|e| e.name.strip_prefix("mcp:").unwrap_or(&e.name))
+            .filter(|e| e.starting)
+            .map(|e| e.name.as_str())
             .collect();
         if !starting.is_empty() {
             right.push_str(&format!(
-                "MCP starting: {}",
+                "starting: {}",
                 super::text::strip_controls(&starting.join(", "))
             ));
         }

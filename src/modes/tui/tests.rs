@@ -1184,6 +1184,7 @@ fn help_ext_and_skills_sheets_close_with_esc() {
         version: "1.0.0".into(),
         source: "flag".into(),
         running: true,
+        starting: false,
         commands: vec!["weather".into()],
         tools: vec!["forecast".into()],
         error: None,
@@ -1207,16 +1208,22 @@ fn help_ext_and_skills_sheets_close_with_esc() {
 }
 
 #[test]
-fn the_footer_names_mcp_servers_still_starting() {
+fn the_footer_names_extensions_and_mcp_servers_still_starting() {
     let core = FakeCore::default();
-    let server = |running| crate::core::frontend::ExtensionSummary {
-        name: "mcp:time".into(),
-        source: "mcp".into(),
-        running,
-        ..Default::default()
-    };
+    let starting =
+        |name: &str, source: &str, starting: bool| crate::core::frontend::ExtensionSummary {
+            name: name.into(),
+            source: source.into(),
+            running: !starting,
+            starting,
+            ..Default::default()
+        };
     let mut st = state();
-    st.extensions = vec![server(false)];
+    st.extensions = vec![
+        starting("clock", "flag", true),
+        starting("todo", "flag", false),
+        starting("mcp:time", "mcp", true),
+    ];
     *core.state.lock().expect("lock") = st.clone();
     let mut a = app();
     let refresh = vec![Intent::Refresh(Then::Nothing)];
@@ -1227,11 +1234,15 @@ fn the_footer_names_mcp_servers_still_starting() {
         &mut || {},
         &mut |_: &App| {},
     );
-    assert!(screen_of(&a, 100, 20).contains("MCP starting: time"));
-    st.extensions = vec![server(true)];
+    let screen = screen_of(&a, 100, 20);
+    assert!(screen.contains("starting: clock, mcp:time"), "{screen}");
+    st.extensions = vec![
+        starting("clock", "flag", false),
+        starting("mcp:time", "mcp", false),
+    ];
     *core.state.lock().expect("lock") = st;
     execute(&mut a, &core, refresh, &mut || {}, &mut |_: &App| {});
-    assert!(!screen_of(&a, 100, 20).contains("MCP starting"));
+    assert!(!screen_of(&a, 100, 20).contains("starting"));
 }
 
 // ----- quitting, insert, submit, alerts -----
