@@ -15,7 +15,7 @@
 use std::fs::{File, Metadata};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 /// What kind of non-regular file `meta` describes, for messages.
 pub fn kind(meta: &Metadata) -> &'static str {
@@ -75,6 +75,24 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
 pub fn read_regular_string(path: &Path) -> io::Result<String> {
     String::from_utf8(read_regular(path)?)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "it is not valid UTF-8"))
+}
+
+/// Normalises `rel` without touching the disk; `None` if `..` climbs out.
+pub fn lexically_inside(rel: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in rel.components() {
+        match c {
+            Component::CurDir => {}
+            Component::Normal(p) => out.push(p),
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]

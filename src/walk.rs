@@ -125,6 +125,22 @@ pub fn project_files(dir: &Path) -> ignore::Walk {
         .build()
 }
 
+/// Non-hidden subdirectories of `root` (symlinks to directories
+/// included), sorted by name; nothing if absent.
+pub fn list_dirs(root: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = rd
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

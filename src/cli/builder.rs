@@ -64,7 +64,7 @@ pub(crate) fn preflight(b: Builder, m: &Manifest, src: &Path) -> Outcome<(PathBu
             )
             .into())
         }
-        Some(Exec::Relative { configured, .. }) => manifest::lexically_inside(Path::new(configured))
+        Some(Exec::Relative { configured, .. }) => crate::safe_fs::lexically_inside(Path::new(configured))
             .ok_or_else(|| format!("{flag}: exec {configured:?} points outside the extension"))?,
     };
     if b == Builder::Cargo && !src.join("Cargo.toml").is_file() {

@@ -193,7 +193,7 @@ pub(crate) fn check_symlinks(root: &Path, label: &str) -> Outcome {
 fn escape_check(link: &Path, rel: &Path, shown: &str) -> Outcome {
     let text = Path::new(shown);
     let joined = rel.parent().unwrap_or(Path::new("")).join(text);
-    if text.is_absolute() || crate::host::manifest::lexically_inside(&joined).is_none() {
+    if text.is_absolute() || crate::safe_fs::lexically_inside(&joined).is_none() {
         return Err(outside(link, text).into());
     }
     Ok(())

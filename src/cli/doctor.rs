@@ -123,7 +123,7 @@ pub(crate) fn run(names: &[String], json: bool, ctx: &CliContext, io: &mut Io<'_
         &ctx.cwd,
         &ctx.zut_home,
         crate::skills::home_dir().as_deref(),
-        &crate::skills::contributing(host.loaded().iter().map(|l| &l.entry)),
+        &crate::host::discovery::skill_bundles(host.loaded().iter().map(|l| &l.entry)),
     );
     hub.wait_ready(&io.cancel);
     let servers = hub.status().into_iter().map(server_report);
@@ -293,7 +293,7 @@ fn add_skills(r: &mut Report, l: &Loaded, all: &crate::skills::SkillSet) {
     let Status::Load(m) = &l.entry.status else {
         return;
     };
-    let own = crate::skills::bundled(m);
+    let own = crate::skills::bundled(&m.bundle());
     r.skills = own
         .skills
         .iter()
@@ -306,7 +306,7 @@ fn add_skills(r: &mut Report, l: &Loaded, all: &crate::skills::SkillSet) {
         .collect();
     let mut problems: Vec<String> = own.warnings.into_iter().map(|w| w.message).collect();
     if !matches!(l.outcome, LoadOutcome::Started(_)) {
-        problems.splice(0..0, crate::skills::refusals(m));
+        problems.splice(0..0, crate::skills::refusals(&m.bundle()));
     }
     if problems.is_empty() {
         return;

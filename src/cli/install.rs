@@ -254,7 +254,7 @@ fn required_paths(m: &Manifest, src: &Path) -> Vec<PathBuf> {
         named.push(configured);
     }
     for n in named {
-        let Some(rel) = manifest::lexically_inside(Path::new(n)) else {
+        let Some(rel) = crate::safe_fs::lexically_inside(Path::new(n)) else {
             continue;
         };
         if src.join(&rel).symlink_metadata().is_err() {
@@ -268,7 +268,7 @@ fn required_paths(m: &Manifest, src: &Path) -> Vec<PathBuf> {
     out.extend(
         m.skills
             .iter()
-            .filter_map(|s| manifest::lexically_inside(Path::new(s))),
+            .filter_map(|s| crate::safe_fs::lexically_inside(Path::new(s))),
     );
     out.extend(
         m.themes
@@ -352,10 +352,10 @@ fn validate_staged(
 /// refused `skills` path and skipped `SKILL.md` becomes an install warning
 /// (the skills directories themselves are copied as required paths).
 fn check_skills(m: &Manifest, label: &str, warnings: &mut Vec<String>) {
-    for refusal in crate::skills::refusals(m) {
+    for refusal in crate::skills::refusals(&m.bundle()) {
         warnings.push(format!("{refusal} (in {label}); zut will not load it"));
     }
-    for w in crate::skills::bundled(m).warnings {
+    for w in crate::skills::bundled(&m.bundle()).warnings {
         warnings.push(w.message);
     }
 }
@@ -397,7 +397,7 @@ fn check_executable(configured: &str, path: &Path, origin: &Origin) -> Outcome {
     let hint = match origin {
         Origin::Local(src) => format!(
             "run chmod +x {} and install again",
-            src.join(manifest::lexically_inside(Path::new(configured)).unwrap_or_default())
+            src.join(crate::safe_fs::lexically_inside(Path::new(configured)).unwrap_or_default())
                 .display()
         ),
         Origin::Git(_) => format!(

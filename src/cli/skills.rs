@@ -38,7 +38,7 @@ pub fn run(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut dyn
         ext_paths: ctx.ext_paths.clone(),
         no_extensions: ctx.no_extensions,
     });
-    let manifests = crate::skills::contributing(&entries);
+    let manifests = discovery::skill_bundles(&entries);
     for m in &manifests {
         for r in refusals(m) {
             let _ = writeln!(err, "zut: warning: extension {}: {r}", m.name);

@@ -138,7 +138,11 @@ pub fn discover(opts: &Options) -> Vec<Entry> {
                 Source::Global,
             ),
         ] {
-            dirs.extend(list_dirs(&root).into_iter().map(|d| (d, source)));
+            dirs.extend(
+                crate::walk::list_dirs(&root)
+                    .into_iter()
+                    .map(|d| (d, source)),
+            );
         }
     }
     let mut seen: Vec<(String, PathBuf)> = Vec::new();
@@ -189,20 +193,19 @@ pub fn discover(opts: &Options) -> Vec<Entry> {
     entries
 }
 
-/// Non-hidden subdirectories of `root` (symlinks to directories
-/// included), sorted by name; nothing if absent.
-pub fn list_dirs(root: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(root) else {
-        return Vec::new();
-    };
-    let mut dirs: Vec<PathBuf> = rd
-        .filter_map(Result::ok)
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    dirs
+/// The skills of the extensions that contribute them: enabled and first
+/// of their name, in load order (whether or not the process started:
+/// skills are files).
+pub fn skill_bundles<'a>(
+    entries: impl IntoIterator<Item = &'a Entry>,
+) -> Vec<crate::skills::Bundle<'a>> {
+    entries
+        .into_iter()
+        .filter_map(|e| match &e.status {
+            Status::Load(m) => Some(m.bundle()),
+            _ => None,
+        })
+        .collect()
 }
 
 fn dir_name(dir: &Path) -> String {

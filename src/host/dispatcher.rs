@@ -561,7 +561,7 @@ impl Dispatcher {
                 // Refused manifest `skills` paths: the extension still
                 // loads; the warning follows its `ext_loaded`.
                 let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
-                for p in crate::skills::refusals(m) {
+                for p in crate::skills::refusals(&m.bundle()) {
                     process::log_line(&log, &p);
                     st.warnings.push(p);
                 }
@@ -776,7 +776,7 @@ impl Dispatcher {
                 &self.config.cwd,
                 &self.config.zut_home,
                 crate::skills::home_dir().as_deref(),
-                &crate::skills::contributing(self.exts.iter().map(|e| &e.entry)),
+                &discovery::skill_bundles(self.exts.iter().map(|e| &e.entry)),
             );
             for w in &set.warnings {
                 match &w.extension {

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 use std::fmt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// The manifest file name inside an extension directory.
 pub const MANIFEST_FILE: &str = "extension.json";
@@ -224,7 +224,7 @@ fn resolve_exec(dir: &Path, exec: &str) -> Result<Exec, String> {
             rel.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
         ));
     }
-    let inside = lexically_inside(rel)
+    let inside = crate::safe_fs::lexically_inside(rel)
         .ok_or_else(|| format!("{exec:?} points outside the extension directory"))?;
     let path = dir.join(inside);
     if let (Ok(real_dir), Ok(real)) = (dir.canonicalize(), path.canonicalize()) {
@@ -238,61 +238,15 @@ fn resolve_exec(dir: &Path, exec: &str) -> Result<Exec, String> {
     Ok(Exec::Relative { configured, path })
 }
 
-/// Resolves one manifest `skills` entry to a directory inside the
-/// extension: refused when empty, absolute, climbing out with `..`, naming
-/// the extension directory itself, missing, not a directory, or resolving
-/// (through a symlink anywhere on the way) outside the symlink-resolved
-/// extension directory. Only metadata is consulted, never file contents.
-/// The result is the canonical path.
-pub fn resolve_skill_dir(dir: &Path, declared: &str) -> Result<PathBuf, String> {
-    let shown = format!("skills path {declared:?}");
-    let rel = Path::new(declared.trim());
-    if declared.trim().is_empty() || rel.is_absolute() {
-        return Err(format!(
-            "{shown} must be a directory relative to the extension directory"
-        ));
-    }
-    let inside = match lexically_inside(rel) {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => return Err(format!("{shown} escapes the extension directory")),
-    };
-    let root = dir
-        .canonicalize()
-        .map_err(|e| format!("{shown}: cannot resolve the extension directory: {e}"))?;
-    let real = dir
-        .join(&inside)
-        .canonicalize()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => format!("{shown} does not exist"),
-            _ => format!("{shown}: {e}"),
-        })?;
-    if !real.starts_with(&root) {
-        return Err(format!(
-            "{shown} escapes the extension directory through a symlink"
-        ));
-    }
-    if !real.is_dir() {
-        return Err(format!("{shown} is not a directory"));
-    }
-    Ok(real)
-}
-
-/// Normalises `rel` without touching the disk; `None` if `..` climbs out.
-pub fn lexically_inside(rel: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for c in rel.components() {
-        match c {
-            Component::CurDir => {}
-            Component::Normal(p) => out.push(p),
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            Component::RootDir | Component::Prefix(_) => return None,
+impl Manifest {
+    /// What the skills module needs of this extension.
+    pub fn bundle(&self) -> crate::skills::Bundle<'_> {
+        crate::skills::Bundle {
+            name: &self.name,
+            dir: &self.dir,
+            skills: &self.skills,
         }
     }
-    Some(out)
 }
 
 /// Looks `name` up on `search` (default: `PATH`); the error names the
@@ -510,46 +464,6 @@ mod tests {
         write(t.path(), r#"{"name":"n","exec":"./run"}"#);
         let e = load(t.path()).unwrap_err();
         assert!(e.message.contains("symlink"), "{e}");
-    }
-
-    #[test]
-    fn skill_paths_stay_inside() {
-        let t = tempfile::tempdir().unwrap();
-        let ext = t.path().join("ext");
-        let outside = t.path().join("outside");
-        std::fs::create_dir_all(ext.join("skills/a")).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        std::os::unix::fs::symlink(&outside, ext.join("out")).unwrap();
-        std::os::unix::fs::symlink("skills", ext.join("alias")).unwrap();
-        std::fs::write(ext.join("file"), "").unwrap();
-        let real = ext.canonicalize().unwrap();
-        assert_eq!(
-            resolve_skill_dir(&ext, "skills").unwrap(),
-            real.join("skills")
-        );
-        assert_eq!(
-            resolve_skill_dir(&ext, "./skills/a/../a").unwrap(),
-            real.join("skills/a")
-        );
-        assert_eq!(
-            resolve_skill_dir(&ext, "alias").unwrap(),
-            real.join("skills")
-        );
-        for (p, needle) in [
-            ("", "relative"),
-            ("  ", "relative"),
-            ("/etc", "relative"),
-            ("..", "escapes"),
-            ("../outside", "escapes"),
-            ("skills/../..", "escapes"),
-            (".", "escapes"),
-            ("out", "through a symlink"),
-            ("missing", "does not exist"),
-            ("file", "not a directory"),
-        ] {
-            let e = resolve_skill_dir(&ext, p).unwrap_err();
-            assert!(e.contains(needle), "{p:?}: {e}");
-        }
     }
 
     #[test]

@@ -23,9 +23,19 @@
 pub mod frontmatter;
 
 use crate::events::{Event, EventSink};
-use crate::host::manifest::{self, Manifest};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+
+/// The skills an extension bundles, as its manifest declares them: what
+/// skills need of an extension, and nothing of how it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Bundle<'a> {
+    pub name: &'a str,
+    /// The extension directory.
+    pub dir: &'a Path,
+    /// The manifest's `skills` entries, relative to `dir`.
+    pub skills: &'a [String],
+}
 
 /// The skill file name.
 pub const SKILL_FILE: &str = "SKILL.md";
@@ -134,7 +144,7 @@ pub fn discover(
     cwd: &Path,
     zut_home: &Path,
     home: Option<&Path>,
-    extensions: &[&Manifest],
+    extensions: &[Bundle],
 ) -> SkillSet {
     let mut set = SkillSet::default();
     let mut candidates = Vec::new();
@@ -166,7 +176,7 @@ pub fn discover(
 
 /// The skills one extension bundles (each first of its name within the
 /// extension, whatever other sources offer), with its skipped files.
-pub fn bundled(m: &Manifest) -> SkillSet {
+pub fn bundled(m: &Bundle) -> SkillSet {
     let mut set = SkillSet::default();
     for c in layout(m).0 {
         match load(&c) {
@@ -179,21 +189,6 @@ pub fn bundled(m: &Manifest) -> SkillSet {
         }
     }
     set
-}
-
-/// The manifests of the extensions that contribute skills: enabled and
-/// first of their name, in load order (whether or not the process started:
-/// skills are files).
-pub fn contributing<'a>(
-    entries: impl IntoIterator<Item = &'a crate::host::discovery::Entry>,
-) -> Vec<&'a Manifest> {
-    entries
-        .into_iter()
-        .filter_map(|e| match &e.status {
-            crate::host::discovery::Status::Load(m) => Some(m),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The user's home directory (`$HOME`), when set.
@@ -230,7 +225,7 @@ fn scan_user_root(
     if !visited.insert(real) {
         return;
     }
-    for child in crate::host::discovery::list_dirs(dir) {
+    for child in crate::walk::list_dirs(dir) {
         let file = child.join(SKILL_FILE);
         if file.is_file() {
             let rel = child.strip_prefix(root).unwrap_or(&child);
@@ -257,14 +252,53 @@ fn base_name(p: &Path) -> String {
 /// What an extension's manifest `skills` entries were refused for (empty,
 /// absolute, `..`, missing, a symlinked directory or `SKILL.md` that leads
 /// outside the extension directory). Reads metadata only.
-pub fn refusals(m: &Manifest) -> Vec<String> {
+pub fn refusals(m: &Bundle) -> Vec<String> {
     layout(m).1
+}
+
+/// Resolves one manifest `skills` entry to a directory inside the
+/// extension: refused when empty, absolute, climbing out with `..`, naming
+/// the extension directory itself, missing, not a directory, or resolving
+/// (through a symlink anywhere on the way) outside the symlink-resolved
+/// extension directory. Only metadata is consulted, never file contents.
+/// The result is the canonical path.
+pub fn resolve_skill_dir(dir: &Path, declared: &str) -> Result<PathBuf, String> {
+    let shown = format!("skills path {declared:?}");
+    let rel = Path::new(declared.trim());
+    if declared.trim().is_empty() || rel.is_absolute() {
+        return Err(format!(
+            "{shown} must be a directory relative to the extension directory"
+        ));
+    }
+    let inside = match crate::safe_fs::lexically_inside(rel) {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => return Err(format!("{shown} escapes the extension directory")),
+    };
+    let root = dir
+        .canonicalize()
+        .map_err(|e| format!("{shown}: cannot resolve the extension directory: {e}"))?;
+    let real = dir
+        .join(&inside)
+        .canonicalize()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!("{shown} does not exist"),
+            _ => format!("{shown}: {e}"),
+        })?;
+    if !real.starts_with(&root) {
+        return Err(format!(
+            "{shown} escapes the extension directory through a symlink"
+        ));
+    }
+    if !real.is_dir() {
+        return Err(format!("{shown} is not a directory"));
+    }
+    Ok(real)
 }
 
 /// The bundled `SKILL.md` files of `m` that are safe to read, and the
 /// refusals. Every path is checked against the symlink-resolved extension
 /// directory before anything under it is used.
-fn layout(m: &Manifest) -> (Vec<Candidate>, Vec<String>) {
+fn layout(m: &Bundle) -> (Vec<Candidate>, Vec<String>) {
     let mut found = Vec::new();
     let mut refused = Vec::new();
     if m.skills.is_empty() {
@@ -287,11 +321,11 @@ fn layout(m: &Manifest) -> (Vec<Candidate>, Vec<String>) {
             file,
             dir,
             source: source.clone(),
-            extension: Some(m.name.clone()),
+            extension: Some(m.name.to_string()),
         })
     };
-    for declared in &m.skills {
-        let dir = match manifest::resolve_skill_dir(&m.dir, declared) {
+    for declared in m.skills {
+        let dir = match resolve_skill_dir(m.dir, declared) {
             Ok(d) => d,
             Err(e) => {
                 refused.push(e);
@@ -577,6 +611,46 @@ pub fn report_warnings(set: &SkillSet, sink: &dyn EventSink) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skill_paths_stay_inside() {
+        let t = tempfile::tempdir().unwrap();
+        let ext = t.path().join("ext");
+        let outside = t.path().join("outside");
+        std::fs::create_dir_all(ext.join("skills/a")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, ext.join("out")).unwrap();
+        std::os::unix::fs::symlink("skills", ext.join("alias")).unwrap();
+        std::fs::write(ext.join("file"), "").unwrap();
+        let real = ext.canonicalize().unwrap();
+        assert_eq!(
+            resolve_skill_dir(&ext, "skills").unwrap(),
+            real.join("skills")
+        );
+        assert_eq!(
+            resolve_skill_dir(&ext, "./skills/a/../a").unwrap(),
+            real.join("skills/a")
+        );
+        assert_eq!(
+            resolve_skill_dir(&ext, "alias").unwrap(),
+            real.join("skills")
+        );
+        for (p, needle) in [
+            ("", "relative"),
+            ("  ", "relative"),
+            ("/etc", "relative"),
+            ("..", "escapes"),
+            ("../outside", "escapes"),
+            ("skills/../..", "escapes"),
+            (".", "escapes"),
+            ("out", "through a symlink"),
+            ("missing", "does not exist"),
+            ("file", "not a directory"),
+        ] {
+            let e = resolve_skill_dir(&ext, p).unwrap_err();
+            assert!(e.contains(needle), "{p:?}: {e}");
+        }
+    }
 
     fn skill(root: &Path, rel: &str, text: &str) -> PathBuf {
         let d = root.join(rel);
