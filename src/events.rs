@@ -252,6 +252,10 @@ pub enum Event {
     /// For front ends that show that state; never written to the JSON
     /// stream or to an RPC client.
     Idle,
+    /// The extensions a front end did not wait for (the terminal's) are
+    /// loaded and their registrations committed: the state no longer names
+    /// them as starting. Internal like [`Event::Idle`].
+    Loaded,
 }
 
 /// One load error reported by a reload.

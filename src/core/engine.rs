@@ -99,6 +99,10 @@ struct Shared {
     settling: Vec<(u64, Sender<()>)>,
     /// This run's provider usage, added up from the agent's `usage` events.
     usage: crate::provider::usage::Totals,
+    /// While the extensions' first load runs: those it starts. `state()`
+    /// names them without asking the dispatcher, which is busy starting
+    /// them; the worker clears it once the load is committed.
+    starting: Option<Vec<crate::host::Starting>>,
 }
 
 /// Where the agent's messages and extension states go: the active session
@@ -278,6 +282,7 @@ impl Engine {
         let shared = Arc::new(Mutex::new(Shared {
             model: host.config().model.clone(),
             provider: host.config().provider.clone(),
+            starting: config.loading.as_ref().map(|l| l.starting().to_vec()),
             ..Shared::default()
         }));
         let confirms = Arc::new(Confirms::default());
@@ -464,27 +469,40 @@ impl Core for Engine {
         }
         state.commands = self.commands();
         state.tools = self.tools().to_vec();
-        // Bounded: a dispatcher busy past the deadline leaves the last
-        // report it gave, never a front end waiting.
-        state.extensions = self
-            .host
-            .all_extensions_within(STATE_WAIT)
-            .into_iter()
-            .map(|e| ExtensionSummary {
-                running: matches!(e.phase, Phase::Ready { .. } | Phase::Registering),
-                starting: matches!(e.phase, Phase::AwaitingHello | Phase::Registering)
-                    && e.error.is_none(),
-                error: match &e.phase {
-                    Phase::Disconnected(r) if !r.is_empty() => Some(r.clone()),
-                    _ => e.error.clone(),
-                },
-                name: e.name,
-                version: e.version,
-                source: e.source,
-                commands: e.commands,
-                tools: e.tools,
-            })
-            .collect();
+        let starting = lock(&self.shared).starting.clone();
+        state.extensions = match starting {
+            Some(starting) => starting
+                .into_iter()
+                .map(|e| ExtensionSummary {
+                    name: e.name,
+                    version: e.version,
+                    source: e.source.to_string(),
+                    starting: true,
+                    ..ExtensionSummary::default()
+                })
+                .collect(),
+            // Bounded: a dispatcher busy past the deadline leaves the last
+            // report it gave, never a front end waiting.
+            None => self
+                .host
+                .all_extensions_within(STATE_WAIT)
+                .into_iter()
+                .map(|e| ExtensionSummary {
+                    running: matches!(e.phase, Phase::Ready { .. } | Phase::Registering),
+                    starting: matches!(e.phase, Phase::AwaitingHello | Phase::Registering)
+                        && e.error.is_none(),
+                    error: match &e.phase {
+                        Phase::Disconnected(r) if !r.is_empty() => Some(r.clone()),
+                        _ => e.error.clone(),
+                    },
+                    name: e.name,
+                    version: e.version,
+                    source: e.source,
+                    commands: e.commands,
+                    tools: e.tools,
+                })
+                .collect(),
+        };
         state
             .extensions
             .extend(self.mcp.status().into_iter().map(|s| ExtensionSummary {
@@ -696,6 +714,8 @@ impl Worker {
         // context.
         if let Some(loading) = self.config.loading.take() {
             loading.wait(&self.stopped);
+            lock(&self.shared).starting = None;
+            self.emit(Event::Loaded);
             if self.stopped.is_cancelled() {
                 return;
             }

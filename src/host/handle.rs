@@ -40,9 +40,25 @@ pub struct CommandReply {
 pub struct Loading {
     rx: Receiver<LoadReport>,
     commands: Sender<Command>,
+    starting: Vec<Starting>,
+}
+
+/// One extension of a [`Loading`]: what a front end names while it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Starting {
+    pub name: String,
+    pub version: String,
+    /// `flag`, `project` or `global`.
+    pub source: &'static str,
 }
 
 impl Loading {
+    /// The extensions this load starts, in load order: known at once,
+    /// without asking the dispatcher (which is busy spawning them).
+    pub fn starting(&self) -> &[Starting] {
+        &self.starting
+    }
+
     /// Waits until every handshake settled (bounded by the hello and ready
     /// deadlines) and the registrations are committed. Cancelling ends the
     /// handshakes still running; what settled is committed and reported.
@@ -207,10 +223,28 @@ impl HostHandle {
                 last: Mutex::new(Vec::new()),
             }),
         };
+        let starting = entries
+            .iter()
+            .filter_map(|e| match &e.status {
+                discovery::Status::Load(m) if !m.theme_only() => Some(Starting {
+                    name: m.name.clone(),
+                    version: m.version.clone(),
+                    source: e.source.as_str(),
+                }),
+                _ => None,
+            })
+            .collect();
         let (tx, rx) = crossbeam_channel::bounded(1);
         let commands = handle.inner.channels.commands.clone();
         let _ = commands.send(Command::Load { entries, reply: tx });
-        Ok((handle, Loading { rx, commands }))
+        Ok((
+            handle,
+            Loading {
+                rx,
+                commands,
+                starting,
+            },
+        ))
     }
 
     /// The routes and subscriptions in force now.

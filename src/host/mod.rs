@@ -38,7 +38,9 @@ pub mod process;
 pub mod registry;
 pub mod transport;
 
-pub use handle::{CommandReply, Host, HostHandle, Loading, Progress, ToolReply, PROGRESS_CAP};
+pub use handle::{
+    CommandReply, Host, HostHandle, Loading, Progress, Starting, ToolReply, PROGRESS_CAP,
+};
 pub use intercept::{
     bound_context, Confirm, ToolCallVerdict, ToolResultSeen, ToolResultVerdict, TurnStartVerdict,
     UserMessageVerdict, CONTEXT_CAP,

@@ -182,7 +182,7 @@ impl Registry {
 
     /// Withdraws tool `name` if extension instance `ext` owns it.
     pub fn remove_tool(&mut self, ext: u64, name: &str) -> bool {
-        if !self.tools.get(name).is_some_and(|t| t.ext == ext) {
+        if self.tools.get(name).is_none_or(|t| t.ext != ext) {
             return false;
         }
         self.tools.remove(name);
@@ -194,7 +194,7 @@ impl Registry {
     /// `ext` owns it.
     pub fn remove_command(&mut self, ext: u64, name: &str) -> bool {
         let key = name.to_lowercase();
-        if !self.commands.get(&key).is_some_and(|c| c.ext == ext) {
+        if self.commands.get(&key).is_none_or(|c| c.ext != ext) {
             return false;
         }
         self.commands.remove(&key);

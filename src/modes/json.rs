@@ -53,7 +53,10 @@ impl super::Front for JsonOut {
         if self.out.broken()
             || matches!(
                 event,
-                Event::ExtSubmit { .. } | Event::ExtSubmitSlash { .. } | Event::Idle
+                Event::ExtSubmit { .. }
+                    | Event::ExtSubmitSlash { .. }
+                    | Event::Idle
+                    | Event::Loaded
             )
         {
             return;

@@ -394,7 +394,10 @@ impl<'a> Server<'a> {
         match &event {
             // Both ask the interactive editor to queue text; there is none.
             // `idle` is for screens; a client learns it from the response.
-            Event::ExtSubmit { .. } | Event::ExtSubmitSlash { .. } | Event::Idle => return,
+            Event::ExtSubmit { .. }
+            | Event::ExtSubmitSlash { .. }
+            | Event::Idle
+            | Event::Loaded => return,
             Event::ConfirmationRequested { request_id, .. } => {
                 self.waiting.insert(*request_id);
             }

@@ -20,8 +20,13 @@
 //! (e) Key-to-screen while typing into a 5,000-line prompt: one key
 //!     press handled and the frame drawn, at 100×30.
 //!
+//! (f) First frame: from the start of the one boot (session, host, MCP)
+//!     through the engine to the first frame drawn, with 20 extensions of
+//!     which one never sends `ready` (19 tiny Rust ones), against the same
+//!     with none (eleven of each, interleaved, medians compared).
+//!
 //! Run: `cargo bench --bench tui` (or `-- render` / `-- latency` /
-//! `-- markdown` / `-- stream` / `-- typing`).
+//! `-- markdown` / `-- stream` / `-- typing` / `-- first`).
 
 mod common;
 
@@ -78,6 +83,61 @@ impl Core for Idle {
         }
     }
     fn shutdown(&self) {}
+}
+
+/// Time from boot to the first frame drawn, over `dirs` as `--ext` paths.
+fn first_frame(sb: &Sandbox, dirs: &[std::path::PathBuf]) -> Duration {
+    use zut::core::boot::{boot, Mode, Run, SessionChoice};
+    let mut host = sb.config(zut::host::deadlines::Deadlines::default());
+    host.interactive = true;
+    let run = Run {
+        mode: Mode::Interactive,
+        prompt: None,
+        host,
+        discovery: zut::host::discovery::Options {
+            cwd: sb.cwd(),
+            zut_home: sb.home(),
+            ext_paths: dirs.to_vec(),
+            no_extensions: true,
+        },
+        provider: zut::provider::Settings {
+            provider: "script".into(),
+            zut_home: sb.home(),
+            ..Default::default()
+        },
+        max_steps: 10,
+        yolo: false,
+        no_skills: true,
+        session: SessionChoice::None,
+        no_hooks: true,
+        mcp: zut::mcp::config::Sources {
+            cwd: sb.cwd(),
+            zut_home: sb.home(),
+            files: Vec::new(),
+            none: true,
+        },
+    };
+    let front = zut::commands::Mode::Terminal;
+    let (tx, _rx) = unbounded::<Event>();
+    let start = Instant::now();
+    let booted = match boot(&run, front, &tx, &zut::cancel::CancelToken::never()) {
+        Ok(b) => b,
+        Err(code) => panic!("boot failed with {code}"),
+    };
+    let engine = booted.engine(&run, tx, front, true);
+    let mut app = App::new(
+        AppConfig {
+            depth: ColorDepth::TrueColor,
+            ..AppConfig::default()
+        },
+        Instant::now(),
+    );
+    app.set_state(engine.state(), Then::Rebuild);
+    let mut t = Terminal::new(TestBackend::new(100, 30)).expect("terminal");
+    t.draw(|f| app.draw(f)).expect("draw");
+    let took = start.elapsed();
+    engine.shutdown();
+    took
 }
 
 fn new_app() -> App {
@@ -404,6 +464,31 @@ fn main() {
             lat.len() >= 19_000 && p99 <= Duration::from_millis(16),
             "p99 event-to-screen <= 16 ms",
             fmt(p99),
+        );
+    }
+    if selected("first") {
+        report.section("first frame, 20 extensions of which one never sends ready");
+        let sb = Sandbox::new();
+        let mut dirs: Vec<std::path::PathBuf> = (0..19)
+            .map(|i| echo_ext(&sb, &format!("echo-{i:02}"), false))
+            .collect();
+        let script = fixtures().join("no-ready.sh").display().to_string();
+        dirs.push(sb.ext("never-ready", "sh", &[script, "never-ready".into()]));
+        let (mut none, mut twenty) = (Samples::new(), Samples::new());
+        // One of each first, unmeasured: page cache and lazy statics.
+        first_frame(&sb, &[]);
+        first_frame(&sb, &dirs);
+        for _ in 0..11 {
+            none.push(first_frame(&sb, &[]));
+            twenty.push(first_frame(&sb, &dirs));
+        }
+        report.line("no extensions", none.summary());
+        report.line("20 extensions, one never ready", twenty.summary());
+        let r = ratio(twenty.median(), none.median());
+        report.goal(
+            r <= 1.2,
+            "first frame with 20 extensions <= 1.2x with none",
+            format!("{r:.2}x"),
         );
     }
     if selected("typing") {

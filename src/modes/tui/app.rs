@@ -284,6 +284,9 @@ impl Default for AppConfig {
     }
 }
 
+/// Where the bytes of [`Intent::Terminal`] go.
+pub type TerminalOut = Box<dyn FnMut(&[u8])>;
+
 /// Everything the terminal UI shows.
 pub struct App {
     pub(super) now: Instant,
@@ -327,7 +330,7 @@ pub struct App {
     /// Token use and cost of this session so far, for the footer.
     pub(super) usage: super::footer::UsageTotals,
     /// Where [`Intent::Terminal`] bytes go (the real terminal only).
-    pub(super) terminal_out: Option<Box<dyn FnMut(&[u8])>>,
+    pub(super) terminal_out: Option<TerminalOut>,
     pub(super) theme: Theme,
     pub(super) theme_files: Vec<ThemeFile>,
     pub(super) depth: ColorDepth,
@@ -417,7 +420,7 @@ impl App {
     }
 
     /// Where terminal bytes (clipboard, mouse capture) are written.
-    pub fn set_terminal_out(&mut self, out: Box<dyn FnMut(&[u8])>) {
+    pub fn set_terminal_out(&mut self, out: TerminalOut) {
         self.terminal_out = Some(out);
     }
 
@@ -521,26 +524,62 @@ impl App {
 
     // ----- events -----
 
-    /// One event from the core.
+    /// One event from the core, handed to the handler of its concern.
     pub fn on_event(&mut self, event: Event) -> Vec<Intent> {
         let mut out = Vec::new();
         // Only the event right after an `ext_display` can repeat it.
         let last_display = self.last_display.take();
         match event {
-            Event::ExtLoaded { .. } | Event::ExtToolsChanged { .. } => {
-                out.push(Intent::Refresh(Then::Nothing))
-            }
-            Event::ExtError { extension, message } => {
-                self.push_load_error(format!(
-                    "{}: {}",
-                    strip_controls(&extension),
-                    strip_controls(&message)
-                ));
-                out.push(Intent::Refresh(Then::Nothing));
-            }
-            Event::ExtWarning { extension, message } => {
-                self.add_notes(&extension, "warn", &message);
-            }
+            e @ (Event::UserMessage { .. }
+            | Event::TurnStart { .. }
+            | Event::TurnBlocked { .. }
+            | Event::ThinkingDelta { .. }
+            | Event::Usage { .. }
+            | Event::TextDelta { .. }
+            | Event::PromptBlocked { .. }
+            | Event::PromptContinued { .. }
+            | Event::AssistantMessage { .. }
+            | Event::TurnEnd { .. }
+            | Event::Queued { .. }
+            | Event::Retry { .. }
+            | Event::Error { .. }
+            | Event::Idle
+            | Event::Done) => self.on_turn_event(e, &mut out),
+            e @ (Event::ToolCall { .. }
+            | Event::ToolBlocked { .. }
+            | Event::ToolProgress { .. }
+            | Event::ToolResult { .. }
+            | Event::ConfirmationRequested { .. }) => self.on_tool_event(e, &mut out),
+            e @ (Event::ExtLoaded { .. }
+            | Event::ExtToolsChanged { .. }
+            | Event::ExtError { .. }
+            | Event::ExtWarning { .. }
+            | Event::CommandResult { .. }
+            | Event::ExtNotify { .. }
+            | Event::Hook { .. }
+            | Event::ExtDisplay { .. }
+            | Event::ExtAlert { .. }
+            | Event::ExtClearNotes { .. }
+            | Event::ExtStatus { .. }
+            | Event::ExtWidget { .. }
+            | Event::ExtWidgetClear { .. }
+            | Event::ExtChromeClear { .. }
+            | Event::ExtSubmit { .. }
+            | Event::ExtSubmitSlash { .. }
+            | Event::ExtOpenPanel { .. }
+            | Event::ExtPanelRender { .. }
+            | Event::ExtPanelClose { .. }) => self.on_chrome_event(e, &mut out, last_display),
+            e @ (Event::Session { .. }
+            | Event::Reload { .. }
+            | Event::Sessions { .. }
+            | Event::Loaded) => self.on_session_event(e, &mut out),
+        }
+        out
+    }
+
+    /// The turn: prompts, the streamed answer, thinking, usage, the end.
+    fn on_turn_event(&mut self, event: Event, out: &mut Vec<Intent>) {
+        match event {
             Event::UserMessage { text } => {
                 let text = shown_prompt(&strip_controls(&text));
                 let typed = text.split("\n[attached: ").next().unwrap_or_default();
@@ -597,6 +636,91 @@ impl App {
                     }),
                 }
             }
+            Event::PromptBlocked { .. } => {}
+            Event::PromptContinued { extension, reason } => {
+                self.close_assistant();
+                self.chat.push(Entry::User(format!(
+                    "[{}] {}",
+                    strip_controls(&extension),
+                    strip_controls(&reason)
+                )));
+            }
+            Event::AssistantMessage {
+                text,
+                blocked,
+                reason,
+            } => {
+                let text = strip_controls(&text);
+                let blocked = blocked.then(|| strip_controls(&reason));
+                let open = self
+                    .chat
+                    .iter_mut()
+                    .rev()
+                    .take_while(|e| !matches!(e, Entry::User(_)))
+                    .find(|e| matches!(e, Entry::Assistant { open: true, .. }));
+                match open {
+                    Some(Entry::Assistant {
+                        text: t,
+                        open,
+                        blocked: b,
+                    }) => {
+                        *t = text;
+                        *open = false;
+                        *b = blocked;
+                    }
+                    _ if !text.is_empty() || blocked.is_some() => {
+                        self.chat.push(Entry::Assistant {
+                            text,
+                            open: false,
+                            blocked,
+                        })
+                    }
+                    _ => {}
+                }
+            }
+            Event::TurnEnd { stop, error } => {
+                self.close_assistant();
+                if !error.is_empty() {
+                    self.chat.push(Entry::Error(strip_controls(&error)));
+                } else if stop == "aborted" {
+                    self.chat.push(Entry::Info("turn aborted".into()));
+                } else if stop == "max_steps" {
+                    self.chat
+                        .push(Entry::Info("stopped: the step limit was reached".into()));
+                }
+            }
+            Event::Queued { text, .. } => self.push_queued(&text),
+            // Thinking, usage and retries are drawn by the terminal's own
+            // helpers (the footer reads the totals from the core's state).
+            Event::Retry {
+                attempt,
+                wait_ms,
+                reason,
+            } => {
+                let text = format!(
+                    "provider: {reason}; trying again (attempt {attempt}) in {:.1} s",
+                    wait_ms as f64 / 1000.0
+                );
+                self.set_flash(text, "warn", None);
+            }
+            Event::Error { message } => self.chat.push(Entry::Error(strip_controls(&message))),
+            Event::Idle => {
+                self.busy = false;
+                out.push(Intent::Refresh(Then::Nothing));
+            }
+            Event::Done => {
+                self.close_assistant();
+                self.busy = false;
+                self.queued.clear();
+                out.push(Intent::Refresh(Then::Nothing));
+            }
+            other => debug_assert!(false, "{other:?} is not a turn event"),
+        }
+    }
+
+    /// Tool calls: their lines, progress, results and confirmations.
+    fn on_tool_event(&mut self, event: Event, out: &mut Vec<Intent>) {
+        match event {
             Event::ToolCall { id, name, args } => {
                 self.close_assistant();
                 self.note_call(&id, &name, &args);
@@ -651,15 +775,6 @@ impl App {
                 }
             }
             // The engine reports the refused prompt as the turn's error.
-            Event::PromptBlocked { .. } => {}
-            Event::PromptContinued { extension, reason } => {
-                self.close_assistant();
-                self.chat.push(Entry::User(format!(
-                    "[{}] {}",
-                    strip_controls(&extension),
-                    strip_controls(&reason)
-                )));
-            }
             Event::ToolResult {
                 id,
                 is_error,
@@ -691,56 +806,54 @@ impl App {
                     }
                 }
             }
-            Event::AssistantMessage {
-                text,
-                blocked,
-                reason,
+            Event::ConfirmationRequested {
+                request_id,
+                tool_id,
+                tool_name,
+                preview,
             } => {
-                let text = strip_controls(&text);
-                let blocked = blocked.then(|| strip_controls(&reason));
-                let open = self
-                    .chat
-                    .iter_mut()
-                    .rev()
-                    .take_while(|e| !matches!(e, Entry::User(_)))
-                    .find(|e| matches!(e, Entry::Assistant { open: true, .. }));
-                match open {
-                    Some(Entry::Assistant {
-                        text: t,
-                        open,
-                        blocked: b,
-                    }) => {
-                        *t = text;
-                        *open = false;
-                        *b = blocked;
-                    }
-                    _ if !text.is_empty() || blocked.is_some() => {
-                        self.chat.push(Entry::Assistant {
-                            text,
-                            open: false,
-                            blocked,
-                        })
-                    }
-                    _ => {}
+                let detail = self.calls.get(&tool_id).cloned().unwrap_or_default();
+                let detail = super::approve::Detail::new(&tool_name, detail.args, detail.diff);
+                self.confirmations.push_back(Confirmation {
+                    request_id,
+                    tool_name: strip_controls(&tool_name),
+                    preview: strip_controls(&preview),
+                    detail,
+                });
+                if self.alerts {
+                    out.push(Intent::Bell);
                 }
             }
-            Event::TurnEnd { stop, error } => {
-                self.close_assistant();
-                if !error.is_empty() {
-                    self.chat.push(Entry::Error(strip_controls(&error)));
-                } else if stop == "aborted" {
-                    self.chat.push(Entry::Info("turn aborted".into()));
-                } else if stop == "max_steps" {
-                    self.chat
-                        .push(Entry::Info("stopped: the step limit was reached".into()));
-                }
+            other => debug_assert!(false, "{other:?} is not a tool event"),
+        }
+    }
+
+    /// Extensions' chrome: load reports, notes, status, widgets, panels.
+    fn on_chrome_event(
+        &mut self,
+        event: Event,
+        out: &mut Vec<Intent>,
+        last_display: Option<String>,
+    ) {
+        match event {
+            Event::ExtLoaded { .. } | Event::ExtToolsChanged { .. } => {
+                out.push(Intent::Refresh(Then::Nothing))
+            }
+            Event::ExtError { extension, message } => {
+                self.push_load_error(format!(
+                    "{}: {}",
+                    strip_controls(&extension),
+                    strip_controls(&message)
+                ));
+                out.push(Intent::Refresh(Then::Nothing));
+            }
+            Event::ExtWarning { extension, message } => {
+                self.add_notes(&extension, "warn", &message);
             }
             Event::CommandResult { name, action, text } => match action.as_str() {
                 "insert" => self.editor.insert_str(&text),
-                "display" => {
-                    if last_display.as_deref() != Some(text.as_str()) {
-                        self.add_notes(&name, "info", &text);
-                    }
+                "display" if last_display.as_deref() != Some(text.as_str()) => {
+                    self.add_notes(&name, "info", &text);
                 }
                 _ => {}
             },
@@ -789,7 +902,7 @@ impl App {
                 text,
             } => {
                 if extension.is_empty() || key.is_empty() {
-                    return out;
+                    return;
                 }
                 let k = (strip_controls(&extension), strip_controls(&key));
                 if text.trim().is_empty() {
@@ -812,7 +925,7 @@ impl App {
                 position,
             } => {
                 if extension.is_empty() || id.is_empty() {
-                    return out;
+                    return;
                 }
                 self.widgets.insert(
                     (strip_controls(&extension), strip_controls(&id)),
@@ -885,24 +998,14 @@ impl App {
                     self.panel = None;
                 }
             }
-            Event::ConfirmationRequested {
-                request_id,
-                tool_id,
-                tool_name,
-                preview,
-            } => {
-                let detail = self.calls.get(&tool_id).cloned().unwrap_or_default();
-                let detail = super::approve::Detail::new(&tool_name, detail.args, detail.diff);
-                self.confirmations.push_back(Confirmation {
-                    request_id,
-                    tool_name: strip_controls(&tool_name),
-                    preview: strip_controls(&preview),
-                    detail,
-                });
-                if self.alerts {
-                    out.push(Intent::Bell);
-                }
-            }
+            other => debug_assert!(false, "{other:?} is not a chrome event"),
+        }
+    }
+
+    /// Sessions, reloads and the end of the first load.
+    fn on_session_event(&mut self, event: Event, out: &mut Vec<Intent>) {
+        match event {
+            Event::Loaded => out.push(Intent::Refresh(Then::Nothing)),
             Event::Session { id, reason, .. } => {
                 self.session_id = strip_controls(&id);
                 self.notes.clear();
@@ -947,39 +1050,14 @@ impl App {
                 }
                 out.push(Intent::Refresh(Then::Nothing));
             }
-            Event::Queued { text, .. } => self.push_queued(&text),
-            // Thinking, usage and retries are drawn by the terminal's own
-            // helpers (the footer reads the totals from the core's state).
-            Event::Retry {
-                attempt,
-                wait_ms,
-                reason,
-            } => {
-                let text = format!(
-                    "provider: {reason}; trying again (attempt {attempt}) in {:.1} s",
-                    wait_ms as f64 / 1000.0
-                );
-                self.set_flash(text, "warn", None);
-            }
-            Event::Error { message } => self.chat.push(Entry::Error(strip_controls(&message))),
-            Event::Idle => {
-                self.busy = false;
-                out.push(Intent::Refresh(Then::Nothing));
-            }
             Event::Sessions { sessions } => {
                 self.state.sessions = sessions;
                 if let Some(then) = self.awaiting_sessions.take() {
                     out.extend(self.set_state(self.state.clone(), then));
                 }
             }
-            Event::Done => {
-                self.close_assistant();
-                self.busy = false;
-                self.queued.clear();
-                out.push(Intent::Refresh(Then::Nothing));
-            }
+            other => debug_assert!(false, "{other:?} is not a session event"),
         }
-        out
     }
 
     fn push_load_error(&mut self, e: String) {
@@ -1189,16 +1267,14 @@ impl App {
             KeyCode::Down if menu_len > 0 => {
                 self.menu_selected = (self.menu_selected + 1) % menu_len;
             }
-            KeyCode::Up => {
-                if !self.editor.up() {
-                    self.editor.history_prev();
-                }
+            // The editor moves the cursor first; at its edge, history.
+            KeyCode::Up if !self.editor.up() => {
+                self.editor.history_prev();
             }
-            KeyCode::Down => {
-                if !self.editor.down() {
-                    self.editor.history_next();
-                }
+            KeyCode::Down if !self.editor.down() => {
+                self.editor.history_next();
             }
+            KeyCode::Up | KeyCode::Down => {}
             KeyCode::PageUp => self.scroll_page(true),
             KeyCode::PageDown => self.scroll_page(false),
             KeyCode::Home if ctrl || self.editor.is_empty() => self.scroll_home(),

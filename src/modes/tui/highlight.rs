@@ -117,8 +117,10 @@ pub type Pieces = Vec<(String, Style)>;
 pub fn highlight(code: &str, lang: &str, theme: &Theme, plain: Style) -> Vec<Pieces> {
     // A streaming answer re-renders its last block at every frame: a code
     // block that stopped growing is highlighted once, not at every frame.
+    /// Code, language, theme and style, and what they highlighted to.
+    type Memo = (String, String, Theme, Style, Vec<Pieces>);
     thread_local! {
-        static RECENT: std::cell::RefCell<Vec<(String, String, Theme, Style, Vec<Pieces>)>> =
+        static RECENT: std::cell::RefCell<Vec<Memo>> =
             const { std::cell::RefCell::new(Vec::new()) };
     }
     const KEPT: usize = 16;

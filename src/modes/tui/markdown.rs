@@ -64,7 +64,7 @@ impl MdCache {
         } else {
             (0, split_blocks(text))
         };
-        let parts: Vec<&str> = std::iter::repeat("").take(skip).chain(parts).collect();
+        let parts: Vec<&str> = std::iter::repeat_n("", skip).chain(parts).collect();
         self.blocks.truncate(parts.len());
         for (i, part) in parts.iter().enumerate().skip(skip) {
             let fresh = match self.blocks.get(i) {
@@ -668,22 +668,25 @@ fn table_event(t: &mut Table, ev: &Event, theme: &Theme) -> Option<bool> {
     Some(false)
 }
 
+/// A word of [`wrap_runs`]: its styled pieces and whether a space came
+/// before it; `None` is a forced break.
+type Word = Option<(Vec<(String, Style)>, bool)>;
+
 /// Word-wraps styled runs to `max` columns; a run of `"\n"` breaks the row.
 /// A word wider than the row is split.
 pub fn wrap_runs(runs: &[(String, Style)], max: usize) -> Vec<Vec<Span<'static>>> {
     let max = max.max(1);
     // Words: glued pieces between spaces; `None` marks a forced break.
-    let mut words: Vec<Option<(Vec<(String, Style)>, bool)>> = Vec::new();
+    let mut words: Vec<Word> = Vec::new();
     let mut cur: Vec<(String, Style)> = Vec::new();
     let mut space_before = false;
-    let end_word = |cur: &mut Vec<(String, Style)>,
-                    words: &mut Vec<Option<(Vec<(String, Style)>, bool)>>,
-                    space_before: &mut bool| {
-        if !cur.is_empty() {
-            words.push(Some((std::mem::take(cur), *space_before)));
-            *space_before = false;
-        }
-    };
+    let end_word =
+        |cur: &mut Vec<(String, Style)>, words: &mut Vec<Word>, space_before: &mut bool| {
+            if !cur.is_empty() {
+                words.push(Some((std::mem::take(cur), *space_before)));
+                *space_before = false;
+            }
+        };
     for (text, style) in runs {
         if text == "\n" {
             end_word(&mut cur, &mut words, &mut space_before);

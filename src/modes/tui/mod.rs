@@ -326,7 +326,7 @@ fn execute(
             }
             Intent::EditExternally => {
                 if app.on_real_terminal() {
-                    let r = term::edit_externally(&app.editor_text().to_string());
+                    let r = term::edit_externally(app.editor_text());
                     app.edited_externally(r);
                     app.redraw_all();
                 }
