@@ -205,7 +205,12 @@ fn an_answer_resets_the_count_of_missed_intercepts() {
         json!({"name": "flaky", "intercept": ["turn_start"], "tools": [{"name": "noop"}],
                "answers": {"turn_start": [silent, silent, {}, silent, silent, {}, silent]}}),
     );
-    let (out, requests) = run_scripted(&sb, &[ext.clone()], &steps(7), &["--mode", "json", "go"]);
+    let (out, requests) = run_scripted(
+        &sb,
+        std::slice::from_ref(&ext),
+        &steps(7),
+        &["--mode", "json", "go"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(requests.len(), 7);
     let asked = seen(&ext)

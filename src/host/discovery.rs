@@ -342,6 +342,41 @@ mod tests {
     }
 
     #[test]
+    fn ancestor_hooks_count_only_when_some_are_set_and_wanted() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().join("repo");
+        let cwd = repo.join("a/b");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join(".claude")).unwrap();
+        std::fs::create_dir_all(&cwd).unwrap();
+        let all = ProjectKinds {
+            extensions: true,
+            hooks: true,
+            mcp: true,
+        };
+        let settings = repo.join(".claude/settings.json");
+        std::fs::write(&settings, r#"{"hooks": {}}"#).unwrap();
+        assert_eq!(ancestor_note(&cwd, None, all), None);
+        std::fs::write(&settings, r#"{"hooks": {"Stop": []}}"#).unwrap();
+        let note = ancestor_note(&cwd, None, all).unwrap();
+        assert!(
+            note.starts_with(&format!(
+                "{} has project hooks (.claude/settings.json)",
+                repo.display()
+            )),
+            "{note}"
+        );
+        let no_hooks = ProjectKinds {
+            hooks: false,
+            ..all
+        };
+        assert_eq!(ancestor_note(&cwd, None, no_hooks), None);
+        // $HOME and above are never looked at.
+        assert_eq!(ancestor_note(&cwd, Some(&repo), all), None);
+        assert_eq!(ancestor_note(&cwd, Some(&repo.join("a")), all), None);
+    }
+
+    #[test]
     fn order_and_shadowing() {
         let t = tempfile::tempdir().unwrap();
         let cwd = t.path().join("proj");
