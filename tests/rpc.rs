@@ -391,6 +391,57 @@ fn a_token_gates_everything_behind_hello() {
 }
 
 #[test]
+fn events_dropped_before_hello_are_counted_in_its_answer_and_a_warning() {
+    let sb = Sandbox::new();
+    // Two extensions that each say 600 things while loading: more than
+    // the 1000 events kept for a client that has not said hello yet.
+    let exts: Vec<PathBuf> = ["n1", "n2"]
+        .iter()
+        .map(|n| plan_ext(&sb, json!({"name": n, "notify": 600})))
+        .collect();
+    let mut c = rpc_command(&sb, &exts, &[]);
+    c.env("ZUT_RPC_TOKEN", "s3cret");
+    let mut rpc = Rpc::spawn(c);
+    let r = rpc.request("hello", json!({"token": "s3cret"}));
+    let dropped = ok_data(&r)["dropped_events"].as_u64().unwrap();
+    assert!(dropped >= 200, "{r}");
+    let held = rpc.until(|v| {
+        v["type"] == "ext_warning"
+            && v["extension"] == "zut"
+            && v["message"].as_str().unwrap().contains("before hello")
+    });
+    assert_eq!(held.len(), 1001, "the 1000 kept, then the warning");
+    let warning = held.last().unwrap()["message"].as_str().unwrap();
+    assert!(
+        warning.starts_with(&format!("{dropped} events")),
+        "{warning}"
+    );
+    let (code, rest) = rpc.close();
+    assert_eq!(code, Some(0));
+    assert!(
+        !rest
+            .iter()
+            .any(|v| v["type"] == "ext_warning" && v["extension"] == "zut"),
+        "said once: {rest:?}"
+    );
+
+    // Nothing dropped: the answer says 0 and no warning comes.
+    let mut c = rpc_command(&sb, &exts[..1], &[]);
+    c.env("ZUT_RPC_TOKEN", "s3cret");
+    let mut rpc = Rpc::spawn(c);
+    let r = rpc.request("hello", json!({"token": "s3cret"}));
+    assert_eq!(ok_data(&r)["dropped_events"], 0, "{r}");
+    assert_eq!(ok_data(&rpc.request("ping", json!({})))["pong"], true);
+    let (_, rest) = rpc.close();
+    assert!(
+        !rest
+            .iter()
+            .any(|v| v["type"] == "ext_warning" && v["extension"] == "zut"),
+        "{rest:?}"
+    );
+}
+
+#[test]
 fn abort_ends_a_delayed_step() {
     let sb = Sandbox::new();
     let mut rpc = Rpc::start(

@@ -221,6 +221,18 @@ pub fn boot(
         announce_session(&host, events, session.as_ref(), reason);
         Load::Done(report)
     };
+    let kinds = host::discovery::ProjectKinds {
+        extensions: !run.discovery.no_extensions,
+        hooks: !run.no_hooks,
+        mcp: !run.mcp.none,
+    };
+    let home = crate::skills::home_dir();
+    if let Some(message) = host::discovery::ancestor_note(&run.host.cwd, home.as_deref(), kinds) {
+        let _ = events.send(Event::ExtWarning {
+            extension: "zut".into(),
+            message,
+        });
+    }
     Ok(Booted {
         host,
         load,

@@ -117,6 +117,87 @@ pub struct Options {
     pub no_extensions: bool,
 }
 
+/// What a project directory can hold that zut reads only from the
+/// project directory itself: `(what, relative path)`.
+const PROJECT_THINGS: [(&str, &str); 4] = [
+    ("extensions", ".zut/extensions"),
+    ("hooks", ".claude/settings.json"),
+    ("hooks", ".claude/settings.local.json"),
+    ("MCP servers", ".mcp.json"),
+];
+
+/// Which kinds [`ancestor_note`] looks for (the run's `--no-*` flags).
+#[derive(Debug, Clone, Copy)]
+pub struct ProjectKinds {
+    pub extensions: bool,
+    pub hooks: bool,
+    pub mcp: bool,
+}
+
+/// Project extensions, hooks and `.mcp.json` are read from the project
+/// directory only. When `cwd` is below the directory that has them (a
+/// subdirectory of a repository), the note that says so and how to use
+/// them: the nearest ancestor, up to the repository root (a directory
+/// with `.git`), never `home` or above it.
+pub fn ancestor_note(cwd: &Path, home: Option<&Path>, kinds: ProjectKinds) -> Option<String> {
+    let wanted = |what: &str| match what {
+        "extensions" => kinds.extensions,
+        "hooks" => kinds.hooks,
+        _ => kinds.mcp,
+    };
+    let has = |dir: &Path, rel: &str| {
+        let p = dir.join(rel);
+        if rel == ".zut/extensions" {
+            std::fs::read_dir(&p).is_ok_and(|mut d| d.next().is_some())
+        } else if rel.starts_with(".claude/") {
+            std::fs::read(&p)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|v| v.get("hooks").cloned())
+                .is_some_and(|h| h.as_object().is_some_and(|o| !o.is_empty()))
+        } else {
+            p.is_file()
+        }
+    };
+    if cwd.join(".git").exists() {
+        return None;
+    }
+    for dir in cwd.ancestors().skip(1) {
+        if home.is_some_and(|h| h.starts_with(dir)) {
+            return None;
+        }
+        let mut found: Vec<&str> = Vec::new();
+        let mut what: Vec<&str> = Vec::new();
+        for (kind, rel) in PROJECT_THINGS {
+            if wanted(kind) && has(dir, rel) {
+                found.push(rel);
+                if !what.contains(&kind) {
+                    what.push(kind);
+                }
+            }
+        }
+        if !found.is_empty() {
+            let what = match what.as_slice() {
+                [one] => one.to_string(),
+                [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+                [] => unreachable!(),
+            };
+            return Some(format!(
+                "{} has project {what} ({}), which zut reads only from the project \
+                 directory, and this run's is {}; to use them, run zut --cwd {}",
+                dir.display(),
+                found.join(", "),
+                cwd.display(),
+                dir.display()
+            ));
+        }
+        if dir.join(".git").exists() {
+            return None;
+        }
+    }
+    None
+}
+
 /// Scans everything `opts` names, in load order.
 pub fn discover(opts: &Options) -> Vec<Entry> {
     // Only asked when there is something to trust.
@@ -261,6 +342,41 @@ mod tests {
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("extension.json"), json).unwrap();
         d
+    }
+
+    #[test]
+    fn ancestor_hooks_count_only_when_some_are_set_and_wanted() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().join("repo");
+        let cwd = repo.join("a/b");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join(".claude")).unwrap();
+        std::fs::create_dir_all(&cwd).unwrap();
+        let all = ProjectKinds {
+            extensions: true,
+            hooks: true,
+            mcp: true,
+        };
+        let settings = repo.join(".claude/settings.json");
+        std::fs::write(&settings, r#"{"hooks": {}}"#).unwrap();
+        assert_eq!(ancestor_note(&cwd, None, all), None);
+        std::fs::write(&settings, r#"{"hooks": {"Stop": []}}"#).unwrap();
+        let note = ancestor_note(&cwd, None, all).unwrap();
+        assert!(
+            note.starts_with(&format!(
+                "{} has project hooks (.claude/settings.json)",
+                repo.display()
+            )),
+            "{note}"
+        );
+        let no_hooks = ProjectKinds {
+            hooks: false,
+            ..all
+        };
+        assert_eq!(ancestor_note(&cwd, None, no_hooks), None);
+        // $HOME and above are never looked at.
+        assert_eq!(ancestor_note(&cwd, Some(&repo), all), None);
+        assert_eq!(ancestor_note(&cwd, Some(&repo.join("a")), all), None);
     }
 
     #[test]

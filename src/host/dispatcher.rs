@@ -1312,13 +1312,24 @@ impl Dispatcher {
                     );
                 }
             }
-            ExtFrame::OpenPanel { panel } => self.emit_from(
-                i,
-                Event::ExtOpenPanel {
-                    extension: name,
-                    panel,
-                },
-            ),
+            ExtFrame::OpenPanel { panel } => {
+                // Nobody can see or answer it outside the terminal: the
+                // extension hears so at once instead of waiting for input.
+                if !self.config.interactive {
+                    if let Some(c) = &self.exts[i].conn {
+                        let _ = c.try_send(&HostFrame::PanelClose {
+                            panel_id: panel.id.clone(),
+                        });
+                    }
+                }
+                self.emit_from(
+                    i,
+                    Event::ExtOpenPanel {
+                        extension: name,
+                        panel,
+                    },
+                )
+            }
             ExtFrame::PanelRender {
                 panel_id,
                 title,

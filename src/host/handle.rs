@@ -92,6 +92,8 @@ pub(super) struct Inner {
     pids: Arc<Mutex<Vec<u32>>>,
     /// The extensions as they ended (after shutdown).
     last: Mutex<Vec<ExtReport>>,
+    /// Missed intercept deadlines per extension (the circuit breaker).
+    pub(super) breaker: intercept::Breaker,
 }
 
 impl Drop for Inner {
@@ -198,6 +200,7 @@ impl HostHandle {
         let threads: ThreadCount = Arc::new(AtomicUsize::new(0));
         let next_id = Arc::new(AtomicU64::new(1));
         let pids = Arc::new(Mutex::new(Vec::new()));
+        let breaker = intercept::Breaker::new(events.clone());
         let (channels, join) = Dispatcher::start(
             config.clone(),
             discovery,
@@ -221,6 +224,7 @@ impl HostHandle {
                 stopped: AtomicBool::new(false),
                 pids,
                 last: Mutex::new(Vec::new()),
+                breaker,
             }),
         };
         let starting = entries

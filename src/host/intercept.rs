@@ -8,12 +8,21 @@
 //! contexts are labelled with their extension, joined in chain order and
 //! bounded to [`CONTEXT_CAP`]; the payload of each consultation is built
 //! when it is sent, so it shows every earlier rewrite.
+//!
+//! A deaf interceptor costs every step its deadline, so misses are counted
+//! ([`Breaker`]): the first one is reported as an `ext_warning`, and after
+//! [`BREAKER_MISSES`] in a row the extension's intercepts are skipped for
+//! the rest of the run (with a second warning); an answer resets the count.
 
 use super::handle::{normalise_content, wait_reply, Wait};
 use super::transport::CallKind;
-use super::{process, HostHandle, ViewExt};
+use super::{process, EventOut, HostHandle, ViewExt};
 use crate::cancel::CancelToken;
+use crate::events::Event;
 use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
 use zut_ext::wire::{ContentBlock, EventPayload, ExtFrame, HostFrame};
 
 /// The outcome of the `tool_call` interceptor chain.
@@ -74,10 +83,12 @@ impl HostHandle {
     ) {
         let view = self.view();
         let timeout = self.inner.config.deadlines.intercept;
+        let breaker = &self.inner.breaker;
         for ext in view
             .exts
             .iter()
             .filter(|e| e.intercepts.iter().any(|x| x == event))
+            .filter(|e| !breaker.is_open(&e.name))
         {
             if cancel.is_cancelled() {
                 return;
@@ -96,17 +107,21 @@ impl HostHandle {
             ext.conn.forget(id);
             match reply {
                 Wait::Reply(Ok(frame)) => {
+                    breaker.answered(&ext.name);
                     if !each(ext, frame) {
                         return;
                     }
                 }
-                Wait::TimedOut => process::log_line(
-                    &ext.conn.log,
-                    &format!(
-                        "intercept {event} timed out after {} ms; allowing",
-                        timeout.as_millis()
-                    ),
-                ),
+                Wait::TimedOut => {
+                    process::log_line(
+                        &ext.conn.log,
+                        &format!(
+                            "intercept {event} timed out after {} ms; allowing",
+                            timeout.as_millis()
+                        ),
+                    );
+                    breaker.missed(&ext.name, event, timeout);
+                }
                 Wait::Reply(Err(_)) | Wait::Cancelled => {}
             }
         }
@@ -407,6 +422,84 @@ impl HostHandle {
             },
         );
         go_on
+    }
+}
+
+/// Consecutive missed intercept deadlines after which an extension's
+/// intercepts are skipped for the rest of the run.
+pub const BREAKER_MISSES: u32 = 3;
+
+/// Missed intercept deadlines per extension name, for one run (a reload
+/// keeps them: the same program is as deaf after a restart).
+pub struct Breaker {
+    events: EventOut,
+    state: Mutex<HashMap<String, Misses>>,
+}
+
+#[derive(Default)]
+struct Misses {
+    /// Misses since the last answer.
+    in_a_row: u32,
+    /// The first-miss note was given.
+    noted: bool,
+    /// Its intercepts are skipped.
+    open: bool,
+}
+
+impl Breaker {
+    pub(super) fn new(events: EventOut) -> Breaker {
+        Breaker {
+            events,
+            state: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Misses>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `extension`'s intercepts are skipped.
+    pub fn is_open(&self, extension: &str) -> bool {
+        self.lock().get(extension).is_some_and(|m| m.open)
+    }
+
+    /// `extension` answered an intercept: its count starts again.
+    fn answered(&self, extension: &str) {
+        if let Some(m) = self.lock().get_mut(extension) {
+            m.in_a_row = 0;
+        }
+    }
+
+    /// `extension` let the `event` intercept deadline pass: a note the
+    /// first time, a warning (and no more intercepts) at the limit.
+    fn missed(&self, extension: &str, event: &str, deadline: Duration) {
+        let message = {
+            let mut state = self.lock();
+            let m = state.entry(extension.to_string()).or_default();
+            m.in_a_row += 1;
+            if m.in_a_row >= BREAKER_MISSES && !m.open {
+                m.open = true;
+                Some(format!(
+                    "missed the intercept deadline {BREAKER_MISSES} times in a row; \
+                     its intercepts are skipped for the rest of this run"
+                ))
+            } else if !m.noted {
+                m.noted = true;
+                Some(format!(
+                    "did not answer the {event} intercept within {} ms, so zut went on \
+                     without it; each miss delays the request by that long",
+                    deadline.as_millis()
+                ))
+            } else {
+                None
+            }
+        };
+        if let Some(message) = message {
+            let _ = self.events.send(Event::ExtWarning {
+                extension: extension.to_string(),
+                message,
+            });
+        }
     }
 }
 

@@ -46,7 +46,7 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
     let host = booted.host.clone();
     let mut front: Box<dyn Front> = match run.mode {
         Mode::Json => Box::new(json::JsonOut::new(cancel.clone())),
-        _ => Box::new(print::Printer::default()),
+        _ => Box::new(print::Printer::for_run(&run.host.zut_home, &booted.report)),
     };
     // Skill files that could not be read, from the user's own roots (an
     // extension's are its ext_warning).

@@ -523,16 +523,33 @@ impl<'a> Server<'a> {
         }
     }
 
+    /// The held events after the `hello` response, then, when some did not
+    /// fit, one `ext_warning` of `zut` saying how many were dropped (the
+    /// response's `dropped_events` says the same).
     fn flush_held(&mut self) {
+        while let Some(e) = self.held.pop_front() {
+            self.write_event(&e);
+        }
         if self.dropped > 0 {
             log::warn!(
                 "rpc: {} events raised before authentication were dropped (only {HELD_EVENTS} are kept)",
                 self.dropped
             );
+            let note = Event::ExtWarning {
+                extension: "zut".into(),
+                message: format!(
+                    "{} events raised before hello were dropped: only the first {HELD_EVENTS} are kept",
+                    self.dropped
+                ),
+            };
+            self.dropped = 0;
+            self.write_event(&note);
         }
-        while let Some(e) = self.held.pop_front() {
-            self.write_event(&e);
-        }
+    }
+
+    /// Whether events are held back until `hello` (the token gate).
+    fn holding(&self) -> bool {
+        !self.authed
     }
 
     /// Runs one request; `Ok` is the response's data, encoded.
@@ -552,6 +569,7 @@ impl<'a> Server<'a> {
                     "version": env!("CARGO_PKG_VERSION"),
                     "provider": s.provider,
                     "model": s.model,
+                    "dropped_events": if self.authed { 0 } else { self.dropped },
                 })
             }
             Request::Prompt { message } => submitted(core.prompt(message)),
@@ -733,6 +751,13 @@ pub fn serve(
             }
             recv(requests) -> r => match r {
                 Ok(input) => {
+                    if server.holding() {
+                        // What was raised before the hello line is held
+                        // (or counted as dropped) before it is answered.
+                        for e in events.try_iter() {
+                            server.event(e);
+                        }
+                    }
                     if server.input(input) == Flow::Refused {
                         code = EXIT_FAILURE;
                         break;
