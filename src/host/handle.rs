@@ -649,10 +649,12 @@ impl HostHandle {
         );
     }
 
+    /// The terminal's thread never waits on an extension: a full queue
+    /// drops the frame with a warning.
     fn to_extension(&self, extension: &str, frame: HostFrame) {
         let view = self.view();
         if let Some(e) = view.exts.iter().find(|e| e.name == extension) {
-            let _ = e.conn.send(&frame);
+            e.conn.offer(&frame);
         }
     }
 
