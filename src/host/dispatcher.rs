@@ -1022,8 +1022,17 @@ impl Dispatcher {
                 by_shutdown,
             } => self.on_disconnected(i, reason, by_shutdown),
             FromExt::Dropped(frame_type) => {
-                let message = format!("a {frame_type} frame was dropped: its queue was full (it is not reading its stdin)");
-                self.record_warning(i, message, false);
+                // Reported once (the terminal may send many keys in a
+                // row), then logged, then only counted.
+                let warning = format!(
+                    "a {frame_type} frame was dropped: its queue was full (it is not reading its stdin)"
+                );
+                if self.count_noise(i, "dropped frame", warning) <= NOISE_LOGGED {
+                    process::log_line(
+                        &self.exts[i].log(),
+                        &format!("{frame_type} frame dropped: the queue to the extension was full"),
+                    );
+                }
             }
             FromExt::Exited(status) => {
                 self.exts[i].exited = Some(status);
