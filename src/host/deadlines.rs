@@ -25,7 +25,8 @@ pub struct Deadlines {
     pub tool: Duration,
     /// `event_intercept` → response, per extension; then "allow".
     pub intercept: Duration,
-    /// `shutdown` → exit: one deadline shared by every extension.
+    /// `shutdown` written → exit, per extension: the grace starts once the
+    /// frames queued before `shutdown` are written, so none is cut off.
     pub shutdown_grace: Duration,
     /// SIGTERM → SIGKILL.
     pub kill_grace: Duration,

@@ -658,7 +658,7 @@ impl HostHandle {
         }
     }
 
-    /// `/reload-ext`: stops every extension (one shared grace), discovers
+    /// `/reload-ext`: stops every extension (each with its grace), discovers
     /// again with the same inputs, starts them, rebuilds the registry and
     /// emits a `reload` event. Blocks until the new set has settled.
     pub fn reload(&self) -> LoadReport {
@@ -667,8 +667,8 @@ impl HostHandle {
         })
     }
 
-    /// Stops every extension: `shutdown` to all at once, one shared grace
-    /// deadline, then SIGTERM and SIGKILL; every child reaped and every
+    /// Stops every extension: `shutdown` to all at once, each with its grace
+    /// from when its `shutdown` is written, then SIGTERM and SIGKILL; every child reaped and every
     /// thread joined. Idempotent; also done when the last handle drops.
     pub fn shutdown(&self) {
         self.inner.shutdown();
