@@ -25,7 +25,8 @@ pub struct Deadlines {
     pub tool: Duration,
     /// `event_intercept` → response, per extension; then "allow".
     pub intercept: Duration,
-    /// `shutdown` → exit: one deadline shared by every extension.
+    /// `shutdown` written → exit, per extension: the grace starts once the
+    /// frames queued before `shutdown` are written, so none is cut off.
     pub shutdown_grace: Duration,
     /// SIGTERM → SIGKILL.
     pub kill_grace: Duration,
@@ -83,6 +84,18 @@ impl Deadlines {
         }
     }
 }
+
+/// After an extension's stdout ends, how long to wait for its exit before
+/// failing what waits on it (at most the exit drain): a crashing process
+/// closes stdout a moment before its exit status can be read, and the
+/// status is what explains the failure. A process still running after it
+/// closed its stdout on purpose and is disconnected for that.
+pub const EXIT_SETTLE: Duration = Duration::from_millis(100);
+
+/// After an extension's exit, how long its stdout is still drained (at
+/// most the exit drain): what a grandchild holding it writes later is not
+/// the extension's.
+pub const EXIT_DRAINED: Duration = Duration::from_millis(200);
 
 /// Largest stdout line accepted from an extension: the protocol's limit,
 /// owned by the wire crate (32 MiB, room for a 16 MiB payload plus JSON

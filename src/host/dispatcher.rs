@@ -498,16 +498,15 @@ impl Dispatcher {
         }
     }
 
-    /// `shutdown` to every running instance at once, one shared deadline;
-    /// their reader threads escalate to SIGTERM and SIGKILL past it.
+    /// `shutdown` to every running instance at once; each one's grace
+    /// runs from when its `shutdown` is written, and its reader thread
+    /// escalates to SIGTERM and SIGKILL past it.
     fn stop_all(&mut self, reload: bool) {
-        let deadline = Instant::now() + self.config.deadlines.shutdown_grace;
         for e in &self.exts {
             if let Some(c) = &e.conn {
-                // Closing first: an extension that exits right after the
-                // `shutdown` frame is then an orderly exit, not a crash.
-                c.begin_close(deadline);
-                c.send_shutdown();
+                // Each grace starts once its `shutdown` is written, behind
+                // whatever was queued before it: nothing queued is lost.
+                c.shutdown();
                 self.retired.push(c.clone());
             }
         }
@@ -984,7 +983,7 @@ impl Dispatcher {
                 ),
                 // Calls still waiting on a replaced instance fail now, not
                 // at their deadline.
-                (FromExt::Disconnected(_), Some(c)) => c.fail_pending(),
+                (FromExt::Disconnected { .. }, Some(c)) => c.fail_pending(),
                 _ => {}
             }
             return;
@@ -1018,7 +1017,23 @@ impl Dispatcher {
                 }
             }
             FromExt::Malformed { error, preview } => self.malformed(i, error, preview),
-            FromExt::Disconnected(reason) => self.on_disconnected(i, reason),
+            FromExt::Disconnected {
+                reason,
+                by_shutdown,
+            } => self.on_disconnected(i, reason, by_shutdown),
+            FromExt::Dropped(frame_type) => {
+                // Reported once (the terminal may send many keys in a
+                // row), then logged, then only counted.
+                let warning = format!(
+                    "a {frame_type} frame was dropped: its queue was full (it is not reading its stdin)"
+                );
+                if self.count_noise(i, "dropped frame", warning) <= NOISE_LOGGED {
+                    process::log_line(
+                        &self.exts[i].log(),
+                        &format!("{frame_type} frame dropped: the queue to the extension was full"),
+                    );
+                }
+            }
             FromExt::Exited(status) => {
                 self.exts[i].exited = Some(status);
             }
@@ -1040,7 +1055,10 @@ impl Dispatcher {
         }
     }
 
-    fn on_disconnected(&mut self, i: usize, reason: String) {
+    /// The transport closed the connection; the phase and what the user is
+    /// told are decided here. `closing`: its end belongs to a shutdown
+    /// (an end that came before the shutdown began is reported).
+    fn on_disconnected(&mut self, i: usize, reason: String, closing: bool) {
         let e = &mut self.exts[i];
         let reason = match (&e.phase, reason.strip_prefix("exited: ")) {
             (Phase::AwaitingHello, Some(how)) => format!("exited before hello: {how}"),
@@ -1051,7 +1069,6 @@ impl Dispatcher {
         };
         e.phase = Phase::Disconnected(reason.clone());
         e.deadline = None;
-        let closing = e.conn.as_ref().is_some_and(|c| c.ended_by_shutdown());
         self.registry.remove_extension(e.id, &reason);
         if e.held.is_none() && !closing {
             let name = e.entry.name();

@@ -437,6 +437,60 @@ fn a_slow_reader_gets_a_600_frame_burst_whole() {
 }
 
 #[test]
+fn panel_keys_to_a_full_queue_are_dropped_with_a_warning_and_never_wait() {
+    const KEYS: usize = 400;
+    // A write deadline far longer than a key may take: waiting for room
+    // at all would show.
+    let sb = sandbox(
+        &["deaf"],
+        Deadlines {
+            write: Duration::from_secs(10),
+            ..roomy()
+        },
+    );
+    let (go_tx, go_rx) = crossbeam_channel::bounded::<()>(1);
+    let (host, _, sink) = start(&sb, move |mut p| {
+        p.hello();
+        p.ready();
+        // Reads nothing until told: the pipe and the host's queue fill.
+        let _ = go_rx.recv();
+        while let Some(f) = p.recv() {
+            if f["type"] == "shutdown" {
+                return;
+            }
+        }
+    });
+    let text = "k".repeat(1024);
+    let mut slowest = Duration::ZERO;
+    for _ in 0..KEYS {
+        let started = std::time::Instant::now();
+        host.panel_key("deaf", "p1", "a", Some(text.clone()));
+        slowest = slowest.max(started.elapsed());
+    }
+    assert!(
+        slowest < Duration::from_secs(2),
+        "a panel key waited {slowest:?} on a full queue"
+    );
+    let _ = go_tx.send(());
+    host.shutdown();
+    let events = events(&sink);
+    let warnings: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ExtWarning { extension, message } if extension == "deaf" => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(warnings.len(), 1, "{events:?}");
+    assert!(
+        warnings[0].contains("panel_key frame was dropped"),
+        "{}",
+        warnings[0]
+    );
+    assert!(!events.iter().any(|e| matches!(e, Event::ExtError { .. })));
+}
+
+#[test]
 fn late_registrations_and_withdrawals_apply_at_once_and_are_reported() {
     let sb = sandbox(&["late"], roomy());
     let (host, _, sink) = start(&sb, |mut p| {

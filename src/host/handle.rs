@@ -703,14 +703,16 @@ impl HostHandle {
         );
     }
 
+    /// The terminal's thread never waits on an extension: a full queue
+    /// drops the frame with a warning.
     fn to_extension(&self, extension: &str, frame: HostFrame) {
         let view = self.view();
         if let Some(e) = view.exts.iter().find(|e| e.name == extension) {
-            let _ = e.conn.send(&frame);
+            e.conn.offer(&frame);
         }
     }
 
-    /// `/reload-ext`: stops every extension (one shared grace), discovers
+    /// `/reload-ext`: stops every extension (each with its grace), discovers
     /// again with the same inputs, starts them, rebuilds the registry and
     /// emits a `reload` event. Blocks until the new set has settled.
     pub fn reload(&self) -> LoadReport {
@@ -719,8 +721,8 @@ impl HostHandle {
         })
     }
 
-    /// Stops every extension: `shutdown` to all at once, one shared grace
-    /// deadline, then SIGTERM and SIGKILL; every child reaped and every
+    /// Stops every extension: `shutdown` to all at once, each with its grace
+    /// from when its `shutdown` is written, then SIGTERM and SIGKILL; every child reaped and every
     /// thread joined. Idempotent; also done when the last handle drops.
     pub fn shutdown(&self) {
         self.inner.shutdown();

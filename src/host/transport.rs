@@ -1,33 +1,52 @@
 //! The transport of one extension: its process, its two threads, its
-//! request table. No host state lives here.
+//! request table. It frames, queues and correlates, and it *reports* what
+//! happens on the pipes; the dispatcher *decides* what that means (phases,
+//! what the user is told, when waiting calls fail).
 //!
 //! - The **writer** thread owns the child's stdin and drains a bounded queue
 //!   of pre-encoded frames (256 frames / 16 MiB); each write is bounded by
-//!   the write deadline. Producers that find the queue full wait for room
-//!   (backpressure) up to the write deadline: a healthy extension that reads
-//!   slower than a burst arrives is never disconnected for it.
+//!   the write deadline. Producers on the agent's threads that find the
+//!   queue full wait for room (backpressure) up to the write deadline: a
+//!   healthy extension that reads slower than a burst arrives is never
+//!   disconnected for it. Nothing that must not wait does: the dispatcher
+//!   queues with [`Conn::try_send`] (a full queue disconnects) and the
+//!   terminal with [`Conn::offer`] (a full queue drops the frame and warns).
 //! - The **reader** thread owns stdout, splits lines (at most
 //!   [`MAX_FRAME_BYTES`]) and decodes frames. A reply completes its waiting
 //!   call directly through the request table (the fast path: one channel
-//!   hop each way); every other frame, every stray line, EOF and the exit
-//!   go to the dispatcher's **inbox** as one [`Inbound`] message tagged with
-//!   the instance's [`ExtId`]. When the dispatcher has not yet caught up
-//!   with this extension's earlier messages, a reply takes the inbox too,
-//!   so it can never overtake a frame the extension sent before it.
-//! - The reader also owns the end of the child's life: it observes the exit
-//!   through the child guard's pidfd ([`crate::proc::ExitWatch`]), escalates
-//!   SIGTERM → SIGKILL to the group when a deadline passes, reaps the child
-//!   through its guard and kills whatever is left of its process group.
+//!   hop each way); every other frame, every stray line, the end of the
+//!   stream and the exit go to the dispatcher's **inbox** as one
+//!   [`Inbound`] message tagged with the instance's [`ExtId`]. When the
+//!   dispatcher has not yet caught up with this extension's earlier
+//!   messages, a reply takes the inbox too, so it can never overtake a
+//!   frame the extension sent before it.
+//! - The reader also owns the child (its [`ChildGuard`] lives on the
+//!   reader's stack): it observes the exit through the guard's pidfd
+//!   ([`crate::proc::ExitWatch`]), escalates SIGTERM → SIGKILL to the group
+//!   when a deadline passes, reaps the child and kills whatever is left of
+//!   its process group. No lock is held while it waits.
+//! - **Shutdown**: [`Conn::shutdown`] queues `shutdown` behind whatever is
+//!   already queued; the shutdown grace starts when the writer has written
+//!   it, so every frame queued before it reaches the extension (each write
+//!   still bounded by the write deadline).
+//! - When stdout ends the connection is closed at once (after a moment for
+//!   a crashing process's exit status to become visible), so calls waiting
+//!   on it fail then, not at a deadline.
 //! - The peer is usually a process ([`Peer::Process`]). Unit tests run the
 //!   dispatcher against peers on threads of this process talking over OS
 //!   pipes ([`Peer::InMemory`]): the same two threads and the same framing,
 //!   with nothing to signal or reap (their end is EOF).
 //!
-//! Locks, each a leaf (never held across another lock, a channel send or
-//! I/O): `pending` (the request table), `gone` (the disconnect reason),
-//! `closing` (the shutdown deadline), `child`, `threads`.
+//! State: what only one thread touches lives in that thread (the pipes,
+//! the line buffer, the child guard, whether the stream ended before a
+//! shutdown). The rest is one `Mutex<State>`, a leaf lock never held
+//! across I/O, a wait or a channel send, with one condition variable for
+//! producers waiting for room. The only other shared field is the
+//! write-once `tool_cancel` flag, read lock-free on every cancellation.
 
-use super::deadlines::{Deadlines, MAX_FRAME_BYTES, QUEUE_BYTES, QUEUE_FRAMES};
+use super::deadlines::{
+    Deadlines, EXIT_DRAINED, EXIT_SETTLE, MAX_FRAME_BYTES, QUEUE_BYTES, QUEUE_FRAMES,
+};
 use super::process::{self, Wake};
 use crate::proc::{ChildGuard, ExitWatch};
 use crossbeam_channel::{Receiver, Sender};
@@ -39,8 +58,8 @@ use std::io::{self, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 use zut_ext::lines::{LineBuffer, Piece};
 use zut_ext::wire::{DecodeError, ExtFrame, HostFrame};
@@ -88,8 +107,14 @@ pub enum FromExt {
     UnknownType(String),
     /// A stdout line that is not a frame.
     Malformed { error: DecodeError, preview: String },
-    /// Disconnected (once), with the reason; pending calls already failed.
-    Disconnected(String),
+    /// The connection closed (once), with the reason; `by_shutdown` when
+    /// its end came after a shutdown began (an end that came before is the
+    /// extension's own, even if its exit is seen later). Waiting calls
+    /// still wait: the dispatcher fails them once it has recorded this.
+    Disconnected { reason: String, by_shutdown: bool },
+    /// A frame the terminal sent (`panel_key`, `panel_close`) was dropped:
+    /// the extension's queue was full. Its wire type.
+    Dropped(&'static str),
     /// The process is gone and reaped (its status when known). Last message.
     Exited(Option<ExitStatus>),
 }
@@ -207,6 +232,41 @@ pub(crate) struct PeerEnds {
 const READER_STACK: usize = 256 * 1024;
 const WRITER_STACK: usize = 64 * 1024;
 
+/// Where a shutdown stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shutdown {
+    /// None asked for.
+    No,
+    /// `shutdown` is queued behind earlier frames; its grace has not begun.
+    Queued,
+    /// `shutdown` is written: the process must exit by this instant.
+    Written(Instant),
+}
+
+/// Everything more than one thread touches (behind [`Conn::state`]).
+struct State {
+    /// `Some(reason)` once the connection is closed.
+    gone: Option<String>,
+    shutdown: Shutdown,
+    /// The request table: call id → who waits for the reply.
+    pending: HashMap<u64, (CallKind, Sender<Reply>)>,
+    /// Frames and bytes in the writer's queue (the spec's bounds).
+    queued_frames: usize,
+    queued_bytes: usize,
+    /// Frames the writer has taken off the queue: a producer waiting for
+    /// room sees the extension make progress when it changes.
+    taken: u64,
+    /// Producers waiting on [`Conn::room`]; the writer signals only then.
+    waiting: usize,
+    /// Messages this connection put in the inbox, and how many the
+    /// dispatcher has handled: equal means a reply may take the fast path.
+    posted: u64,
+    handled: u64,
+    /// The dispatcher has handled this instance's last message (`Exited`).
+    exited_seen: bool,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
 /// The live connection to one extension process, shared by its two
 /// threads, the dispatcher and every caller holding the host handle.
 pub struct Conn {
@@ -216,46 +276,36 @@ pub struct Conn {
     /// The process id (`0` for an in-memory peer).
     pub pid: u32,
     deadlines: Deadlines,
-    /// Unbounded channel; the spec's bounds are kept by the two counters,
-    /// which lets the writer wait on this channel alone (the cheapest
-    /// wake-up) and lets `Stop` always get through.
+    /// Unbounded channel; the spec's bounds are kept in [`State`], which
+    /// lets the writer wait on this channel alone (the cheapest wake-up)
+    /// and lets `Stop` and `shutdown` always get through.
     queue: Sender<ToWriter>,
-    queued_frames: AtomicUsize,
-    queued_bytes: AtomicUsize,
-    /// The writer signals here after each frame: producers waiting for
-    /// room wake on it.
-    room_tx: Sender<()>,
-    room_rx: Receiver<()>,
-    /// Closed (dropped) on disconnect: wakes producers waiting for room.
-    gone_tx: Mutex<Option<Sender<()>>>,
-    gone_rx: Receiver<()>,
+    /// Fired (for good) when the connection closes or `shutdown` has been
+    /// written: wakes both threads out of their polls.
     wake: Wake,
-    /// `Some(reason)` once disconnected.
-    gone: Mutex<Option<String>>,
-    /// Set at shutdown: the shared deadline for this process to exit.
-    closing: Mutex<Option<Instant>>,
-    /// Its stdout ended before any shutdown began: whatever happens while
-    /// its exit is awaited, the end is its own fault, not the shutdown's.
-    ended_open: AtomicBool,
-    /// The request table: call id → who waits for the reply.
-    pending: Mutex<HashMap<u64, (CallKind, Sender<Reply>)>>,
-    /// `None` for an in-memory peer: no process to signal or reap.
-    /// Reaped only by the reader (or [`Conn::kill_now`] when the threads
-    /// cannot start); its drop is then a no-op but for stray group members.
-    child: Mutex<Option<ChildGuard>>,
-    /// The guard's exit observer and group signaller, used without the
-    /// lock; `None` for an in-memory peer.
+    /// The child's exit observer and group signaller (the guard itself is
+    /// the reader's); `None` for an in-memory peer.
     watch: Option<ExitWatch>,
-    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
     inbox: Sender<Inbound>,
-    /// Messages this connection put in the inbox, and how many the
-    /// dispatcher has handled: equal means a reply may take the fast path.
-    posted: AtomicU64,
-    handled: AtomicU64,
-    /// The extension advertised `tool_cancel` (set by the dispatcher).
+    state: Mutex<State>,
+    /// Signalled when the writer takes a frame or the connection closes.
+    room: Condvar,
+    /// The extension advertised `tool_cancel` (set once by the dispatcher
+    /// at `hello`).
     pub tool_cancel: AtomicBool,
-    /// The dispatcher has handled this instance's last message (`Exited`).
-    exited_seen: AtomicBool,
+}
+
+/// How the reader's loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Stdout reached EOF; `during_shutdown`: a shutdown had begun then.
+    Eof { during_shutdown: bool },
+    /// The process exited and its stdout has been drained.
+    Exited { during_shutdown: bool },
+    /// The shutdown grace ran out.
+    Grace,
+    /// The connection was closed (by either thread or the dispatcher).
+    Closed,
 }
 
 impl Conn {
@@ -331,11 +381,18 @@ impl Conn {
         threads: ThreadCount,
     ) -> io::Result<Arc<Conn>> {
         let (queue, queue_rx) = crossbeam_channel::unbounded();
-        let (room_tx, room_rx) = crossbeam_channel::bounded(1);
-        let (gone_tx, gone_rx) = crossbeam_channel::bounded(0);
-        let child = match peer {
+        let mut child = match peer {
             Peer::Process(guard) => Some(guard),
             Peer::InMemory => None,
+        };
+        let wake = match Wake::new() {
+            Ok(w) => w,
+            Err(e) => {
+                if let Some(c) = child.as_mut() {
+                    c.kill_now();
+                }
+                return Err(e);
+            }
         };
         let conn = Arc::new(Conn {
             ext,
@@ -345,24 +402,23 @@ impl Conn {
             log,
             deadlines,
             queue,
-            queued_frames: AtomicUsize::new(0),
-            queued_bytes: AtomicUsize::new(0),
-            room_tx,
-            room_rx,
-            gone_tx: Mutex::new(Some(gone_tx)),
-            gone_rx,
-            wake: Wake::new()?,
-            gone: Mutex::new(None),
-            closing: Mutex::new(None),
-            ended_open: AtomicBool::new(false),
-            pending: Mutex::new(HashMap::new()),
-            child: Mutex::new(child),
-            threads: Mutex::new(Vec::new()),
+            wake,
             inbox,
-            posted: AtomicU64::new(0),
-            handled: AtomicU64::new(0),
+            state: Mutex::new(State {
+                gone: None,
+                shutdown: Shutdown::No,
+                pending: HashMap::new(),
+                queued_frames: 0,
+                queued_bytes: 0,
+                taken: 0,
+                waiting: 0,
+                posted: 0,
+                handled: 0,
+                exited_seen: false,
+                threads: Vec::new(),
+            }),
+            room: Condvar::new(),
             tool_cancel: AtomicBool::new(false),
-            exited_seen: AtomicBool::new(false),
         });
         let name = &conn.name;
         let w = {
@@ -380,10 +436,14 @@ impl Conn {
             Ok(h) => h,
             Err(e) => {
                 threads.fetch_sub(1, Ordering::SeqCst);
-                conn.kill_now();
+                if let Some(c) = child.as_mut() {
+                    c.kill_now();
+                }
                 return Err(e);
             }
         };
+        // The guard goes to the reader; if the thread cannot start, the
+        // closure is dropped and the guard with it, which kills and reaps.
         let r = {
             let (conn, threads) = (conn.clone(), threads.clone());
             threads.fetch_add(1, Ordering::SeqCst);
@@ -392,15 +452,14 @@ impl Conn {
                 .stack_size(READER_STACK)
                 .spawn(move || {
                     let _g = ThreadGuard(threads);
-                    conn.read_loop(stdout);
+                    conn.read_loop(stdout, child);
                 })
         };
         match r {
-            Ok(r) => lock(&conn.threads).extend([w, r]),
+            Ok(r) => conn.lock().threads.extend([w, r]),
             Err(e) => {
                 threads.fetch_sub(1, Ordering::SeqCst);
-                conn.mark_gone("cannot start its reader thread");
-                conn.kill_now();
+                conn.close("cannot start its reader thread", Some(false));
                 let _ = w.join();
                 return Err(e);
             }
@@ -408,61 +467,76 @@ impl Conn {
         Ok(conn)
     }
 
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
     /// Why it is disconnected, if it is.
     pub fn gone(&self) -> Option<String> {
-        lock(&self.gone).clone()
+        self.lock().gone.clone()
     }
 
     /// Whether the extension can still be talked to.
     pub fn connected(&self) -> bool {
-        lock(&self.gone).is_none()
+        self.lock().gone.is_none()
     }
 
     /// Queues a frame, waiting for room while the extension makes progress.
     pub fn send(&self, frame: &HostFrame) -> Result<(), SendError> {
-        self.send_bytes(frame, None, false)
+        self.send_bytes(frame, None, Full::Wait)
     }
 
     /// Queues a frame only if there is room now (the dispatcher never waits
     /// on an extension); a full queue disconnects it.
     pub fn try_send(&self, frame: &HostFrame) -> Result<(), SendError> {
-        self.send_bytes(frame, None, true)
+        self.send_bytes(frame, None, Full::Disconnect)
     }
 
-    /// Queues `shutdown` without waiting; stdin is closed once it is written.
-    pub fn send_shutdown(&self) {
-        if !self.connected() {
-            return;
-        }
-        log::debug!("{} <- shutdown", self.name);
-        let out = Outgoing {
-            bytes: zut_ext::wire::encode_line(&HostFrame::Shutdown),
-            ticket: None,
-            close_after: true,
-        };
-        // Past the bounds on purpose: shutdown must always get through.
-        self.queued_frames.fetch_add(1, Ordering::SeqCst);
-        self.queued_bytes
-            .fetch_add(out.bytes.len(), Ordering::SeqCst);
-        let _ = self.queue.send(ToWriter::Frame(out));
+    /// Queues a frame the terminal sends (a panel key): never waits. A full
+    /// queue drops the frame, and the dispatcher warns about the extension.
+    pub fn offer(&self, frame: &HostFrame) {
+        let _ = self.send_bytes(frame, None, Full::Drop);
     }
 
     /// Queues a frame with a ticket for later withdrawal.
     pub fn send_tracked(&self, frame: &HostFrame) -> Result<Arc<Ticket>, SendError> {
         let ticket = Ticket::new();
-        self.send_bytes(frame, Some(ticket.clone()), false)?;
+        self.send_bytes(frame, Some(ticket.clone()), Full::Wait)?;
         Ok(ticket)
+    }
+
+    /// Begins a graceful stop: queues `shutdown` behind what is queued
+    /// (past the bounds on purpose: it must always get through). Its
+    /// grace starts once it is written; then stdin is closed, and past the
+    /// grace the reader escalates to SIGTERM and SIGKILL.
+    pub fn shutdown(&self) {
+        let bytes = zut_ext::wire::encode_line(&HostFrame::Shutdown);
+        {
+            let mut s = self.lock();
+            if s.shutdown != Shutdown::No {
+                return;
+            }
+            s.shutdown = Shutdown::Queued;
+            if s.gone.is_some() {
+                return;
+            }
+            s.queued_frames += 1;
+            s.queued_bytes += bytes.len();
+        }
+        log::debug!("{} <- shutdown", self.name);
+        let _ = self.queue.send(ToWriter::Frame(Outgoing {
+            bytes,
+            ticket: None,
+            close_after: true,
+        }));
     }
 
     fn send_bytes(
         &self,
         frame: &HostFrame,
         ticket: Option<Arc<Ticket>>,
-        no_wait: bool,
+        full: Full,
     ) -> Result<(), SendError> {
-        if let Some(r) = self.gone() {
-            return Err(SendError::Disconnected(r));
-        }
         log::debug!("{} <- {}", self.name, host_frame_type(frame));
         let out = Outgoing {
             bytes: zut_ext::wire::encode_line(frame),
@@ -471,14 +545,20 @@ impl Conn {
         };
         let len = out.bytes.len();
         let mut deadline = Instant::now() + self.deadlines.write;
+        let mut s = self.lock();
+        let mut taken = s.taken;
         loop {
-            let frames = self.queued_frames.load(Ordering::SeqCst);
-            let bytes = self.queued_bytes.load(Ordering::SeqCst);
+            if let Some(r) = &s.gone {
+                return Err(SendError::Disconnected(r.clone()));
+            }
             // A single frame larger than the byte bound is allowed on an
             // empty queue, or it could never be sent at all.
-            if frames < QUEUE_FRAMES && (bytes == 0 || bytes + len <= QUEUE_BYTES) {
-                self.queued_frames.fetch_add(1, Ordering::SeqCst);
-                self.queued_bytes.fetch_add(len, Ordering::SeqCst);
+            if s.queued_frames < QUEUE_FRAMES
+                && (s.queued_bytes == 0 || s.queued_bytes + len <= QUEUE_BYTES)
+            {
+                s.queued_frames += 1;
+                s.queued_bytes += len;
+                drop(s);
                 if self.queue.send(ToWriter::Frame(out)).is_ok() {
                     return Ok(());
                 }
@@ -487,11 +567,27 @@ impl Conn {
                     .unwrap_or_else(|| "disconnected: its stdin writer has stopped".into());
                 return Err(SendError::Disconnected(r));
             }
-            if let Some(r) = self.gone() {
-                return Err(SendError::Disconnected(r));
+            if s.taken != taken {
+                // The writer made progress: the extension is reading.
+                taken = s.taken;
+                deadline = Instant::now() + self.deadlines.write;
             }
             let now = Instant::now();
-            if no_wait || now >= deadline {
+            let stuck = now >= deadline || full != Full::Wait;
+            if stuck && full == Full::Drop {
+                drop(s);
+                let what = host_frame_type(frame);
+                log::warn!(
+                    "extension {}: its queue is full; a {what} frame was dropped",
+                    self.name
+                );
+                self.post(FromExt::Dropped(what));
+                return Err(SendError::Disconnected(format!(
+                    "its queue is full; the {what} frame was dropped"
+                )));
+            }
+            if stuck {
+                drop(s);
                 let reason = format!(
                     "disconnected: the host->extension queue stayed full ({QUEUE_FRAMES} frames / {} MiB) for {} ms; the extension is not reading its stdin",
                     QUEUE_BYTES >> 20,
@@ -500,12 +596,13 @@ impl Conn {
                 self.disconnect(&reason);
                 return Err(SendError::Disconnected(reason));
             }
-            crossbeam_channel::select! {
-                // The writer made progress: the extension is reading.
-                recv(self.room_rx) -> _ => deadline = Instant::now() + self.deadlines.write,
-                recv(self.gone_rx) -> _ => {}
-                default(deadline - now) => {}
-            }
+            s.waiting += 1;
+            s = self
+                .room
+                .wait_timeout(s, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+            s.waiting -= 1;
         }
     }
 
@@ -524,95 +621,114 @@ impl Conn {
             CallKind::Tool => crossbeam_channel::unbounded(),
             _ => crossbeam_channel::bounded(1),
         };
-        let gone = lock(&self.gone).clone();
-        match gone {
-            Some(r) => {
-                let _ = tx.send(Err(format!("extension {} {r}", self.name)));
-            }
-            None => {
-                lock(&self.pending).insert(id, (kind, tx));
-                // A disconnect may have drained the table just before the
-                // insert: fail the call now rather than let it wait.
-                if let Some(r) = self.gone() {
-                    if let Some((_, tx)) = lock(&self.pending).remove(&id) {
-                        let _ = tx.send(Err(format!("extension {} {r}", self.name)));
-                    }
+        let gone = {
+            let mut s = self.lock();
+            match &s.gone {
+                Some(r) => Some(r.clone()),
+                None => {
+                    s.pending.insert(id, (kind, tx.clone()));
+                    None
                 }
             }
+        };
+        if let Some(r) = gone {
+            let _ = tx.send(Err(format!("extension {} {r}", self.name)));
         }
         rx
     }
 
     /// Forgets a pending call (timed out, cancelled).
     pub fn forget(&self, id: u64) {
-        lock(&self.pending).remove(&id);
+        self.lock().pending.remove(&id);
     }
 
     /// Delivers a reply frame to its pending call; false if nobody waits.
     pub fn resolve(&self, id: u64, kind: CallKind, frame: ExtFrame) -> bool {
-        let waiter = {
-            let mut pending = lock(&self.pending);
-            match pending.get(&id) {
-                // Progress keeps the call waiting: it is passed on, and the
-                // entry stays for the reply.
-                Some((k, tx)) if *k == kind && matches!(frame, ExtFrame::ToolProgress { .. }) => {
-                    return tx.send(Ok(frame)).is_ok();
-                }
-                Some((k, _)) if *k == kind => pending.remove(&id),
-                _ => None,
+        match self.route(id, kind, frame, false) {
+            Routed::To(tx, frame) => tx.send(Ok(frame)).is_ok(),
+            Routed::Nobody | Routed::Behind(_) => false,
+        }
+    }
+
+    /// Finds who waits for a reply, in one look at the table. With
+    /// `in_order`, only when the dispatcher has handled every earlier
+    /// message of this extension (else the frame comes back as `Behind`).
+    /// The reply is sent by the caller of this, after the lock is
+    /// released: the woken caller takes it next.
+    fn route(&self, id: u64, kind: CallKind, frame: ExtFrame, in_order: bool) -> Routed {
+        let mut s = self.lock();
+        if in_order && s.posted != s.handled {
+            return Routed::Behind(frame);
+        }
+        match s.pending.get(&id) {
+            // Progress keeps the call waiting: it is passed on, and the
+            // entry stays for the reply.
+            Some((k, tx)) if *k == kind && matches!(frame, ExtFrame::ToolProgress { .. }) => {
+                Routed::To(tx.clone(), frame)
             }
-        };
-        // Sent after the lock is released: the woken caller takes it next.
-        waiter.is_some_and(|(_, tx)| tx.send(Ok(frame)).is_ok())
+            Some((k, _)) if *k == kind => match s.pending.remove(&id) {
+                Some((_, tx)) => Routed::To(tx, frame),
+                None => Routed::Nobody,
+            },
+            _ => Routed::Nobody,
+        }
     }
 
     /// The dispatcher saw the `Exited` message: nothing more will come.
     pub fn mark_exited_seen(&self) {
-        self.exited_seen.store(true, Ordering::SeqCst);
+        self.lock().exited_seen = true;
     }
 
     /// Whether [`Conn::mark_exited_seen`] was called.
     pub fn exited_seen(&self) -> bool {
-        self.exited_seen.load(Ordering::SeqCst)
+        self.lock().exited_seen
     }
 
     /// The dispatcher handled one of this connection's inbox messages.
     pub fn handled_one(&self) {
-        self.handled.fetch_add(1, Ordering::SeqCst);
+        self.lock().handled += 1;
     }
 
     /// Posts to the dispatcher's inbox; false when the dispatcher is gone.
     fn post(&self, msg: FromExt) -> bool {
-        self.posted.fetch_add(1, Ordering::SeqCst);
+        self.lock().posted += 1;
         if self.inbox.send(Inbound { ext: self.ext, msg }).is_err() {
             // The dispatcher is gone (host dropped): nothing to tell.
-            self.handled.fetch_add(1, Ordering::SeqCst);
+            self.lock().handled += 1;
             return false;
         }
         true
     }
 
-    fn mark_gone(&self, reason: &str) -> bool {
-        let mut g = lock(&self.gone);
-        if g.is_some() {
-            return false;
-        }
-        *g = Some(reason.to_string());
-        true
-    }
-
-    /// Disconnects once: fails every pending call at once, stops both
-    /// threads, lets the reader end the process, and tells the dispatcher.
-    /// Later calls do nothing. Callable from any thread.
+    /// Closes the connection (the dispatcher's decision, a caller's, or
+    /// a failure one of its threads met); later calls do nothing. Queueing
+    /// fails from now on, both threads stop, the reader ends the process,
+    /// and the dispatcher is told, which then fails the waiting calls.
+    /// Callable from any thread.
     pub fn disconnect(&self, reason: &str) {
-        if !self.mark_gone(reason) {
-            return;
-        }
+        self.close(reason, None);
+    }
+
+    /// [`Conn::disconnect`]; `by_shutdown` says whether the end belongs to
+    /// a shutdown (`None`: whether one has begun now).
+    fn close(&self, reason: &str, by_shutdown: Option<bool>) {
+        let by_shutdown = {
+            let mut s = self.lock();
+            if s.gone.is_some() {
+                return;
+            }
+            s.gone = Some(reason.to_string());
+            by_shutdown.unwrap_or(s.shutdown != Shutdown::No)
+        };
+        self.room.notify_all();
         process::log_line(&self.log, reason);
         log::info!("extension {} {reason}", self.name);
-        lock(&self.gone_tx).take();
         self.stop_writer();
-        if !self.post(FromExt::Disconnected(reason.to_string())) {
+        let told = self.post(FromExt::Disconnected {
+            reason: reason.to_string(),
+            by_shutdown,
+        });
+        if !told {
             self.fail_pending();
         }
     }
@@ -621,35 +737,20 @@ impl Conn {
     /// calls it once it has reported the disconnect, so a woken caller
     /// already sees the extension gone.
     pub fn fail_pending(&self) {
-        let reason = self.gone().unwrap_or_else(|| "disconnected".into());
-        let drained: Vec<_> = lock(&self.pending).drain().collect();
-        for (_, (_, tx)) in drained {
+        let (reason, drained) = {
+            let mut s = self.lock();
+            let reason = s.gone.clone().unwrap_or_else(|| "disconnected".into());
+            let drained: Vec<_> = s.pending.drain().map(|(_, (_, tx))| tx).collect();
+            (reason, drained)
+        };
+        for tx in drained {
             let _ = tx.send(Err(format!("extension {} {reason}", self.name)));
         }
     }
 
-    /// Starts a graceful stop: the process must exit by `deadline`, after
-    /// which the reader escalates to SIGTERM and SIGKILL.
-    pub fn begin_close(&self, deadline: Instant) {
-        *lock(&self.closing) = Some(deadline);
-        self.wake.wake();
-    }
-
-    /// Whether a graceful stop has begun.
-    pub fn closing(&self) -> bool {
-        lock(&self.closing).is_some()
-    }
-
-    /// Whether its end is part of a shutdown: a stream that ended before
-    /// the shutdown began is reported even when the exit it waited for
-    /// came after.
-    pub fn ended_by_shutdown(&self) -> bool {
-        self.closing() && !self.ended_open.load(Ordering::SeqCst)
-    }
-
-    /// Joins both threads; call after [`Conn::begin_close`] or a disconnect.
+    /// Joins both threads; call after [`Conn::shutdown`] or a disconnect.
     pub fn join(&self) {
-        let handles: Vec<_> = lock(&self.threads).drain(..).collect();
+        let handles: Vec<_> = self.lock().threads.drain(..).collect();
         for h in handles {
             if let Err(panic) = h.join() {
                 let what = panic
@@ -663,27 +764,25 @@ impl Conn {
         }
     }
 
-    /// Sends SIGKILL to the whole group right away (spawn failures).
-    fn kill_now(&self) {
-        if let Some(child) = lock(&self.child).as_mut() {
-            child.kill_now();
-        }
-    }
-
     // ----- writer -----
 
     fn write_loop(&self, mut stdin: File, queue: Receiver<ToWriter>) {
         // A plain `recv` (not a `select!`) spins briefly before parking,
         // which saves a thread wake-up per frame under load. Stopping is a
         // message on the same channel; frames queued before a disconnect
-        // are dropped by the `connected` check.
+        // are dropped by the `gone` check.
         while let Ok(ToWriter::Frame(out)) = queue.recv() {
-            self.queued_frames.fetch_sub(1, Ordering::SeqCst);
-            self.queued_bytes
-                .fetch_sub(out.bytes.len(), Ordering::SeqCst);
-            let _ = self.room_tx.try_send(());
-            if !self.connected() {
-                return;
+            {
+                let mut s = self.lock();
+                s.queued_frames -= 1;
+                s.queued_bytes -= out.bytes.len();
+                s.taken += 1;
+                if s.waiting > 0 {
+                    self.room.notify_all();
+                }
+                if s.gone.is_some() {
+                    return;
+                }
             }
             if let Some(t) = &out.ticket {
                 if t.state
@@ -701,7 +800,13 @@ impl Conn {
                 let _ = t.done_tx.try_send(());
             }
             match result {
-                Ok(()) if out.close_after => return, // dropping stdin sends EOF
+                Ok(()) if out.close_after => {
+                    // The grace starts now that the extension can read it.
+                    self.lock().shutdown =
+                        Shutdown::Written(Instant::now() + self.deadlines.shutdown_grace);
+                    self.wake.wake();
+                    return; // dropping stdin sends EOF
+                }
                 Ok(()) => {}
                 Err(Some(reason)) => return self.disconnect(&reason),
                 Err(None) => return,
@@ -719,22 +824,18 @@ impl Conn {
                 Ok(n) => buf = &buf[n..],
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if !self.connected() {
-                        return Err(None);
-                    }
-                    // While closing, the wake pipe stays readable: stop
-                    // watching it and honour the closing deadline instead.
-                    let closing = *lock(&self.closing);
-                    let until = closing.map_or(deadline, |c| c.min(deadline));
-                    let wake = if closing.is_some() {
-                        None
-                    } else {
-                        Some(&self.wake)
-                    };
-                    match process::wait_ready(stdin.as_fd(), PollFlags::OUT, wake, None, Some(until)) {
-                        Ok(r) if r.io || r.woken => {}
-                        Ok(_) if Instant::now() < until => {}
-                        Ok(_) if closing.is_some() => return Err(None),
+                    match process::wait_ready(
+                        stdin.as_fd(),
+                        PollFlags::OUT,
+                        Some(&self.wake),
+                        None,
+                        Some(deadline),
+                    ) {
+                        // The wake fires for good only when the connection
+                        // closes (or after `shutdown`, the last frame).
+                        Ok(r) if r.woken => return Err(None),
+                        Ok(r) if r.io => {}
+                        Ok(_) if Instant::now() < deadline => {}
                         Ok(_) => {
                             return Err(Some(format!(
                                 "disconnected: a frame write blocked for {} ms; the extension is not reading its stdin",
@@ -756,12 +857,10 @@ impl Conn {
     /// stops the writer quietly). Only a process still running after the
     /// exit drain closed its stdin on purpose and is disconnected here.
     fn stdin_closed(&self) -> Option<String> {
-        if lock(&self.child).is_none() {
-            // In-memory: the reader reports the peer's end (EOF).
-            return None;
-        }
+        // In-memory: the reader reports the peer's end (EOF).
+        let watch = self.watch.as_ref()?;
         let deadline = Instant::now() + self.deadlines.exit_drain;
-        match self.watch.as_ref().and_then(|w| w.exited_by(deadline)) {
+        match watch.exited_by(deadline) {
             Some(true) => None,
             _ => Some("disconnected: its stdin is closed".into()),
         }
@@ -769,27 +868,35 @@ impl Conn {
 
     // ----- reader -----
 
-    fn read_loop(&self, mut stdout: File) {
-        let watch = self.watch.clone();
-        let pidfd = watch.as_ref().and_then(ExitWatch::fd);
+    fn read_loop(&self, mut stdout: File, child: Option<ChildGuard>) {
+        let pidfd = self.watch.as_ref().and_then(ExitWatch::fd);
         let mut lines = LineBuffer::with_limit(MAX_FRAME_BYTES);
         let mut exited_at: Option<Instant> = None;
-        loop {
-            if !self.connected() {
-                break;
+        let end = loop {
+            let (gone, shutdown) = {
+                let s = self.lock();
+                (s.gone.is_some(), s.shutdown)
+            };
+            if gone {
+                break End::Closed;
             }
-            let closing = *lock(&self.closing);
-            let drain = exited_at.map(|t| {
-                t + self
-                    .deadlines
-                    .exit_drain
-                    .min(std::time::Duration::from_millis(200))
-            });
-            let deadline = [closing, drain].into_iter().flatten().min();
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                break;
+            let during_shutdown = shutdown != Shutdown::No;
+            let grace = match shutdown {
+                Shutdown::Written(by) => Some(by),
+                _ => None,
+            };
+            let drain = exited_at.map(|t| t + self.deadlines.exit_drain.min(EXIT_DRAINED));
+            let now = Instant::now();
+            if drain.is_some_and(|d| now >= d) {
+                break End::Exited { during_shutdown };
             }
-            let wake = if closing.is_some() {
+            if grace.is_some_and(|d| now >= d) {
+                break End::Grace;
+            }
+            let deadline = [grace, drain].into_iter().flatten().min();
+            // Once `shutdown` is written the wake pipe stays readable:
+            // stop watching it and honour the grace instead.
+            let wake = if grace.is_some() {
                 None
             } else {
                 Some(&self.wake)
@@ -805,7 +912,7 @@ impl Conn {
                 Ok(r) => r,
                 Err(e) => {
                     self.disconnect(&format!("disconnected: polling its stdout failed: {e}"));
-                    break;
+                    break End::Closed;
                 }
             };
             if ready.exited {
@@ -814,10 +921,13 @@ impl Conn {
             if ready.io {
                 match lines.fill(&mut stdout) {
                     Ok(true) => {}
-                    Ok(false) => break, // EOF
+                    Ok(false) => {
+                        let during_shutdown = self.lock().shutdown != Shutdown::No;
+                        break End::Eof { during_shutdown };
+                    }
                     Err(e) => {
                         self.disconnect(&format!("disconnected: reading its stdout failed: {e}"));
-                        break;
+                        break End::Closed;
                     }
                 }
                 // Lines after an over-long one are not read: the
@@ -833,11 +943,14 @@ impl Conn {
                         MAX_FRAME_BYTES >> 20
                     );
                     self.disconnect(&msg);
-                    break;
+                    break End::Closed;
                 }
             }
+        };
+        match child {
+            Some(child) => self.finish(end, child),
+            None => self.finish_in_memory(end),
         }
-        self.finish();
     }
 
     fn on_line(&self, line: &[u8]) {
@@ -887,62 +1000,101 @@ impl Conn {
             });
             return;
         };
-        let caught_up = self.posted.load(Ordering::SeqCst) == self.handled.load(Ordering::SeqCst);
-        if !caught_up {
-            let _ = self.post(FromExt::Reply(kind, waiting, frame));
-            return;
-        }
         let frame_type = frame.type_name();
-        if !self.resolve(waiting, kind, frame) {
-            let _ = self.post(FromExt::StrayReply {
-                frame_type,
-                id: waiting.to_string(),
-            });
+        match self.route(waiting, kind, frame, true) {
+            Routed::To(tx, frame) => {
+                if tx.send(Ok(frame)).is_err() {
+                    let _ = self.post(FromExt::StrayReply {
+                        frame_type,
+                        id: waiting.to_string(),
+                    });
+                }
+            }
+            Routed::Behind(frame) => {
+                let _ = self.post(FromExt::Reply(kind, waiting, frame));
+            }
+            Routed::Nobody => {
+                let _ = self.post(FromExt::StrayReply {
+                    frame_type,
+                    id: waiting.to_string(),
+                });
+            }
         }
     }
 
-    /// Ends the process's life: waits for it to exit (until the closing
-    /// deadline, or briefly after an EOF), escalates SIGTERM then SIGKILL,
-    /// reaps it, and kills what is left of its process group.
-    fn finish(&self) {
-        let closing = *lock(&self.closing);
-        if lock(&self.child).is_none() {
-            // In-memory: the peer's end is its stdout closing; there is
-            // no exit status, process or group.
-            if closing.is_some() {
-                self.disconnect("stopped at shutdown");
-            } else {
-                self.disconnect("closed its stdout");
-            }
-            self.stop_writer();
-            let _ = self.post(FromExt::Exited(None));
-            return;
+    /// The end of an in-memory peer: its stdout closing; there is no exit
+    /// status, process or group.
+    fn finish_in_memory(&self, end: End) {
+        match end {
+            End::Eof {
+                during_shutdown: false,
+            } => self.close("closed its stdout", Some(false)),
+            _ => self.close("stopped at shutdown", Some(true)),
         }
-        if closing.is_none() && self.connected() {
-            self.ended_open.store(true, Ordering::SeqCst);
-        }
-        let first_wait = match (closing, self.connected()) {
-            (Some(d), _) => d,
-            (None, true) => Instant::now() + self.deadlines.exit_drain,
-            (None, false) => Instant::now(),
+        self.stop_writer();
+        let _ = self.post(FromExt::Exited(None));
+    }
+
+    /// Ends the process's life: after an EOF outside a shutdown it closes
+    /// the connection at once (with the exit status if the exit follows
+    /// within [`EXIT_SETTLE`]); during a shutdown it waits for the exit
+    /// until the grace ends. Then it escalates SIGTERM and SIGKILL, reaps
+    /// the child and kills what is left of its process group.
+    fn finish(&self, end: End, mut child: ChildGuard) {
+        let now = Instant::now();
+        let grace = match self.lock().shutdown {
+            Shutdown::Written(by) => Some(by),
+            // Not written yet: the writer may still be delivering; the
+            // process gets the usual drain to exit by itself.
+            Shutdown::Queued => Some(now + self.deadlines.exit_drain),
+            Shutdown::No => None,
         };
-        let mut status = self.wait_exit(first_wait);
-        if self.connected() && closing.is_some() {
-            let how = status.map_or_else(|| "still running".to_string(), process::describe_exit);
-            self.disconnect(&format!("stopped at shutdown ({how})"));
-        } else if self.connected() {
-            let reason = match &status {
-                Some(s) => format!("exited: {}", process::describe_exit(*s)),
-                None => "closed its stdout".to_string(),
-            };
-            self.disconnect(&reason);
+        let (mut status, by_shutdown) = match end {
+            End::Eof {
+                during_shutdown: false,
+            } => {
+                // A crash closes stdout a moment before its exit shows.
+                let settle = now + self.deadlines.exit_drain.min(EXIT_SETTLE);
+                (self.wait_exit(&mut child, settle), false)
+            }
+            End::Eof {
+                during_shutdown: true,
+            }
+            | End::Exited {
+                during_shutdown: true,
+            } => (self.wait_exit(&mut child, grace.unwrap_or(now)), true),
+            End::Exited {
+                during_shutdown: false,
+            } => (self.wait_exit(&mut child, now), false),
+            End::Grace => (self.wait_exit(&mut child, now), true),
+            End::Closed => (self.wait_exit(&mut child, now), true),
+        };
+        let reason = match (status, by_shutdown) {
+            (Some(s), false) => format!("exited: {}", process::describe_exit(s)),
+            (None, false) => "closed its stdout".to_string(),
+            (Some(s), true) => format!("stopped at shutdown ({})", process::describe_exit(s)),
+            (None, true) => "stopped at shutdown (still running)".to_string(),
+        };
+        // A no-op when already closed (`End::Closed`).
+        self.close(&reason, Some(by_shutdown));
+        if status.is_none()
+            && matches!(
+                end,
+                End::Eof {
+                    during_shutdown: false
+                }
+            )
+        {
+            // It closed its stdout but runs on: the rest of the drain to
+            // exit by itself.
+            status = self.wait_exit(&mut child, now + self.deadlines.exit_drain);
         }
         if status.is_none() {
             self.signal_group(Signal::TERM);
-            status = self.wait_exit(Instant::now() + self.deadlines.kill_grace);
+            status = self.wait_exit(&mut child, Instant::now() + self.deadlines.kill_grace);
         }
         if status.is_none() {
-            status = lock(&self.child).as_mut().and_then(ChildGuard::kill_now);
+            status = child.kill_now();
         }
         if self.watch.as_ref().is_some_and(ExitWatch::group_alive) {
             self.signal_group(Signal::KILL);
@@ -963,12 +1115,11 @@ impl Conn {
         }
     }
 
-    /// Waits for the child to exit until `deadline`; reaps it if it did.
-    /// The wait itself happens without the `child` lock (on the pidfd);
-    /// the lock is taken only to reap.
-    fn wait_exit(&self, deadline: Instant) -> Option<ExitStatus> {
+    /// Waits for the child to exit until `deadline` (on its pidfd); reaps
+    /// it if it did.
+    fn wait_exit(&self, child: &mut ChildGuard, deadline: Instant) -> Option<ExitStatus> {
         loop {
-            if let Some(Ok(Some(s))) = lock(&self.child).as_mut().map(ChildGuard::try_wait) {
+            if let Ok(Some(s)) = child.try_wait() {
                 return Some(s);
             }
             if Instant::now() >= deadline {
@@ -985,6 +1136,25 @@ impl Conn {
             }
         }
     }
+}
+
+/// What a producer does when the queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Full {
+    /// Wait for room while the extension makes progress (backpressure).
+    Wait,
+    /// Disconnect it now (the dispatcher never waits).
+    Disconnect,
+    /// Drop the frame with a warning (the terminal never waits).
+    Drop,
+}
+
+/// Who waits for a reply.
+enum Routed {
+    To(Sender<Reply>, ExtFrame),
+    Nobody,
+    /// Earlier messages of the extension are still in the inbox.
+    Behind(ExtFrame),
 }
 
 /// The wire `type` of a host frame, for tracing.
