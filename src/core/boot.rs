@@ -134,6 +134,16 @@ pub enum Load {
     Running(host::Loading),
 }
 
+impl Load {
+    /// The report, once the load is done.
+    pub fn report(&self) -> Option<&host::LoadReport> {
+        match self {
+            Load::Done(report) => Some(report),
+            Load::Running(_) => None,
+        }
+    }
+}
+
 /// A front end's start: the session chosen, the host started (and, but
 /// for the terminal, loaded and told the session). Every mode boots
 /// through [`boot`].

@@ -20,7 +20,7 @@ pub mod tui;
 use crate::cancel::CancelToken;
 use crate::events::Event;
 
-use crate::core::boot::{boot, Load, Mode, Run};
+use crate::core::boot::{boot, Mode, Run};
 use crate::core::engine::Engine;
 use crate::core::frontend::Core;
 use crate::core::{EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK};
@@ -44,9 +44,11 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
         Err(code) => return code,
     };
     let host = booted.host.clone();
+    // Print and JSON wait for the load in boot.
+    let report = booted.load.report().cloned().unwrap_or_default();
     let mut front: Box<dyn Front> = match run.mode {
         Mode::Json => Box::new(json::JsonOut::new(cancel.clone())),
-        _ => Box::new(print::Printer::for_run(&run.host.zut_home, &booted.report)),
+        _ => Box::new(print::Printer::for_run(&run.host.zut_home, &report)),
     };
     // Skill files that could not be read, from the user's own roots (an
     // extension's are its ext_warning).
@@ -68,8 +70,10 @@ pub fn run_once(run: Run, cancel: &CancelToken) -> i32 {
             front.show(&e);
         }
         front.finish();
-        let failed = matches!(&booted.load, Load::Done(report)
-            if report.loaded.iter().any(|l| matches!(l.outcome, host::Outcome::Failed(_))));
+        let failed = report
+            .loaded
+            .iter()
+            .any(|l| matches!(l.outcome, host::Outcome::Failed(_)));
         return if cancel.is_cancelled() {
             EXIT_INTERRUPTED
         } else if (failed || mcp_failed) && run.mode == Mode::Json {
