@@ -227,6 +227,7 @@ fn stage_local(
         exclude,
         required: required_paths(&m, src),
         skip: fs::canonicalize(staging).ok(),
+        max_bytes: copy::max_bytes_from_env(),
     };
     copy::copy_tree(src, staging, &plan, &io.cancel, warnings)?;
     if let Some((builder, (tool, rel))) = build {
@@ -525,6 +526,7 @@ mod tests {
             exclude: vec![PathBuf::from("target")],
             required,
             skip: None,
+            max_bytes: u64::MAX,
         };
         let mut warnings = Vec::new();
         copy::copy_tree(
