@@ -229,3 +229,59 @@ fn a_fifo_skill_file_is_named_in_a_warning() {
         "{listed}"
     );
 }
+
+#[test]
+fn installed_python_sdk_examples_import_the_sdk_in_a_clean_environment() {
+    let sb = Sandbox::new();
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/extensions");
+    for name in ["approve", "keep-safe"] {
+        let out = zut(&sb)
+            .args(["ext", "install"])
+            .arg(examples.join(name))
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let s = script(&sb, &[json!({"text": "ok"})]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zut"))
+        .env_clear()
+        .env("PATH", search_path())
+        .env("ZUT_HOME", sb.home())
+        .current_dir(sb.cwd())
+        .stdin(Stdio::null())
+        .args([
+            "--provider",
+            "script",
+            "--script",
+            &s,
+            "--no-session",
+            "--mode",
+            "json",
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let loaded: Vec<String> = json_lines(&out.stdout)
+        .into_iter()
+        .filter(|e| e["type"] == "ext_loaded")
+        .map(|e| e["extension"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for name in ["approve", "keep-safe"] {
+        assert!(
+            loaded.iter().any(|l| l == name),
+            "{name} not loaded: {loaded:?}\n{err}"
+        );
+    }
+    // What they imported is this build's SDK.
+    let sdk = sb.home().join("sdk/python/zut_ext/__init__.py");
+    let ours =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk/python/zut_ext/__init__.py");
+    assert_eq!(std::fs::read(sdk).unwrap(), std::fs::read(ours).unwrap());
+}
