@@ -22,7 +22,8 @@
 //!   ([`ChildGuard::exit_notice`]).
 //!
 //! All system calls go through `rustix`; the only `unsafe` is in
-//! [`inherited_fds`], which keeps inherited descriptors from children.
+//! [`inherited_fds`], which keeps inherited descriptors from children, and
+//! the `pre_exec` hook of [`die_with_zut`].
 
 use crossbeam_channel::Receiver;
 use rustix::event::{PollFd, PollFlags, Timespec};
@@ -509,6 +510,44 @@ fn reaped(pid: Pid, options: rustix::process::WaitOptions) -> bool {
     !matches!(rustix::process::waitpid(Some(pid), options), Ok(None))
 }
 
+/// Asks the kernel to SIGKILL the child `cmd` starts when the thread that
+/// started it ends, which a `kill -9` of zut (or the OOM killer) does to
+/// every thread at once: a tool's shell must not keep running under init
+/// after zut is gone. Linux only (`PR_SET_PDEATHSIG`); elsewhere nothing
+/// happens.
+///
+/// The signal follows the thread, not the process: use it only where the
+/// thread that spawns the child also waits for it, as the `bash` tool and
+/// the hook runner do (the child is reaped before that thread can end).
+/// It reaches the child and any program the child `exec`s in its place
+/// (`bash -c 'sleep 300'` execs the sleep); processes the child forks are
+/// not covered, since the kernel clears the setting on `fork`.
+///
+/// It adds a `pre_exec` hook, so the child is started with `fork` rather
+/// than `posix_spawn`: fine for a tool call, not for extension starts (see
+/// [`inherited_fds`]).
+pub fn die_with_zut(cmd: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        let zut = rustix::process::getpid();
+        // SAFETY: the hook runs between fork and exec and makes two
+        // system calls only (prctl, getppid): no allocation, no lock.
+        unsafe {
+            cmd.pre_exec(move || {
+                rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+                // zut died before the setting took: the kernel will never
+                // send it, so do not start at all.
+                if rustix::process::getppid() != Some(zut) {
+                    return Err(io::Error::other("zut exited while starting the command"));
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
+}
+
 /// Descriptors zut inherited (a shell's or an IDE's open files and pipes)
 /// must not reach the programs zut starts. zut's own descriptors are
 /// close-on-exec already (std opens everything with `O_CLOEXEC`); the
@@ -516,7 +555,8 @@ fn reaped(pid: Pid, options: rustix::process::WaitOptions) -> bool {
 /// Doing it here rather than in a `pre_exec` hook keeps spawning on
 /// `posix_spawn` (vfork-like), which a `pre_exec` closure would turn into a
 /// full `fork` of zut: that cost 1.2 ms of CPU per extension start.
-/// The only `unsafe` of the subprocess code lives in this module.
+/// Apart from the hook of [`die_with_zut`], the only `unsafe` of the
+/// subprocess code lives in this module.
 pub mod inherited_fds {
     use std::sync::Once;
 

@@ -282,9 +282,11 @@ fn install_from_a_local_git_repository() {
     assert_eq!(env.installed(), ["hello"], "no staging left behind");
     assert_eq!(env.run(&["install", "--force", &url]).code, 0);
 
+    // With --build too, the installed name is refused before any build.
     let r = env.run(&["install", "--build=go", &url]);
-    assert_eq!(r.code, 2, "--build with a URL is a usage error");
-    assert!(r.err.contains("local path"), "{r:?}");
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.err.contains("names the extension \"hello\""), "{r:?}");
+    assert!(!r.err.contains("building"), "{r:?}");
 }
 
 #[test]
@@ -535,6 +537,28 @@ fn cargo_build_installs_the_binary() {
         before,
         "no target/ or Cargo.lock in the source"
     );
+    assert_eq!(env.installed(), ["tiny"]);
+}
+
+#[test]
+fn cargo_build_installs_from_a_git_repository() {
+    if !have("cargo") || !have("git") {
+        eprintln!("SKIPPED: cargo or git is not installed");
+        return;
+    }
+    let env = Env::new();
+    let src = crate_source(&env, "tiny", false);
+    git(&src, &["init", "-q"]);
+    git(&src, &["add", "."]);
+    git(&src, &["commit", "-q", "-m", "init"]);
+    let url = format!("file://{}", src.display());
+    let r = env.run(&["install", "--build=cargo", &url]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let dest = env.extensions().join("tiny");
+    assert!(dest.join(".git").is_dir(), "the clone is what is installed");
+    assert!(!dest.join("target").exists() && !dest.join("Cargo.lock").exists());
+    let out = Command::new(dest.join("bin/tiny")).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
     assert_eq!(env.installed(), ["tiny"]);
 }
 

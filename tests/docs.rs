@@ -61,3 +61,24 @@ fn pages_sit_where_manpath_finds_them() {
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     assert!(readme.contains(r#"MANPATH="$PWD/man:$MANPATH""#));
 }
+
+#[test]
+fn every_page_formats_without_groff_warnings() {
+    let pages = pages();
+    let out = match std::process::Command::new("groff")
+        .args(["-man", "-ww", "-z"])
+        .args(&pages)
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("SKIPPED the groff check: groff cannot run: {e}");
+            return;
+        }
+    };
+    let warnings = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && warnings.trim().is_empty(),
+        "groff -man -ww -z man/*/*:\n{warnings}"
+    );
+}

@@ -17,6 +17,10 @@
 //!   `rwx`, so the installed copy can always be removed again;
 //! - only regular files, directories and symlinks are copied: a FIFO,
 //!   socket or device (not ignored) fails the install, naming it;
+//! - the files copied add up to at most [`Plan::max_bytes`] (their
+//!   apparent sizes, so a sparse file counts in full): the file that would
+//!   pass the cap fails the install, naming it and the cap, before a byte
+//!   of it is written;
 //! - the walk checks cancellation between entries.
 
 use super::{Failure, Outcome};
@@ -34,6 +38,22 @@ pub(crate) struct Plan {
     /// A directory never to enter (the staging directory, should it lie
     /// inside the source).
     pub skip: Option<PathBuf>,
+    /// The most bytes the copied files may add up to ([`max_bytes_from_env`]).
+    pub max_bytes: u64,
+}
+
+/// The install size cap when `ZUT_INSTALL_MAX_MIB` is not set.
+pub(crate) const DEFAULT_MAX_MIB: u64 = 100;
+/// The environment variable that changes the cap (in MiB; see zut-ext(1)).
+pub(crate) const MAX_MIB_ENV: &str = "ZUT_INSTALL_MAX_MIB";
+
+/// The install size cap in bytes: `ZUT_INSTALL_MAX_MIB` or [`DEFAULT_MAX_MIB`].
+pub(crate) fn max_bytes_from_env() -> u64 {
+    let mib = std::env::var(MAX_MIB_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(DEFAULT_MAX_MIB);
+    mib.saturating_mul(1 << 20)
 }
 
 /// Per-walk state.
@@ -42,6 +62,8 @@ struct Walk<'a> {
     plan: &'a Plan,
     cancel: &'a CancelToken,
     warnings: &'a mut Vec<String>,
+    /// Bytes copied so far.
+    copied: u64,
 }
 
 /// Copies the tree at `src` into the existing directory `dst`; non-fatal
@@ -60,6 +82,7 @@ pub(crate) fn copy_tree(
         plan,
         cancel,
         warnings,
+        copied: 0,
     };
     walk.dir(&root, dst, Path::new(""))?;
     let mode = fs::metadata(&root)
@@ -104,11 +127,23 @@ impl Walk<'_> {
                 self.dir(&path, &target, &child_rel)?;
                 set_mode(&target, meta.permissions().mode() | 0o700)?;
             } else if meta.is_file() {
+                self.count(&path, meta.len())?;
                 copy_file(&path, &target)?;
             } else {
                 return Err(not_copyable(&path, &meta).into());
             }
         }
+        Ok(())
+    }
+
+    /// Adds a file of `len` bytes to the total, refusing the one that
+    /// would take it past the cap.
+    fn count(&mut self, path: &Path, len: u64) -> Outcome {
+        let total = self.copied.saturating_add(len);
+        if total > self.plan.max_bytes {
+            return Err(too_big(path, len, self.copied, self.plan.max_bytes).into());
+        }
+        self.copied = total;
         Ok(())
     }
 
@@ -145,6 +180,8 @@ impl Walk<'_> {
             std::os::unix::fs::symlink(&relative, target)
                 .map_err(|e| format!("cannot create link {}: {e}", target.display()).into())
         } else if resolved.is_file() {
+            let len = fs::metadata(&resolved).map(|m| m.len()).unwrap_or(0);
+            self.count(link, len)?;
             copy_file(&resolved, target)
         } else {
             let meta = fs::metadata(&resolved)
@@ -238,6 +275,21 @@ fn not_copyable(path: &Path, meta: &fs::Metadata) -> String {
         "refusing to install {}: it is {}; an extension may contain only regular files, directories and symlinks (remove it)",
         path.display(),
         crate::safe_fs::kind(meta)
+    )
+}
+
+fn too_big(path: &Path, len: u64, before: u64, cap: u64) -> String {
+    let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64);
+    let so_far = if before > 0 {
+        format!(" after {} of other files", mib(before))
+    } else {
+        String::new()
+    };
+    format!(
+        "refusing to install {}: it is {}{so_far}, over the install size cap of {} (set {MAX_MIB_ENV} to raise it, or remove the file)",
+        path.display(),
+        mib(len),
+        mib(cap)
     )
 }
 

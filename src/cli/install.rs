@@ -93,13 +93,6 @@ fn is_scp_like(s: &str) -> bool {
 /// Runs an install; prints `installed <name> <version> to <dir>`.
 pub(crate) fn install(req: &Request, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
     let origin = classify(&req.source, &ctx.cwd)?;
-    if let (Origin::Git(url), Some(b)) = (&origin, req.build) {
-        return Err(Failure::Usage(format!(
-            "--build={} works only with a local path; clone {url} first, then install the directory with --build={}",
-            b.tool(),
-            b.tool()
-        )));
-    }
     let root = crate::paths::global_extensions(&ctx.zut_home);
     fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
     let staging = tempfile::Builder::new()
@@ -187,9 +180,29 @@ fn stage(
                     .into());
                 }
             }
+            if let Some(b) = req.build {
+                build_clone(b, url, root, staging, io)?;
+            }
         }
     }
     validate_staged(staging, origin, warnings)
+}
+
+/// `--build` on a clone: the clone is the source, built in place (cargo
+/// gets a scratch target directory, as for a local path), so what lands in
+/// the extension is the clone plus the built executable.
+fn build_clone(b: Builder, url: &str, root: &Path, staging: &Path, io: &mut Io<'_>) -> Outcome {
+    let m = manifest::load(staging).map_err(|e| relabel(e, url))?;
+    let (tool, rel) = builder::preflight(b, &m, staging)?;
+    let job = Job {
+        builder: b,
+        tool,
+        src: staging,
+        name: &m.name,
+        out: staging.join(rel),
+        scratch_root: root,
+    };
+    builder::build(&job, io)
 }
 
 fn stage_local(
@@ -227,6 +240,7 @@ fn stage_local(
         exclude,
         required: required_paths(&m, src),
         skip: fs::canonicalize(staging).ok(),
+        max_bytes: copy::max_bytes_from_env(),
     };
     copy::copy_tree(src, staging, &plan, &io.cancel, warnings)?;
     if let Some((builder, (tool, rel))) = build {
@@ -525,6 +539,7 @@ mod tests {
             exclude: vec![PathBuf::from("target")],
             required,
             skip: None,
+            max_bytes: u64::MAX,
         };
         let mut warnings = Vec::new();
         copy::copy_tree(

@@ -51,25 +51,14 @@ impl Lang {
 }
 
 /// The Python SDK, written beside a Python scaffold.
-const PY_SDK: &str = include_str!("../../sdk/python/zut_ext/__init__.py");
+const PY_SDK: &str = crate::host::process::PYTHON_SDK;
 /// The TypeScript SDK's compiled JavaScript and its types.
 const TS_SDK: &str = include_str!("../../sdk/typescript/dist/index.js");
 const TS_SDK_TYPES: &str = include_str!("../../sdk/typescript/dist/index.d.ts");
-/// The Rust SDK's sources, written to `zut-ext/src/`.
-const RUST_SDK: &[(&str, &str)] = &[
-    (
-        "additions.rs",
-        include_str!("../../sdk/rust/src/additions.rs"),
-    ),
-    ("args.rs", include_str!("../../sdk/rust/src/args.rs")),
-    ("lib.rs", include_str!("../../sdk/rust/src/lib.rs")),
-    ("lines.rs", include_str!("../../sdk/rust/src/lines.rs")),
-    ("results.rs", include_str!("../../sdk/rust/src/results.rs")),
-    ("sdk.rs", include_str!("../../sdk/rust/src/sdk.rs")),
-    ("testing.rs", include_str!("../../sdk/rust/src/testing.rs")),
-    ("wire.rs", include_str!("../../sdk/rust/src/wire.rs")),
-];
-const RUST_SDK_MANIFEST: &str = include_str!("../../sdk/rust/Cargo.toml");
+/// The Rust SDK's sources, written to `zut-ext/src/`: the crate zut was
+/// built with carries them, so a published zut needs nothing outside it.
+const RUST_SDK: &[(&str, &str)] = zut_ext::source::FILES;
+const RUST_SDK_MANIFEST: &str = zut_ext::source::MANIFEST;
 
 const PY_MAIN: &str = include_str!("scaffold/python_main.py");
 const JS_MAIN: &str = include_str!("scaffold/javascript_index.js");
@@ -216,22 +205,38 @@ fn files(name: &str, lang: Lang) -> Vec<File> {
     out
 }
 
-/// The SDK crate's manifest made standalone: the values it inherits from
-/// zut's workspace are written out.
+/// The SDK crate's manifest made standalone: a `[package]` of its own
+/// (nothing inherited from zut's workspace, never published) and the
+/// dependency tables of the manifest zut was built with. That manifest is
+/// the workspace's in this repository and cargo's normalised one in a
+/// published package (`[dependencies.serde]` tables, listed targets): only
+/// the `[dependencies...]` tables are kept from either.
 fn sdk_manifest() -> String {
+    let mut out = format!(
+        "[package]\nname = \"zut-ext\"\npublish = false\nversion = \"{}\"\nedition = \"2021\"\nlicense = \"MIT\"\n\
+         description = \"The zut extension SDK, vendored by `zut ext new`\"\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    out.push_str(&only_dependencies(RUST_SDK_MANIFEST));
+    out
+}
+
+/// The `[dependencies]` and `[dependencies.NAME]` tables of a manifest,
+/// each after a blank line.
+fn only_dependencies(manifest: &str) -> String {
     let mut out = String::new();
-    for line in RUST_SDK_MANIFEST.lines() {
-        let line = match line.split_once(".workspace = true") {
-            Some(("version", _)) => format!("version = \"{}\"", env!("CARGO_PKG_VERSION")),
-            Some(("edition", _)) => "edition = \"2021\"".to_string(),
-            Some(("license", _)) => "license = \"MIT\"".to_string(),
-            Some((_, _)) => continue,
-            None => line.to_string(),
-        };
-        out.push_str(&line);
-        out.push('\n');
-        if line.starts_with("name = ") {
-            out.push_str("publish = false\n");
+    let mut keep = false;
+    for line in manifest.lines() {
+        let header = line.trim_start();
+        if header.starts_with('[') {
+            keep = header.starts_with("[dependencies]") || header.starts_with("[dependencies.");
+            if keep {
+                out.push('\n');
+            }
+        }
+        if keep {
+            out.push_str(line);
+            out.push('\n');
         }
     }
     out
@@ -421,6 +426,17 @@ mod tests {
     fn sdk_manifest_stands_alone() {
         let m = sdk_manifest();
         assert!(!m.contains("workspace"), "{m}");
+        assert!(m.contains("[dependencies]\n"), "{m}");
+        // A published package's normalised manifest: its dependency tables
+        // are kept, its target listings and workspace values are not.
+        let normalised = "[package]\nname = \"zut-ext\"\nversion = \"0.1.0\"\nautotests = false\n\n\
+            [lib]\nname = \"zut_ext\"\npath = \"src/lib.rs\"\n\n[[test]]\nname = \"golden\"\npath = \"tests/golden.rs\"\n\n\
+            [dependencies.serde]\nversion = \"1\"\nfeatures = [\"derive\"]\n";
+        let kept: String = only_dependencies(normalised);
+        assert_eq!(
+            kept,
+            "\n[dependencies.serde]\nversion = \"1\"\nfeatures = [\"derive\"]\n"
+        );
         assert!(m.contains("name = \"zut-ext\"\npublish = false\n"), "{m}");
         assert!(
             m.contains("version = \"") && m.contains("edition = \"2021\""),

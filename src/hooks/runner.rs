@@ -62,6 +62,8 @@ pub fn run_one(command: &str, timeout: Duration, input: &[u8], project: &Path) -
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // This thread waits for the hook, so the signal fires only if zut dies.
+    crate::proc::die_with_zut(&mut cmd);
     let done = |exit, stdout, stderr| Run {
         exit,
         stdout,

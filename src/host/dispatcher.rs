@@ -640,7 +640,8 @@ impl Dispatcher {
                     .map_err(|e| fail(format!("cannot open log: {e}")))?
             }
         };
-        let spawned = process::spawn(&program, &m.args, &m.dir, stderr)
+        let env = process::python_env(&self.config.zut_home, &m.language, &program);
+        let spawned = process::spawn(&program, &m.args, &m.dir, stderr, &env)
             .map_err(|e| fail(format!("spawn: {e}")))?;
         let ext = ExtId {
             id,

@@ -7,14 +7,18 @@
 //! file by the OS (no drain thread), and no open descriptor but stdin,
 //! stdout and stderr. Its stdin and stdout are non-blocking: the transport
 //! bounds every read and write with [`wait_ready`] and a [`Wake`] pipe.
+//! A Python extension also finds the Python SDK zut was built with: it is
+//! written to `$ZUT_HOME/sdk/python` and put on its `PYTHONPATH`
+//! ([`python_env`]), after whatever `PYTHONPATH` zut itself was given.
 
 use crate::proc::{self, ChildGuard};
 pub use crate::proc::{until, wait_ready, Ready, Wake};
+use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 
 /// A started extension process.
@@ -58,10 +62,82 @@ pub fn log_line(path: &Path, line: &str) {
     }
 }
 
-/// Starts `program args…` in `dir`, in a new process group.
-pub fn spawn(program: &Path, args: &[String], dir: &Path, stderr: File) -> io::Result<Spawned> {
+/// The Python SDK (`zut_ext`) this build carries; `zut ext new` writes it
+/// beside a Python scaffold too.
+pub const PYTHON_SDK: &str = include_str!("../../sdk/python/zut_ext/__init__.py");
+
+/// Whether an extension runs under Python: its manifest says
+/// `"language": "python"`, or its program is a `python…` launcher.
+pub fn is_python(language: &str, program: &Path) -> bool {
+    language.eq_ignore_ascii_case("python")
+        || program
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("python"))
+}
+
+/// The environment a Python extension gets on top of zut's: `PYTHONPATH`
+/// ending in `$ZUT_HOME/sdk/python`, where `import zut_ext` finds the SDK
+/// of this build (so an installed extension needs no copy of its own).
+/// Empty for other extensions, and when the SDK cannot be written there
+/// (a read-only `$ZUT_HOME`: logged, the extension starts anyway).
+pub fn python_env(
+    zut_home: &Path,
+    language: &str,
+    program: &Path,
+) -> Vec<(&'static str, OsString)> {
+    if !is_python(language, program) {
+        return Vec::new();
+    }
+    let dir = zut_home.join("sdk/python");
+    if let Err(e) = place_python_sdk(&dir) {
+        log::warn!("cannot write the Python SDK under {}: {e}", dir.display());
+        return Vec::new();
+    }
+    let mut paths: Vec<PathBuf> = std::env::var_os("PYTHONPATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    paths.push(dir);
+    match std::env::join_paths(paths) {
+        Ok(joined) => vec![("PYTHONPATH", joined)],
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Makes `DIR/zut_ext/__init__.py` (and `py.typed`) this build's SDK:
+/// left alone when it already is, else written beside and renamed into
+/// place, so a concurrent zut or a starting extension never reads half a
+/// file.
+fn place_python_sdk(dir: &Path) -> io::Result<()> {
+    let pkg = dir.join("zut_ext");
+    let init = pkg.join("__init__.py");
+    if std::fs::read(&init).is_ok_and(|b| b == PYTHON_SDK.as_bytes()) {
+        return Ok(());
+    }
+    crate::paths::create_private_dir(&pkg)?;
+    for (name, text) in [("__init__.py", PYTHON_SDK), ("py.typed", "")] {
+        let mut tmp = tempfile::NamedTempFile::new_in(&pkg)?;
+        tmp.write_all(text.as_bytes())?;
+        tmp.persist(pkg.join(name)).map_err(|e| e.error)?;
+    }
+    Ok(())
+}
+
+/// Starts `program args…` in `dir`, in a new process group, with `env`
+/// added to zut's environment.
+pub fn spawn(
+    program: &Path,
+    args: &[String],
+    dir: &Path,
+    stderr: File,
+    env: &[(&str, OsString)],
+) -> io::Result<Spawned> {
     let mut command = Command::new(program);
     command
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::piped())

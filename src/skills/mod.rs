@@ -227,7 +227,9 @@ fn scan_user_root(
     }
     for child in crate::walk::list_dirs(dir) {
         let file = child.join(SKILL_FILE);
-        if file.is_file() {
+        // Anything but a directory is a candidate: a FIFO or device named
+        // SKILL.md is refused by `load` with a warning, not passed over.
+        if std::fs::metadata(&file).is_ok_and(|m| !m.is_dir()) {
             let rel = child.strip_prefix(root).unwrap_or(&child);
             let alias = rel.to_string_lossy().replace('\\', "/");
             out.push(Candidate {
@@ -340,7 +342,7 @@ fn layout(m: &Bundle) -> (Vec<Candidate>, Vec<String>) {
         let direct = dir.join(SKILL_FILE);
         if direct.symlink_metadata().is_ok() {
             match inside(&root, &direct) {
-                Ok(file) if file.is_file() => push(dir.clone(), file),
+                Ok(file) if !file.is_dir() => push(dir.clone(), file),
                 Ok(_) => {}
                 Err(why) => refused.push(format!(
                     "skills path {declared:?}: {} {why}",
@@ -372,7 +374,7 @@ fn layout(m: &Bundle) -> (Vec<Candidate>, Vec<String>) {
                 continue;
             }
             match inside(&root, &file) {
-                Ok(f) if f.is_file() => push(child_dir, f),
+                Ok(f) if !f.is_dir() => push(child_dir, f),
                 Ok(_) => {}
                 Err(why) => refused.push(format!(
                     "skills path {declared:?}: {} {why}",
@@ -396,15 +398,17 @@ fn inside(root: &Path, p: &Path) -> Result<PathBuf, &'static str> {
 /// Reads and parses one candidate; the error names the file.
 fn load(c: &Candidate) -> Result<Skill, String> {
     let fail = |why: String| format!("skipped skill file {}: {why}", c.file.display());
-    let size = std::fs::metadata(&c.file)
-        .map_err(|e| fail(e.to_string()))?
-        .len();
+    // Opened without blocking: a FIFO or a device is refused, by name.
+    let file = crate::safe_fs::open_regular(&c.file).map_err(|e| fail(e.to_string()))?;
+    let size = file.metadata().map_err(|e| fail(e.to_string()))?.len();
     if size > MAX_SKILL_BYTES {
         return Err(fail(format!(
             "{size} bytes is more than the {MAX_SKILL_BYTES} a skill may have"
         )));
     }
-    let bytes = std::fs::read(&c.file).map_err(|e| fail(e.to_string()))?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_SKILL_BYTES), &mut bytes)
+        .map_err(|e| fail(e.to_string()))?;
     let text = String::from_utf8(bytes).map_err(|_| fail("not UTF-8 text".into()))?;
     let doc = frontmatter::parse(&text).map_err(|e| fail(e.to_string()))?;
     let name = match doc.name {

@@ -32,6 +32,8 @@ mod args;
 pub mod lines;
 mod results;
 mod sdk;
+#[doc(hidden)]
+pub mod source;
 pub mod testing;
 pub mod wire;
 

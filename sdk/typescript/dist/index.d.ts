@@ -746,5 +746,7 @@ export declare class Extension {
     private withState;
     private onEvent;
     private onIntercept;
+    /** The interceptor call for `frame`, and the fields each verdict sets when it does not block. */
+    private interceptionOf;
 }
 export {};

@@ -512,6 +512,32 @@ function isThenable(v) {
     return v !== null && typeof v === "object" && typeof v.then === "function";
 }
 /**
+ * The one answer path of every interception: `block` and `reason` from any
+ * verdict, and, when it does not block, the event's own `fields` (those
+ * left undefined, null or empty are not sent).
+ */
+function interception(call, fields) {
+    return {
+        call,
+        answer: (verdict) => {
+            // `verdict` is what `call` returned.
+            const d = verdict;
+            const out = {};
+            if (d?.block)
+                out.block = true;
+            if (d?.reason)
+                out.reason = d.reason;
+            if (d && !d.block) {
+                for (const [k, v] of Object.entries(fields(d))) {
+                    if (v !== undefined && v !== null && v !== "")
+                        out[k] = v;
+                }
+            }
+            return out;
+        },
+    };
+}
+/**
  * Calls `f`, then `done` with its value or `failed` with what it threw or
  * rejected with. Synchronous handlers complete synchronously (no extra tick
  * on the hot path); the returned promise, if any, settles after `done`.
@@ -1164,94 +1190,49 @@ class Extension {
     onIntercept(frame) {
         const id = str(frame.id);
         const reply = (fields) => this.send({ type: "event_intercept_response", id, ...fields });
-        const failClosed = (err) => reply({ block: true, reason: `intercept panic: ${messageOf(err)}` });
-        const blockOr = (block, reason) => {
-            const out = {};
-            if (block)
-                out.block = true;
-            if (reason)
-                out.reason = reason;
-            return out;
-        };
+        const asked = this.interceptionOf(frame);
+        // No interceptor (or an interception this SDK does not know): allow, so the host never waits.
+        if (!asked)
+            return reply({});
+        settle(asked.call, (d) => reply(asked.answer(d)), (err) => reply({ block: true, reason: `intercept panic: ${messageOf(err)}` }));
+    }
+    /** The interceptor call for `frame`, and the fields each verdict sets when it does not block. */
+    interceptionOf(frame) {
         switch (frame.event) {
             case "tool_call": {
                 const f = this.toolCallInterceptor;
-                if (!f)
-                    return reply({});
-                settle(() => f(str(frame.tool_name), argsObject(frame.tool_args)), (d) => {
-                    const out = blockOr(d?.block, d?.reason);
-                    if (!d?.block && d?.modifiedArgs !== undefined)
-                        out.modified_args = d.modifiedArgs;
-                    if (!d?.block && (d?.decision === "approve" || d?.decision === "ask"))
-                        out.decision = d.decision;
-                    reply(out);
-                }, failClosed);
-                return;
+                return f && interception(() => f(str(frame.tool_name), argsObject(frame.tool_args)), (d) => ({
+                    modified_args: d.modifiedArgs,
+                    decision: d.decision === "approve" || d.decision === "ask" ? d.decision : undefined,
+                }));
             }
             case "turn_start": {
                 const f = this.turnStartInterceptor;
-                if (!f)
-                    return reply({});
-                settle(() => f(typeof frame.step === "number" ? frame.step : 0), (d) => {
-                    const out = blockOr(d?.block, d?.reason);
-                    if (!d?.block && d?.context)
-                        out.context = d.context;
-                    reply(out);
-                }, failClosed);
-                return;
+                return f && interception(() => f(typeof frame.step === "number" ? frame.step : 0), (d) => ({ context: d.context }));
             }
             case "assistant_message": {
                 const f = this.assistantMessageInterceptor;
-                if (!f)
-                    return reply({});
                 const original = str(frame.text);
-                settle(() => f(original), (d) => {
-                    const out = blockOr(d?.block, d?.reason);
-                    if (!d?.block && d?.replaceText && d.replaceText !== original)
-                        out.replace_text = d.replaceText;
-                    reply(out);
-                }, failClosed);
-                return;
+                return f && interception(() => f(original), (d) => ({ replace_text: d.replaceText !== original ? d.replaceText : undefined }));
             }
             case "user_message": {
                 const f = this.userMessageInterceptor;
-                if (!f)
-                    return reply({});
                 const original = str(frame.text);
-                settle(() => f(original), (d) => {
-                    const out = blockOr(d?.block, d?.reason);
-                    if (!d?.block && d?.replaceText && d.replaceText !== original)
-                        out.replace_text = d.replaceText;
-                    if (!d?.block && d?.context)
-                        out.context = d.context;
-                    reply(out);
-                }, failClosed);
-                return;
+                return f && interception(() => f(original), (d) => ({ replace_text: d.replaceText !== original ? d.replaceText : undefined, context: d.context }));
             }
             case "tool_result": {
                 const f = this.toolResultInterceptor;
-                if (!f)
-                    return reply({});
-                settle(() => f(eventOf(frame)), (d) => {
-                    const out = blockOr(d?.block, d?.reason);
-                    if (!d?.block && Array.isArray(d?.replaceContent))
-                        out.replace_content = d.replaceContent.map(toWireContent);
-                    if (!d?.block && d?.context)
-                        out.context = d.context;
-                    reply(out);
-                }, failClosed);
-                return;
+                return f && interception(() => f(eventOf(frame)), (d) => ({
+                    replace_content: Array.isArray(d.replaceContent) ? d.replaceContent.map(toWireContent) : undefined,
+                    context: d.context,
+                }));
             }
             case "agent_end": {
                 const f = this.agentEndInterceptor;
-                if (!f)
-                    return reply({});
-                settle(() => f(eventOf(frame)), (d) => reply(blockOr(d?.block, d?.reason)), failClosed);
-                return;
+                return f && interception(() => f(eventOf(frame)), () => ({}));
             }
             default:
-                // An interception this SDK does not know: allow, so the host never waits.
-                reply({});
+                return undefined;
         }
     }
 }

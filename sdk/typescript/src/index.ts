@@ -929,6 +929,48 @@ function isThenable<T>(v: MaybePromise<T>): v is Promise<T> {
   return v !== null && typeof v === "object" && typeof (v as { then?: unknown }).then === "function";
 }
 
+/** The fields of an `event_intercept_response` besides its type and id. */
+type InterceptAnswer = Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id">;
+
+/** What every interceptor's verdict has. */
+interface Verdict {
+  block?: boolean;
+  reason?: string;
+}
+
+/** One interception: the interceptor's call, and the answer its verdict makes. */
+interface Interception {
+  call: () => MaybePromise<unknown>;
+  answer: (verdict: unknown) => InterceptAnswer;
+}
+
+/**
+ * The one answer path of every interception: `block` and `reason` from any
+ * verdict, and, when it does not block, the event's own `fields` (those
+ * left undefined, null or empty are not sent).
+ */
+function interception<D extends Verdict>(
+  call: () => MaybePromise<D | undefined>,
+  fields: (verdict: D) => InterceptAnswer,
+): Interception {
+  return {
+    call,
+    answer: (verdict) => {
+      // `verdict` is what `call` returned.
+      const d = verdict as D | undefined;
+      const out: InterceptAnswer = {};
+      if (d?.block) out.block = true;
+      if (d?.reason) out.reason = d.reason;
+      if (d && !d.block) {
+        for (const [k, v] of Object.entries(fields(d))) {
+          if (v !== undefined && v !== null && v !== "") (out as Record<string, unknown>)[k] = v;
+        }
+      }
+      return out;
+    },
+  };
+}
+
 /**
  * Calls `f`, then `done` with its value or `failed` with what it threw or
  * rejected with. Synchronous handlers complete synchronously (no extra tick
@@ -1661,105 +1703,67 @@ export class Extension {
 
   private onIntercept(frame: Extract<HostToExtFrame, { type: "event_intercept" }>): void {
     const id = str(frame.id);
-    const reply = (fields: Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id">) =>
-      this.send({ type: "event_intercept_response", id, ...fields });
-    const failClosed = (err: unknown) => reply({ block: true, reason: `intercept panic: ${messageOf(err)}` });
-    const blockOr = (block: boolean | undefined, reason: string | undefined) => {
-      const out: { block?: boolean; reason?: string } = {};
-      if (block) out.block = true;
-      if (reason) out.reason = reason;
-      return out;
-    };
+    const reply = (fields: InterceptAnswer) => this.send({ type: "event_intercept_response", id, ...fields });
+    const asked = this.interceptionOf(frame);
+    // No interceptor (or an interception this SDK does not know): allow, so the host never waits.
+    if (!asked) return reply({});
+    settle(asked.call, (d) => reply(asked.answer(d)), (err) =>
+      reply({ block: true, reason: `intercept panic: ${messageOf(err)}` }),
+    );
+  }
+
+  /** The interceptor call for `frame`, and the fields each verdict sets when it does not block. */
+  private interceptionOf(frame: Extract<HostToExtFrame, { type: "event_intercept" }>): Interception | undefined {
     switch (frame.event) {
       case "tool_call": {
         const f = this.toolCallInterceptor;
-        if (!f) return reply({});
-        settle(
+        return f && interception(
           () => f(str(frame.tool_name), argsObject(frame.tool_args)),
-          (d) => {
-            const out: Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id"> =
-              blockOr(d?.block, d?.reason);
-            if (!d?.block && d?.modifiedArgs !== undefined) out.modified_args = d.modifiedArgs;
-            if (!d?.block && (d?.decision === "approve" || d?.decision === "ask")) out.decision = d.decision;
-            reply(out);
-          },
-          failClosed,
+          (d) => ({
+            modified_args: d.modifiedArgs,
+            decision: d.decision === "approve" || d.decision === "ask" ? d.decision : undefined,
+          }),
         );
-        return;
       }
       case "turn_start": {
         const f = this.turnStartInterceptor;
-        if (!f) return reply({});
-        settle(
+        return f && interception(
           () => f(typeof frame.step === "number" ? frame.step : 0),
-          (d) => {
-            const out: Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id"> =
-              blockOr(d?.block, d?.reason);
-            if (!d?.block && d?.context) out.context = d.context;
-            reply(out);
-          },
-          failClosed,
+          (d) => ({ context: d.context }),
         );
-        return;
       }
       case "assistant_message": {
         const f = this.assistantMessageInterceptor;
-        if (!f) return reply({});
         const original = str(frame.text);
-        settle(
+        return f && interception(
           () => f(original),
-          (d) => {
-            const out: Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id"> =
-              blockOr(d?.block, d?.reason);
-            if (!d?.block && d?.replaceText && d.replaceText !== original) out.replace_text = d.replaceText;
-            reply(out);
-          },
-          failClosed,
+          (d) => ({ replace_text: d.replaceText !== original ? d.replaceText : undefined }),
         );
-        return;
       }
       case "user_message": {
         const f = this.userMessageInterceptor;
-        if (!f) return reply({});
         const original = str(frame.text);
-        settle(
+        return f && interception(
           () => f(original),
-          (d) => {
-            const out: Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id"> =
-              blockOr(d?.block, d?.reason);
-            if (!d?.block && d?.replaceText && d.replaceText !== original) out.replace_text = d.replaceText;
-            if (!d?.block && d?.context) out.context = d.context;
-            reply(out);
-          },
-          failClosed,
+          (d) => ({ replace_text: d.replaceText !== original ? d.replaceText : undefined, context: d.context }),
         );
-        return;
       }
       case "tool_result": {
         const f = this.toolResultInterceptor;
-        if (!f) return reply({});
-        settle(
+        return f && interception(
           () => f(eventOf(frame)),
-          (d) => {
-            const out: Omit<Extract<ExtToHostFrame, { type: "event_intercept_response" }>, "type" | "id"> =
-              blockOr(d?.block, d?.reason);
-            if (!d?.block && Array.isArray(d?.replaceContent)) out.replace_content = d.replaceContent.map(toWireContent);
-            if (!d?.block && d?.context) out.context = d.context;
-            reply(out);
-          },
-          failClosed,
+          (d) => ({
+            replace_content: Array.isArray(d.replaceContent) ? d.replaceContent.map(toWireContent) : undefined,
+            context: d.context,
+          }),
         );
-        return;
       }
       case "agent_end": {
         const f = this.agentEndInterceptor;
-        if (!f) return reply({});
-        settle(() => f(eventOf(frame)), (d) => reply(blockOr(d?.block, d?.reason)), failClosed);
-        return;
+        return f && interception(() => f(eventOf(frame)), () => ({}));
       }
       default:
-        // An interception this SDK does not know: allow, so the host never waits.
-        reply({});
+        return undefined;
     }
   }
 }

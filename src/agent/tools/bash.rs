@@ -7,6 +7,10 @@
 //! can be signalled together, and it is killed and reaped whatever happens
 //! to the call (an early return or a panic included).
 //!
+//! If zut is killed outright (`kill -9`, the OOM killer) the kernel
+//! SIGKILLs the shell ([`proc::die_with_zut`]), so a `sleep 300` does not
+//! go on under init; what the shell forked itself is not reached.
+//!
 //! Threads: the guard's exit notice (a channel that disconnects when the
 //! shell exits), and a reader that `poll`s the pipe (and a stop pipe) and
 //! keeps a bounded `Capture` of the output. The calling thread `select!`s
@@ -246,6 +250,8 @@ fn shell_command(shell: &str, command: &str, cwd: &Path, output: &OwnedFd) -> io
         .stdin(Stdio::null())
         .stdout(Stdio::from(output.try_clone()?))
         .stderr(Stdio::from(output.try_clone()?));
+    // This thread waits for the shell, so the signal fires only if zut dies.
+    proc::die_with_zut(&mut cmd);
     Ok(cmd)
 }
 
