@@ -509,7 +509,10 @@ pub(crate) fn error_message(body: &str) -> String {
     })
 }
 
-/// `error.message`, `error` (string) or `message` of a JSON error body.
+/// `error.message`, `error` (string) or `message` of a JSON error body,
+/// followed by `error.code` in parentheses when that is a word the message
+/// does not already say (OpenAI-compatible servers put the kind of error,
+/// such as `context_length_exceeded`, only there).
 pub(crate) fn json_error_message(body: &str) -> Option<String> {
     let v: Value = serde_json::from_str(body).ok()?;
     let message = match v.get("error") {
@@ -518,8 +521,20 @@ pub(crate) fn json_error_message(body: &str) -> Option<String> {
         _ => None,
     }
     .or_else(|| v.get("message").and_then(Value::as_str))?;
-    let line = one_line(message);
-    (!line.is_empty()).then_some(line)
+    let mut line = one_line(message);
+    if line.is_empty() {
+        return None;
+    }
+    let code = v
+        .get("error")
+        .and_then(|e| e.get("code"))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && !c.contains(char::is_whitespace));
+    if let Some(code) = code.filter(|c| !line.contains(c)) {
+        line = format!("{line} ({})", snippet(code));
+    }
+    Some(line)
 }
 
 /// The first 200 characters of `text`, on one line.
@@ -857,6 +872,20 @@ mod tests {
         assert_eq!(
             error_message(r#"{"error":{"message":"bad key","code":null}}"#),
             "bad key"
+        );
+        assert_eq!(
+            error_message(r#"{"error":{"message":"Too big.","code":"context_length_exceeded"}}"#),
+            "Too big. (context_length_exceeded)"
+        );
+        assert_eq!(
+            error_message(r#"{"error":{"message":"code 502 upstream","code":502}}"#),
+            "code 502 upstream"
+        );
+        assert_eq!(
+            error_message(
+                r#"{"error":{"message":"context_length_exceeded","code":"context_length_exceeded"}}"#
+            ),
+            "context_length_exceeded"
         );
         assert_eq!(
             error_message(r#"{"error":"model not found"}"#),

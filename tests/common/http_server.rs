@@ -374,6 +374,7 @@ fn reason(status: u16) -> &'static str {
 pub struct TestProxy {
     url: String,
     seen: Arc<Mutex<Vec<(String, String)>>>,
+    connects: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -383,23 +384,31 @@ impl TestProxy {
         listener.set_nonblocking(true).expect("nonblocking proxy");
         let url = format!("http://{}", listener.local_addr().expect("proxy addr"));
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let connects = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         {
             let seen = seen.clone();
+            let connects = connects.clone();
             let stop = stop.clone();
             std::thread::spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
                     match listener.accept() {
                         Ok((s, _)) => {
                             let seen = seen.clone();
-                            std::thread::spawn(move || tunnel(s, &seen));
+                            let connects = connects.clone();
+                            std::thread::spawn(move || tunnel(s, &seen, &connects));
                         }
                         Err(_) => std::thread::sleep(Duration::from_millis(2)),
                     }
                 }
             });
         }
-        TestProxy { url, seen, stop }
+        TestProxy {
+            url,
+            seen,
+            connects,
+            stop,
+        }
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -411,6 +420,12 @@ impl TestProxy {
     pub fn seen(&self) -> Vec<(String, String)> {
         self.seen.lock().unwrap().clone()
     }
+
+    /// Every `CONNECT` target asked for, as soon as it was asked (also
+    /// when the tunnel could not be made, or carried TLS).
+    pub fn connects(&self) -> Vec<String> {
+        self.connects.lock().unwrap().clone()
+    }
 }
 
 impl Drop for TestProxy {
@@ -419,7 +434,7 @@ impl Drop for TestProxy {
     }
 }
 
-fn tunnel(client: TcpStream, seen: &Mutex<Vec<(String, String)>>) {
+fn tunnel(client: TcpStream, seen: &Mutex<Vec<(String, String)>>, connects: &Mutex<Vec<String>>) {
     let _ = client.set_nonblocking(false);
     let _ = client.set_read_timeout(Some(Duration::from_secs(10)));
     let mut reader = BufReader::new(client);
@@ -435,6 +450,7 @@ fn tunnel(client: TcpStream, seen: &Mutex<Vec<(String, String)>>) {
         return;
     }
     let target = parts.next().unwrap_or_default().to_string();
+    connects.lock().unwrap().push(target.clone());
     loop {
         let mut h = String::new();
         if reader.read_line(&mut h).is_err() || h.trim().is_empty() {
