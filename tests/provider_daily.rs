@@ -1145,3 +1145,47 @@ fn a_context_error_over_http_compacts_once_for_both_apis() {
     assert!(retried.contains("ANTHROPIC SUMMARY"), "{retried}");
     assert_eq!(compaction_rows(&e.home).len(), 1);
 }
+
+#[test]
+fn an_answer_interceptor_never_sees_the_thinking() {
+    let e = env();
+    // The redacting fixture rewrites SECRET in the answer it is shown; had
+    // it been shown the thinking too, its rewrite would carry it.
+    let ext = e.proj.join("fx-redact");
+    std::fs::create_dir_all(&ext).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ext");
+    std::fs::copy(fixtures.join("fx.py"), ext.join("fx.py")).unwrap();
+    write(
+        &ext.join("extension.json"),
+        &json!({"name":"fx-redact","version":"1.2.3","exec":"python3",
+            "args":["fx.py","icpt","modes=redact"]})
+        .to_string(),
+    );
+    let script = script_file(
+        &e,
+        "s.jsonl",
+        &[json!({"thinking":"a SECRET plan","text":"the SECRET answer"})],
+    );
+    let ext = ext.to_str().unwrap();
+    let args = ["--provider", "script", "--script", &script, "--ext", ext];
+    let mut json_args = vec!["--mode", "json"];
+    json_args.extend(args);
+    json_args.push("hi");
+    let out = zut(&e, &json_args, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    assert!(of_type(&evs, "ext_error").is_empty(), "{evs:?}");
+    let answers = of_type(&evs, "assistant_message");
+    assert_eq!(answers.len(), 1, "{evs:?}");
+    assert_eq!(answers[0]["text"], "the [redacted] answer");
+    let raw = stdout(&out);
+    assert!(!raw.contains("[redacted] plan"), "{raw}");
+
+    let mut print_args = vec!["-p"];
+    print_args.extend(args);
+    print_args.push("hi");
+    let out = zut(&e, &print_args, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "the [redacted] answer\n");
+    assert!(!stderr(&out).contains("plan"), "{}", stderr(&out));
+}
