@@ -49,6 +49,7 @@ fn zut(e: &Env, args: &[&str], vars: &[(&str, &str)]) -> Output {
     cmd.current_dir(&e.proj)
         .env("ZUT_HOME", &e.home)
         .env("ZUT_RETRY_BASE_MS", "1")
+        .env_remove("ZUT_PROVIDER_IDLE_TIMEOUT_MS")
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .stdin(Stdio::null())
@@ -1188,4 +1189,38 @@ fn an_answer_interceptor_never_sees_the_thinking() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "the [redacted] answer\n");
     assert!(!stderr(&out).contains("plan"), "{}", stderr(&out));
+}
+
+#[test]
+fn config_idle_timeout_ends_a_stalled_stream_and_the_environment_wins() {
+    let e = env();
+    write(&e.home.join("config.json"), r#"{"idle_timeout_ms": 300}"#);
+    let stalled = chunk(json!({"role":"assistant"}), None);
+    let server = TestServer::start(vec![Reply::sse_stall(&stalled), Reply::sse_stall(&stalled)]);
+    let base = format!("{}/v1", server.url());
+    let args = [
+        "-p",
+        "--provider",
+        "openai",
+        "--base-url",
+        base.as_str(),
+        "hi",
+    ];
+    let started = std::time::Instant::now();
+    let out = zut(&e, &args, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no data from the provider for 0.3 s"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+
+    let out = zut(&e, &args, &[("ZUT_PROVIDER_IDLE_TIMEOUT_MS", "200")]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no data from the provider for 0.2 s"),
+        "{}",
+        stderr(&out)
+    );
 }
