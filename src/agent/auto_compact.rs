@@ -33,7 +33,10 @@ decisions, files touched and what remains to do. Answer with the summary only.";
 /// "maximum context length", and the like from compatible servers).
 pub fn is_context_too_long(e: &ProviderError) -> bool {
     let message = match e {
-        ProviderError::Http { status, message } if matches!(status, 400 | 413 | 422) => message,
+        ProviderError::Http {
+            status: 400 | 413 | 422,
+            message,
+        } => message,
         ProviderError::Model(message) | ProviderError::Protocol(message) => message,
         _ => return false,
     };

@@ -308,11 +308,7 @@ fn write_reply(
             head.push_str("transfer-encoding: chunked\r\n\r\n");
             s.write_all(head.as_bytes())?;
             write_pieces(s, data)?;
-            loop {
-                match released.recv_timeout(*every) {
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    _ => break,
-                }
+            while let Err(mpsc::RecvTimeoutError::Timeout) = released.recv_timeout(*every) {
                 s.write_all(format!("{:x}\r\n", beat.len()).as_bytes())?;
                 s.write_all(beat)?;
                 s.write_all(b"\r\n")?;
