@@ -49,6 +49,7 @@ fn zut(e: &Env, args: &[&str], vars: &[(&str, &str)]) -> Output {
     cmd.current_dir(&e.proj)
         .env("ZUT_HOME", &e.home)
         .env("ZUT_RETRY_BASE_MS", "1")
+        .env_remove("ZUT_PROVIDER_IDLE_TIMEOUT_MS")
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .stdin(Stdio::null())
@@ -355,7 +356,8 @@ fn anthropic_caches_thinks_keeps_signed_blocks_and_prices_usage() {
     assert_eq!(tools.last().unwrap()["cache_control"], eph);
     assert!(tools[0].get("cache_control").is_none() || tools.len() == 1);
     let count = first.to_string().matches("cache_control").count();
-    assert!(count <= 4 && count >= 3, "{count} breakpoints");
+    // System, last tool, newest message: no per-request context here.
+    assert_eq!(count, 3, "{count} breakpoints");
 
     // The second request sends the signed blocks back unchanged, first.
     let second = reqs[1].json();
@@ -1001,5 +1003,225 @@ fn signed_thinking_survives_the_session_file() {
     assert_eq!(
         assistant["content"][1],
         json!({"type":"redacted_thinking","data":"RU5DUllQVEVE"})
+    );
+}
+
+#[test]
+fn https_urls_take_https_proxy_lower_case_first_and_no_proxy_lists() {
+    let e = env();
+    let lower = TestProxy::start();
+    let upper = TestProxy::start();
+    // A port nobody listens on: each proxy answers 502, which is enough to
+    // see where the CONNECT went (no TLS server is needed for that).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let authority = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let base = format!("https://{authority}/v1");
+    let args = [
+        "-p",
+        "--provider",
+        "openai",
+        "--base-url",
+        base.as_str(),
+        "hi",
+    ];
+
+    let out = zut(
+        &e,
+        &args,
+        &[("https_proxy", lower.url()), ("HTTPS_PROXY", upper.url())],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(!lower.connects().is_empty(), "{}", stderr(&out));
+    assert!(lower.connects().iter().all(|c| *c == authority));
+    assert!(upper.connects().is_empty(), "lower case wins");
+
+    let out = zut(&e, &args, &[("HTTPS_PROXY", upper.url())]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(!upper.connects().is_empty(), "{}", stderr(&out));
+    assert!(upper.connects().iter().all(|c| *c == authority));
+
+    // An http proxy variable does not apply to an https URL, and a
+    // NO_PROXY list naming the host keeps it off the proxy.
+    let before = (lower.connects().len(), upper.connects().len());
+    let out = zut(&e, &args, &[("http_proxy", lower.url())]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = zut(
+        &e,
+        &args,
+        &[
+            ("HTTPS_PROXY", upper.url()),
+            ("no_proxy", "other.example,127.0.0.1"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        (lower.connects().len(), upper.connects().len()),
+        before,
+        "nothing more went through a proxy"
+    );
+}
+
+/// `zut` keeping a session, without proxy variables or extensions.
+fn zut_kept(e: &Env, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zut"));
+    cmd.current_dir(&e.proj)
+        .env("ZUT_HOME", &e.home)
+        .env("ZUT_RETRY_BASE_MS", "1")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(Stdio::null())
+        .args(["--no-extensions"])
+        .args(args);
+    for v in PROXY_VARS {
+        cmd.env_remove(v);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn a_context_error_over_http_compacts_once_for_both_apis() {
+    // OpenAI: the error's code alone says what happened.
+    let e = env();
+    let too_long = r#"{"error":{"message":"Input is larger than this model accepts.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+    let server = TestServer::start(vec![
+        Reply::sse(&openai_answer("one")),
+        Reply::json(400, too_long),
+        Reply::sse(&openai_answer("OPENAI SUMMARY")),
+        Reply::sse(&openai_answer("two")),
+    ]);
+    let base = format!("{}/v1", server.url());
+    let run = |prompt: &str, more: bool| {
+        let mut a = vec!["-p", "--provider", "openai", "--base-url", base.as_str()];
+        if more {
+            a.push("--continue");
+        }
+        a.push(prompt);
+        zut_kept(&e, &a)
+    };
+    let out = run("first", false);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run("second", true);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "two");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 4);
+    let retried = reqs[3].json()["messages"].to_string();
+    assert!(retried.contains("OPENAI SUMMARY"), "{retried}");
+    assert!(!retried.contains("\"one\""), "{retried}");
+    let rows = compaction_rows(&e.home);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["reason"], "auto");
+
+    // Anthropic: HTTP 400 "prompt is too long", twice: one compaction,
+    // then the second error stands.
+    let e = env();
+    let too_long = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+    let server = TestServer::start(vec![
+        Reply::sse(&anthropic_text("one")),
+        Reply::json(400, too_long),
+        Reply::sse(&anthropic_text("ANTHROPIC SUMMARY")),
+        Reply::json(400, too_long),
+        Reply::sse(&anthropic_text("never")),
+    ]);
+    let run = |prompt: &str, more: bool| {
+        let mut a = vec!["-p", "--provider", "anthropic", "--api-key", "k"];
+        a.extend(["--base-url", server.url()]);
+        if more {
+            a.push("--continue");
+        }
+        a.push(prompt);
+        zut_kept(&e, &a)
+    };
+    let out = run("first", false);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run("second", true);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("prompt is too long"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(server.request_count(), 4, "no second round");
+    let retried = server.requests()[3].json()["messages"].to_string();
+    assert!(retried.contains("ANTHROPIC SUMMARY"), "{retried}");
+    assert_eq!(compaction_rows(&e.home).len(), 1);
+}
+
+#[test]
+fn an_answer_interceptor_never_sees_the_thinking() {
+    let e = env();
+    // The redacting fixture rewrites SECRET in the answer it is shown; had
+    // it been shown the thinking too, its rewrite would carry it.
+    let ext = e.proj.join("fx-redact");
+    std::fs::create_dir_all(&ext).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ext");
+    std::fs::copy(fixtures.join("fx.py"), ext.join("fx.py")).unwrap();
+    write(
+        &ext.join("extension.json"),
+        &json!({"name":"fx-redact","version":"1.2.3","exec":"python3",
+            "args":["fx.py","icpt","modes=redact"]})
+        .to_string(),
+    );
+    let script = script_file(
+        &e,
+        "s.jsonl",
+        &[json!({"thinking":"a SECRET plan","text":"the SECRET answer"})],
+    );
+    let ext = ext.to_str().unwrap();
+    let args = ["--provider", "script", "--script", &script, "--ext", ext];
+    let mut json_args = vec!["--mode", "json"];
+    json_args.extend(args);
+    json_args.push("hi");
+    let out = zut(&e, &json_args, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    assert!(of_type(&evs, "ext_error").is_empty(), "{evs:?}");
+    let answers = of_type(&evs, "assistant_message");
+    assert_eq!(answers.len(), 1, "{evs:?}");
+    assert_eq!(answers[0]["text"], "the [redacted] answer");
+    let raw = stdout(&out);
+    assert!(!raw.contains("[redacted] plan"), "{raw}");
+
+    let mut print_args = vec!["-p"];
+    print_args.extend(args);
+    print_args.push("hi");
+    let out = zut(&e, &print_args, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "the [redacted] answer\n");
+    assert!(!stderr(&out).contains("plan"), "{}", stderr(&out));
+}
+
+#[test]
+fn config_idle_timeout_ends_a_stalled_stream_and_the_environment_wins() {
+    let e = env();
+    write(&e.home.join("config.json"), r#"{"idle_timeout_ms": 300}"#);
+    let stalled = chunk(json!({"role":"assistant"}), None);
+    let server = TestServer::start(vec![Reply::sse_stall(&stalled), Reply::sse_stall(&stalled)]);
+    let base = format!("{}/v1", server.url());
+    let args = [
+        "-p",
+        "--provider",
+        "openai",
+        "--base-url",
+        base.as_str(),
+        "hi",
+    ];
+    let started = std::time::Instant::now();
+    let out = zut(&e, &args, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no data from the provider for 0.3 s"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+
+    let out = zut(&e, &args, &[("ZUT_PROVIDER_IDLE_TIMEOUT_MS", "200")]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no data from the provider for 0.2 s"),
+        "{}",
+        stderr(&out)
     );
 }

@@ -244,7 +244,7 @@ fn error_body_reaches_the_caller_as_one_line() {
     let err = result.unwrap_err();
     assert_eq!(
         err.to_string(),
-        "provider returned HTTP 401: Incorrect API key provided: sk-test. You can find your API key at https://platform.openai.com/account/api-keys."
+        "provider returned HTTP 401: Incorrect API key provided: sk-test. You can find your API key at https://platform.openai.com/account/api-keys. (invalid_api_key)"
     );
     assert_eq!(server.request_count(), 1);
 }

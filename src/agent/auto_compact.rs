@@ -33,7 +33,10 @@ decisions, files touched and what remains to do. Answer with the summary only.";
 /// "maximum context length", and the like from compatible servers).
 pub fn is_context_too_long(e: &ProviderError) -> bool {
     let message = match e {
-        ProviderError::Http { status, message } if matches!(status, 400 | 413 | 422) => message,
+        ProviderError::Http {
+            status: 400 | 413 | 422,
+            message,
+        } => message,
         ProviderError::Model(message) | ProviderError::Protocol(message) => message,
         _ => return false,
     };
@@ -48,6 +51,12 @@ pub fn is_context_too_long(e: &ProviderError) -> bool {
     ]
     .iter()
     .any(|needle| m.contains(needle))
+}
+
+/// Whether a request of `estimate` tokens fills more than [`THRESHOLD`]
+/// of a `window`-token context.
+fn too_full(estimate: u64, window: u64) -> bool {
+    estimate as f64 > THRESHOLD * window as f64
 }
 
 /// About how many tokens `text` is.
@@ -164,7 +173,7 @@ impl Agent {
             return Vec::new();
         };
         let estimate = self.estimate(tools, hidden);
-        if (estimate as f64) <= THRESHOLD * window as f64 {
+        if !too_full(estimate, window) {
             return Vec::new();
         }
         log::info!("request estimated at {estimate} of {window} tokens: compacting first");
@@ -205,6 +214,16 @@ impl Agent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_threshold_is_85_percent_of_the_window() {
+        assert!(!too_full(85, 100));
+        assert!(too_full(86, 100));
+        assert!(!too_full(170_000, 200_000));
+        assert!(too_full(170_001, 200_000));
+        assert_eq!(tokens(8), 2);
+        assert_eq!(tokens(9), 3);
+    }
 
     #[test]
     fn context_errors_of_both_apis_are_recognised() {

@@ -78,7 +78,7 @@ impl Anthropic {
                 .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
             url: messages_url(&base),
             api_key,
-            http: HttpClient::for_url(&base)?,
+            http: HttpClient::for_url(&base, settings.timeouts)?,
             options: BodyOptions {
                 cache: !settings.no_cache,
                 thinking: settings.thinking,

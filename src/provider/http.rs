@@ -248,6 +248,7 @@ pub(crate) struct HttpClient {
     /// The proxy every request goes through, from the environment.
     proxy: Option<ureq::Proxy>,
     retry: RetryPolicy,
+    connect: Duration,
     idle: Duration,
 }
 
@@ -301,9 +302,10 @@ impl HttpClient {
     }
 
     /// A client for requests to `url` (which picks the proxy), with the
-    /// default timeouts and the env-tunable retry base and idle deadline.
+    /// configured timeouts (defaults where not), the env-tunable retry base
+    /// and idle deadline (the environment wins over config).
     /// A proxy variable that is not a usable URL is a Config error.
-    pub(crate) fn for_url(url: &str) -> Result<Self, ProviderError> {
+    pub(crate) fn for_url(url: &str, timeouts: super::Timeouts) -> Result<Self, ProviderError> {
         let proxy = match super::proxy::proxy_for(url, &super::proxy::env_lookup) {
             Some(p) => Some(ureq::Proxy::new(&p).map_err(|e| {
                 ProviderError::Config(format!(
@@ -312,16 +314,26 @@ impl HttpClient {
             })?),
             None => None,
         };
-        let idle = env_duration(IDLE_TIMEOUT_ENV, DEFAULT_IDLE_TIMEOUT_MS);
-        Ok(Self::with(proxy, RetryPolicy::from_env(), idle))
+        let default_idle = timeouts
+            .idle
+            .map_or(DEFAULT_IDLE_TIMEOUT_MS, |d| d.as_millis() as u64);
+        let idle = env_duration(IDLE_TIMEOUT_ENV, default_idle);
+        let connect = timeouts.connect.unwrap_or(CONNECT_TIMEOUT);
+        Ok(Self::with(proxy, RetryPolicy::from_env(), connect, idle))
     }
 
-    fn with(proxy: Option<ureq::Proxy>, retry: RetryPolicy, idle: Duration) -> Self {
-        let agent = Mutex::new(new_agent(proxy.clone(), idle));
+    fn with(
+        proxy: Option<ureq::Proxy>,
+        retry: RetryPolicy,
+        connect: Duration,
+        idle: Duration,
+    ) -> Self {
+        let agent = Mutex::new(new_agent(proxy.clone(), connect, idle));
         HttpClient {
             agent,
             proxy,
             retry,
+            connect,
             idle,
         }
     }
@@ -368,7 +380,7 @@ impl HttpClient {
     /// Shuts the agent down (interrupting its worker) and makes a new one.
     fn renew(&self, old: ureq::Agent) {
         old.shutdown();
-        let fresh = new_agent(self.proxy.clone(), self.idle);
+        let fresh = new_agent(self.proxy.clone(), self.connect, self.idle);
         match self.agent.lock() {
             Ok(mut a) => *a = fresh,
             Err(poisoned) => *poisoned.into_inner() = fresh,
@@ -509,7 +521,10 @@ pub(crate) fn error_message(body: &str) -> String {
     })
 }
 
-/// `error.message`, `error` (string) or `message` of a JSON error body.
+/// `error.message`, `error` (string) or `message` of a JSON error body,
+/// followed by `error.code` in parentheses when that is a word the message
+/// does not already say (OpenAI-compatible servers put the kind of error,
+/// such as `context_length_exceeded`, only there).
 pub(crate) fn json_error_message(body: &str) -> Option<String> {
     let v: Value = serde_json::from_str(body).ok()?;
     let message = match v.get("error") {
@@ -518,8 +533,20 @@ pub(crate) fn json_error_message(body: &str) -> Option<String> {
         _ => None,
     }
     .or_else(|| v.get("message").and_then(Value::as_str))?;
-    let line = one_line(message);
-    (!line.is_empty()).then_some(line)
+    let mut line = one_line(message);
+    if line.is_empty() {
+        return None;
+    }
+    let code = v
+        .get("error")
+        .and_then(|e| e.get("code"))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && !c.contains(char::is_whitespace));
+    if let Some(code) = code.filter(|c| !line.contains(c)) {
+        line = format!("{line} ({})", snippet(code));
+    }
+    Some(line)
 }
 
 /// The first 200 characters of `text`, on one line.
@@ -563,15 +590,16 @@ fn spawn_exchange(agent: ureq::Agent, post: Post) -> Result<Receiver<Piece>, Pro
 }
 
 /// A `ureq` agent with zut's settings: statuses are answers, not errors;
-/// no redirects; connect bounded by [`CONNECT_TIMEOUT`]; a socket read
-/// bounded by the idle deadline as a backstop (the caller's own deadline
-/// and [`ureq::Agent::shutdown`] normally end a stalled worker first).
-fn new_agent(proxy: Option<ureq::Proxy>, idle: Duration) -> ureq::Agent {
+/// no redirects; connect bounded by `connect` ([`CONNECT_TIMEOUT`] unless
+/// configured); a socket read bounded by the idle deadline as a backstop
+/// (the caller's own deadline and [`ureq::Agent::shutdown`] normally end a
+/// stalled worker first).
+fn new_agent(proxy: Option<ureq::Proxy>, connect: Duration, idle: Duration) -> ureq::Agent {
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
         .proxy(proxy)
-        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_connect(Some(connect))
         .timeout_per_read(Some(idle.saturating_add(Duration::from_secs(5))))
         .user_agent(concat!("zut/", env!("CARGO_PKG_VERSION")))
         .build();
@@ -859,6 +887,20 @@ mod tests {
             "bad key"
         );
         assert_eq!(
+            error_message(r#"{"error":{"message":"Too big.","code":"context_length_exceeded"}}"#),
+            "Too big. (context_length_exceeded)"
+        );
+        assert_eq!(
+            error_message(r#"{"error":{"message":"code 502 upstream","code":502}}"#),
+            "code 502 upstream"
+        );
+        assert_eq!(
+            error_message(
+                r#"{"error":{"message":"context_length_exceeded","code":"context_length_exceeded"}}"#
+            ),
+            "context_length_exceeded"
+        );
+        assert_eq!(
             error_message(r#"{"error":"model not found"}"#),
             "model not found"
         );
@@ -889,7 +931,12 @@ mod tests {
     }
 
     fn client(idle_ms: u64) -> HttpClient {
-        HttpClient::with(None, policy(1), Duration::from_millis(idle_ms))
+        HttpClient::with(
+            None,
+            policy(1),
+            CONNECT_TIMEOUT,
+            Duration::from_millis(idle_ms),
+        )
     }
 
     fn run(client: &HttpClient, url: String, cancel: &CancelToken) -> Result<(), ProviderError> {

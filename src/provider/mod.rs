@@ -415,6 +415,17 @@ pub struct Settings {
     pub pricing: usage::Pricing,
     /// Config `"auto_compact": false`: never compact on the agent's own.
     pub no_auto_compact: bool,
+    /// Config `connect_timeout_ms` and `idle_timeout_ms`.
+    pub timeouts: Timeouts,
+}
+
+/// How long an HTTP provider waits to connect and for the next data of a
+/// stream; `None` keeps the default (10 s and 120 s). The environment's
+/// `ZUT_PROVIDER_IDLE_TIMEOUT_MS` wins over the configured idle timeout.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timeouts {
+    pub connect: Option<std::time::Duration>,
+    pub idle: Option<std::time::Duration>,
 }
 
 /// Fills the daily-use options from the flags and config (`cache`,
@@ -437,6 +448,20 @@ pub fn apply_options(
             }),
             None => Thinking::Off,
         },
+    };
+    let millis = |key: &str| match config.get(key) {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64().filter(|ms| *ms > 0) {
+            Some(ms) => Some(std::time::Duration::from_millis(ms)),
+            None => {
+                log::warn!("config \"{key}\" must be a positive number of milliseconds, not {v}; the default stays");
+                None
+            }
+        },
+    };
+    settings.timeouts = Timeouts {
+        connect: millis("connect_timeout_ms"),
+        idle: millis("idle_timeout_ms"),
     };
     let (pricing, warnings) = usage::Pricing::from_config(config.get("models"));
     for w in warnings {
@@ -467,5 +492,27 @@ pub fn create(settings: &Settings) -> Result<Box<dyn Provider>, ProviderError> {
         other => Err(ProviderError::Config(format!(
             "unknown provider {other:?}: use anthropic, openai or script"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn options(config: Value) -> Settings {
+        let mut s = Settings::default();
+        apply_options(&mut s, config.as_object().unwrap(), false, None).unwrap();
+        s
+    }
+
+    #[test]
+    fn timeouts_come_from_config_and_bad_ones_keep_the_default() {
+        let s = options(serde_json::json!({"connect_timeout_ms": 1500, "idle_timeout_ms": 30000}));
+        assert_eq!(s.timeouts.connect, Some(Duration::from_millis(1500)));
+        assert_eq!(s.timeouts.idle, Some(Duration::from_secs(30)));
+        let s = options(serde_json::json!({"connect_timeout_ms": "soon", "idle_timeout_ms": 0}));
+        assert_eq!(s.timeouts, Timeouts::default());
+        assert_eq!(options(serde_json::json!({})).timeouts, Timeouts::default());
     }
 }

@@ -68,7 +68,7 @@ impl OpenAi {
                 .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
             url: format!("{base}/chat/completions"),
             api_key,
-            http: HttpClient::for_url(&base)?,
+            http: HttpClient::for_url(&base, settings.timeouts)?,
             thinking: settings.thinking,
             pricing: settings.pricing.clone(),
         })

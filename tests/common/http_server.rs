@@ -308,11 +308,7 @@ fn write_reply(
             head.push_str("transfer-encoding: chunked\r\n\r\n");
             s.write_all(head.as_bytes())?;
             write_pieces(s, data)?;
-            loop {
-                match released.recv_timeout(*every) {
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    _ => break,
-                }
+            while let Err(mpsc::RecvTimeoutError::Timeout) = released.recv_timeout(*every) {
                 s.write_all(format!("{:x}\r\n", beat.len()).as_bytes())?;
                 s.write_all(beat)?;
                 s.write_all(b"\r\n")?;
@@ -374,6 +370,7 @@ fn reason(status: u16) -> &'static str {
 pub struct TestProxy {
     url: String,
     seen: Arc<Mutex<Vec<(String, String)>>>,
+    connects: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -383,23 +380,31 @@ impl TestProxy {
         listener.set_nonblocking(true).expect("nonblocking proxy");
         let url = format!("http://{}", listener.local_addr().expect("proxy addr"));
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let connects = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         {
             let seen = seen.clone();
+            let connects = connects.clone();
             let stop = stop.clone();
             std::thread::spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
                     match listener.accept() {
                         Ok((s, _)) => {
                             let seen = seen.clone();
-                            std::thread::spawn(move || tunnel(s, &seen));
+                            let connects = connects.clone();
+                            std::thread::spawn(move || tunnel(s, &seen, &connects));
                         }
                         Err(_) => std::thread::sleep(Duration::from_millis(2)),
                     }
                 }
             });
         }
-        TestProxy { url, seen, stop }
+        TestProxy {
+            url,
+            seen,
+            connects,
+            stop,
+        }
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -411,6 +416,12 @@ impl TestProxy {
     pub fn seen(&self) -> Vec<(String, String)> {
         self.seen.lock().unwrap().clone()
     }
+
+    /// Every `CONNECT` target asked for, as soon as it was asked (also
+    /// when the tunnel could not be made, or carried TLS).
+    pub fn connects(&self) -> Vec<String> {
+        self.connects.lock().unwrap().clone()
+    }
 }
 
 impl Drop for TestProxy {
@@ -419,7 +430,7 @@ impl Drop for TestProxy {
     }
 }
 
-fn tunnel(client: TcpStream, seen: &Mutex<Vec<(String, String)>>) {
+fn tunnel(client: TcpStream, seen: &Mutex<Vec<(String, String)>>, connects: &Mutex<Vec<String>>) {
     let _ = client.set_nonblocking(false);
     let _ = client.set_read_timeout(Some(Duration::from_secs(10)));
     let mut reader = BufReader::new(client);
@@ -435,6 +446,7 @@ fn tunnel(client: TcpStream, seen: &Mutex<Vec<(String, String)>>) {
         return;
     }
     let target = parts.next().unwrap_or_default().to_string();
+    connects.lock().unwrap().push(target.clone());
     loop {
         let mut h = String::new();
         if reader.read_line(&mut h).is_err() || h.trim().is_empty() {
