@@ -107,6 +107,7 @@ impl Inner {
         if self.stopped.swap(true, Ordering::SeqCst) {
             return;
         }
+        self.breaker.close();
         let (tx, rx) = crossbeam_channel::bounded(1);
         if self
             .channels

@@ -432,7 +432,9 @@ pub const BREAKER_MISSES: u32 = 3;
 /// Missed intercept deadlines per extension name, for one run (a reload
 /// keeps them: the same program is as deaf after a restart).
 pub struct Breaker {
-    events: EventOut,
+    /// Where its notes go; taken at shutdown, so that handles that outlive
+    /// the host do not hold the front end's event channel open.
+    events: Mutex<Option<EventOut>>,
     state: Mutex<HashMap<String, Misses>>,
 }
 
@@ -449,9 +451,14 @@ struct Misses {
 impl Breaker {
     pub(super) fn new(events: EventOut) -> Breaker {
         Breaker {
-            events,
+            events: Mutex::new(Some(events)),
             state: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// No more notes: the host stopped.
+    pub(super) fn close(&self) {
+        self.events.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Misses>> {
@@ -495,10 +502,17 @@ impl Breaker {
             }
         };
         if let Some(message) = message {
-            let _ = self.events.send(Event::ExtWarning {
-                extension: extension.to_string(),
-                message,
-            });
+            let events = self
+                .events
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            if let Some(events) = events {
+                let _ = events.send(Event::ExtWarning {
+                    extension: extension.to_string(),
+                    message,
+                });
+            }
         }
     }
 }
