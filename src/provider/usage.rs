@@ -323,8 +323,9 @@ pub fn state_json(t: &Totals) -> Value {
 pub fn short_count(n: u64) -> String {
     match n {
         0..=999 => n.to_string(),
-        1_000..=999_999 => format!("{}k", n / 1000),
-        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+        1_000..=9_999 => format!("{:.1}k", n as f64 / 1e3),
+        10_000..=999_999 => format!("{}k", n / 1000),
+        _ => format!("{:.1}M", n as f64 / 1e6),
     }
 }
 
@@ -391,7 +392,10 @@ mod tests {
         assert_eq!(t.context_tokens, 4100);
         assert_eq!(t.cost_usd, Some(0.75));
         assert_eq!(t.context_percent(), Some(41.0));
-        assert_eq!(t.footer(), "8k in (85% cached) · 250 out · $0.75 · 41% ctx");
+        assert_eq!(
+            t.footer(),
+            "8.1k in (85% cached) · 250 out · $0.75 · 41% ctx"
+        );
         t.add(&usage(1, 1, 0, 0), None, 0);
         assert_eq!(t.cost_usd, None);
         assert_eq!(t.context_percent(), None);

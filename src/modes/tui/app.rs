@@ -328,7 +328,7 @@ pub struct App {
     pub(super) alerts: bool,
     pub(super) mouse: bool,
     /// Token use and cost of this session so far, for the footer.
-    pub(super) usage: super::footer::UsageTotals,
+    pub(super) usage: crate::provider::usage::Totals,
     /// Where [`Intent::Terminal`] bytes go (the real terminal only).
     pub(super) terminal_out: Option<TerminalOut>,
     pub(super) theme: Theme,
@@ -609,20 +609,7 @@ impl App {
                     }
                 }
             }
-            Event::Usage {
-                input_tokens,
-                output_tokens,
-                cache_read_tokens,
-                cache_write_tokens,
-                cost_usd,
-                ..
-            } => self.usage.add(
-                input_tokens,
-                output_tokens,
-                cache_read_tokens,
-                cache_write_tokens,
-                cost_usd,
-            ),
+            e @ Event::Usage { .. } => crate::provider::usage::count(&e, &mut self.usage),
             Event::TextDelta { delta } => {
                 let delta = strip_controls(&delta);
                 match self.chat.last_mut() {

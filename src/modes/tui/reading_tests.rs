@@ -311,20 +311,21 @@ fn the_footer_shows_model_short_session_tokens_cache_cost_and_context() {
         cache_read_tokens: 30_000,
         cache_write_tokens: 0,
         cost_usd: Some(0.125),
-        context_window: 0,
+        context_window: 200_000,
     });
+    // The latest request's prompt fills the window's share: 50k of 200k.
     a.on_event(Event::Usage {
-        input_tokens: 0,
+        input_tokens: 1_000,
         output_tokens: 0,
-        cache_read_tokens: 0,
+        cache_read_tokens: 49_000,
         cache_write_tokens: 0,
         cost_usd: Some(5.88),
-        context_window: 0,
+        context_window: 200_000,
     });
     let r = rows(&draw(&a, 120, 10));
     assert_eq!(
         r[9],
-        "anthropic · claude-sonnet-4 · session 01234567 · 40k in · 2.0k out · 75% cached · $6.00 · ctx 0%"
+        "anthropic · claude-sonnet-4 · session 01234567 · 90k in (88% cached) · 2.0k out · $6.00 · 25% ctx"
     );
 }
 
