@@ -20,12 +20,10 @@
 //! (e) Key-to-screen while typing into a 5,000-line prompt: one key
 //!     press handled and the frame drawn, at 100×30.
 //!
-//! (f) First frame on screen: from starting the real `zut` in a
-//!     pseudo-terminal (util-linux `script`) to its first frame's hint in
-//!     the output, with 20 extensions of which one never sends `ready` (19
-//!     tiny Rust ones), against the same with none (eleven of each,
-//!     interleaved, medians compared). Also shown: the in-process part,
-//!     from the one boot through the engine to the first frame drawn.
+//! (f) First frame: from the start of the one boot (session, host, MCP)
+//!     through the engine to the first frame drawn, with 20 extensions of
+//!     which one never sends `ready` (19 tiny Rust ones), against the same
+//!     with none (eleven of each, interleaved, medians compared).
 //!
 //! Run: `cargo bench --bench tui` (or `-- render` / `-- latency` /
 //! `-- markdown` / `-- stream` / `-- typing` / `-- first`).
@@ -85,59 +83,6 @@ impl Core for Idle {
         }
     }
     fn shutdown(&self) {}
-}
-
-/// Time from starting `zut` in a pseudo-terminal to its first frame in the
-/// output, over `dirs` as `--ext` paths; `None` when `script` is missing.
-fn first_frame_on_screen(sb: &Sandbox, dirs: &[std::path::PathBuf]) -> Option<Duration> {
-    use std::io::Read;
-    use std::process::{Command, Stdio};
-    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
-    let script = sb.dir.path().join("answers.jsonl");
-    std::fs::write(&script, "{\"text\":\"x\"}\n").expect("script");
-    let mut line = format!(
-        "stty rows 30 cols 100; exec {} --provider script --script {} --no-session --no-mcp --no-hooks",
-        quote(env!("CARGO_BIN_EXE_zut")),
-        quote(&script.to_string_lossy())
-    );
-    for d in dirs {
-        line.push_str(&format!(" --ext {}", quote(&d.to_string_lossy())));
-    }
-    let start = Instant::now();
-    let mut child = Command::new("script")
-        .args(["-qfec", &line, "/dev/null"])
-        .env("ZUT_HOME", sb.home())
-        .env("PATH", search_path())
-        .env("TERM", "xterm-256color")
-        .current_dir(sb.cwd())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut out = child.stdout.take().expect("stdout");
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 65536];
-    let took = loop {
-        match out.read(&mut buf) {
-            Ok(0) | Err(_) => panic!(
-                "zut ended before its first frame: {}",
-                String::from_utf8_lossy(&seen)
-            ),
-            Ok(n) => seen.extend_from_slice(&buf[..n]),
-        }
-        if seen.windows(13).any(|w| w == b"Enter to send") {
-            break start.elapsed();
-        }
-    };
-    // SIGTERM to `script` reaches zut, which stops its extensions and
-    // exits; the next sample starts with none of them left.
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    std::thread::spawn(move || while out.read(&mut buf).is_ok_and(|n| n > 0) {});
-    let _ = child.wait();
-    Some(took)
 }
 
 /// Time from boot to the first frame drawn, over `dirs` as `--ext` paths.
@@ -530,35 +475,15 @@ fn main() {
         let script = fixtures().join("no-ready.sh").display().to_string();
         dirs.push(sb.ext("never-ready", "sh", &[script, "never-ready".into()]));
         let (mut none, mut twenty) = (Samples::new(), Samples::new());
-        let (mut boot_none, mut boot_twenty) = (Samples::new(), Samples::new());
         // One of each first, unmeasured: page cache and lazy statics.
         first_frame(&sb, &[]);
         first_frame(&sb, &dirs);
-        let _ = first_frame_on_screen(&sb, &[]);
         for _ in 0..11 {
-            boot_none.push(first_frame(&sb, &[]));
-            boot_twenty.push(first_frame(&sb, &dirs));
-            match (
-                first_frame_on_screen(&sb, &[]),
-                first_frame_on_screen(&sb, &dirs),
-            ) {
-                (Some(a), Some(b)) => {
-                    none.push(a);
-                    twenty.push(b);
-                }
-                _ => {
-                    eprintln!("SKIPPED: the on-screen first frame needs util-linux script");
-                    break;
-                }
-            }
+            none.push(first_frame(&sb, &[]));
+            twenty.push(first_frame(&sb, &dirs));
         }
-        report.line("in process, no extensions", boot_none.summary());
-        report.line("in process, 20 extensions", boot_twenty.summary());
-        report.line("on screen, no extensions", none.summary());
-        report.line(
-            "on screen, 20 extensions, one never ready",
-            twenty.summary(),
-        );
+        report.line("no extensions", none.summary());
+        report.line("20 extensions, one never ready", twenty.summary());
         let r = ratio(twenty.median(), none.median());
         report.goal(
             r <= 1.2,
