@@ -1181,22 +1181,7 @@ impl Worker {
             Err(e) if known => return self.fail(format!("/{name}: {e}")),
             Err(e) => return self.fail(e),
         };
-        let action = if reply.action.is_empty() {
-            "noop".to_string()
-        } else {
-            reply.action.clone()
-        };
-        let text = match action.as_str() {
-            "prompt" => reply.prompt.clone(),
-            "insert" => reply.insert.clone(),
-            "display" => reply.display.clone(),
-            "open_panel" => reply
-                .open_panel
-                .as_ref()
-                .map(|p| p.title.clone())
-                .unwrap_or_default(),
-            _ => String::new(),
-        };
+        let (action, text) = reply.action_and_text();
         if action == "display" && reply.error.trim().is_empty() {
             self.emit(Event::ExtDisplay {
                 extension: reply.extension.clone(),

@@ -36,6 +36,30 @@ pub struct CommandReply {
     pub error: String,
 }
 
+impl CommandReply {
+    /// The action (`noop` when none was given) and the text it carries:
+    /// the prompt, the inserted text, the display, or the panel's title.
+    pub fn action_and_text(&self) -> (String, String) {
+        let action = if self.action.is_empty() {
+            "noop".to_string()
+        } else {
+            self.action.clone()
+        };
+        let text = match action.as_str() {
+            "prompt" => self.prompt.clone(),
+            "insert" => self.insert.clone(),
+            "display" => self.display.clone(),
+            "open_panel" => self
+                .open_panel
+                .as_ref()
+                .map(|p| p.title.clone())
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        (action, text)
+    }
+}
+
 /// A load the dispatcher is running ([`HostHandle::launch`]).
 pub struct Loading {
     rx: Receiver<LoadReport>,

@@ -42,22 +42,7 @@ impl Engine {
                     }
                     Err(_) => return,
                 };
-                let action = if reply.action.is_empty() {
-                    "noop".to_string()
-                } else {
-                    reply.action.clone()
-                };
-                let text = match action.as_str() {
-                    "prompt" => reply.prompt.clone(),
-                    "insert" => reply.insert.clone(),
-                    "display" => reply.display.clone(),
-                    "open_panel" => reply
-                        .open_panel
-                        .as_ref()
-                        .map(|p| p.title.clone())
-                        .unwrap_or_default(),
-                    _ => String::new(),
-                };
+                let (action, text) = reply.action_and_text();
                 let error = reply.error.trim();
                 if action == "display" && error.is_empty() {
                     let _ = events.send(Event::ExtDisplay {
