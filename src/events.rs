@@ -256,6 +256,13 @@ pub enum Event {
     /// loaded and their registrations committed: the state no longer names
     /// them as starting. Internal like [`Event::Idle`].
     Loaded,
+    /// The dispatcher discovered the extensions of a load left to it (the
+    /// terminal's, which draws before reading any manifest): the state
+    /// names them as starting from now on, and `themes` are their theme
+    /// files. Internal like [`Event::Idle`].
+    Discovered {
+        themes: Vec<std::path::PathBuf>,
+    },
 }
 
 /// One load error reported by a reload.

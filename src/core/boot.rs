@@ -152,8 +152,6 @@ pub struct Booted {
     pub load: Load,
     pub store: Option<Store>,
     pub session: Option<Session>,
-    /// Theme files of the loaded extensions, by extension name.
-    pub theme_paths: Vec<std::path::PathBuf>,
     /// Why the session was opened: `new` or `resume`.
     pub reason: &'static str,
     /// The MCP servers, starting in the background.
@@ -204,18 +202,11 @@ pub fn boot(
         &run.host.zut_home,
         std::sync::Arc::new(events.clone()),
     );
-    let entries = host::discovery::discover(&run.discovery);
-    let theme_paths = {
-        let mut themed: Vec<&host::manifest::Manifest> = entries
-            .iter()
-            .filter_map(|e| match &e.status {
-                host::discovery::Status::Load(m) => Some(m),
-                _ => None,
-            })
-            .collect();
-        themed.sort_by(|a, b| a.name.cmp(&b.name));
-        themed.iter().flat_map(|m| m.themes.clone()).collect()
-    };
+    // The terminal draws before a manifest is read: the dispatcher
+    // discovers its extensions, and their themes arrive with
+    // `Event::Discovered`. The other modes wait for the load anyway.
+    let terminal = front == crate::commands::Mode::Terminal;
+    let entries = (!terminal).then(|| host::discovery::discover(&run.discovery));
     let (host, loading) =
         match HostHandle::launch(config, entries, Some(run.discovery.clone()), events.clone()) {
             Ok(x) => x,
@@ -224,7 +215,7 @@ pub fn boot(
                 return Err(EXIT_FAILURE);
             }
         };
-    let load = if front == crate::commands::Mode::Terminal {
+    let load = if terminal {
         Load::Running(loading)
     } else {
         let report = loading.wait(cancel);
@@ -248,7 +239,6 @@ pub fn boot(
         load,
         store,
         session,
-        theme_paths,
         reason,
         mcp,
     })

@@ -102,7 +102,7 @@ struct Shared {
     /// While the extensions' first load runs: those it starts. `state()`
     /// names them without asking the dispatcher, which is busy starting
     /// them; the worker clears it once the load is committed.
-    starting: Option<Vec<crate::host::Starting>>,
+    starting: Option<crate::host::StartingNames>,
 }
 
 /// Where the agent's messages and extension states go: the active session
@@ -282,7 +282,7 @@ impl Engine {
         let shared = Arc::new(Mutex::new(Shared {
             model: host.config().model.clone(),
             provider: host.config().provider.clone(),
-            starting: config.loading.as_ref().map(|l| l.starting().to_vec()),
+            starting: config.loading.as_ref().map(|l| l.starting()),
             ..Shared::default()
         }));
         let confirms = Arc::new(Confirms::default());
@@ -472,6 +472,7 @@ impl Core for Engine {
         let starting = lock(&self.shared).starting.clone();
         state.extensions = match starting {
             Some(starting) => starting
+                .get()
                 .into_iter()
                 .map(|e| ExtensionSummary {
                     name: e.name,

@@ -274,6 +274,20 @@ pub fn discover(opts: &Options) -> Vec<Entry> {
     entries
 }
 
+/// The theme files of the extensions `entries` loads, ordered by
+/// extension name (the terminal's theme menu order).
+pub fn theme_paths(entries: &[Entry]) -> Vec<PathBuf> {
+    let mut themed: Vec<&Manifest> = entries
+        .iter()
+        .filter_map(|e| match &e.status {
+            Status::Load(m) => Some(m),
+            _ => None,
+        })
+        .collect();
+    themed.sort_by(|a, b| a.name.cmp(&b.name));
+    themed.iter().flat_map(|m| m.themes.clone()).collect()
+}
+
 /// The skills of the extensions that contribute them: enabled and first
 /// of their name, in load order (whether or not the process started:
 /// skills are files).

@@ -41,9 +41,12 @@ use zut_ext::wire::{
 
 /// Requests from the handle.
 pub(super) enum Command {
-    /// Start these entries (startup); answered when all have settled.
+    /// Start these entries (startup), or those discovered here when
+    /// `None`; answered when all have settled. `starting` is where front
+    /// ends read their names meanwhile.
     Load {
-        entries: Vec<Entry>,
+        entries: Option<Vec<Entry>>,
+        starting: super::handle::StartingNames,
         reply: Sender<LoadReport>,
     },
     /// Give up on handshakes still running (the user interrupted).
@@ -372,7 +375,26 @@ impl Dispatcher {
 
     fn on_command(&mut self, c: Command) {
         match c {
-            Command::Load { entries, reply } => {
+            Command::Load {
+                entries,
+                starting,
+                reply,
+            } => {
+                let entries = match entries {
+                    Some(entries) => entries,
+                    None => {
+                        let entries = self
+                            .discovery
+                            .as_ref()
+                            .map(discovery::discover)
+                            .unwrap_or_default();
+                        starting.set(&entries);
+                        let _ = self.events.send(Event::Discovered {
+                            themes: discovery::theme_paths(&entries),
+                        });
+                        entries
+                    }
+                };
                 self.start_entries(entries);
                 self.job = Job::Loading {
                     reply,

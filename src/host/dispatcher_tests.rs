@@ -206,6 +206,54 @@ fn a_silent_extension_is_disconnected_at_the_hello_deadline() {
 }
 
 #[test]
+fn a_load_left_to_the_dispatcher_names_what_it_discovered_before_any_handshake() {
+    let sb = sandbox(&["a", "b"], roomy());
+    let theme = sb.opts.ext_paths[1].join("theme.json");
+    std::fs::write(&theme, r#"{"name":"b-theme","colors":{}}"#).expect("theme");
+    let sink = Arc::new(Collect::default());
+    // Each peer holds its hello until the test has read the names.
+    let (gate_tx, gate_rx) = crossbeam_channel::unbounded::<()>();
+    let (handle, loading) = HostHandle::launch_with_peers(
+        sb.config.clone(),
+        sb.opts.clone(),
+        EventOut::Sink(sink.clone()),
+        Arc::new(move |p: Peer| {
+            let _ = gate_rx.recv_timeout(Duration::from_secs(20));
+            plain(p)
+        }),
+    );
+    let names = loading.starting();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    // Events reach the sink through the host's event thread.
+    while (names.get().len() < 2 || events(&sink).is_empty())
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::yield_now();
+    }
+    let got: Vec<(String, &str)> = names
+        .get()
+        .into_iter()
+        .map(|s| (s.name, s.source))
+        .collect();
+    assert_eq!(got, [("a".into(), "flag"), ("b".into(), "flag")]);
+    let evs = events(&sink);
+    assert!(
+        matches!(evs.first(), Some(Event::Discovered { themes }) if themes == &[theme.clone()]),
+        "{evs:?}"
+    );
+    assert!(
+        !evs.iter().any(|e| matches!(e, Event::ExtLoaded { .. })),
+        "{evs:?}"
+    );
+    gate_tx.send(()).expect("gate");
+    gate_tx.send(()).expect("gate");
+    let report = loading.wait(&CancelToken::never());
+    assert_eq!(report.loaded.len(), 2);
+    assert_eq!(text_of(&call(&handle, "t", json!({}))), "a");
+    handle.shutdown();
+}
+
+#[test]
 fn no_ready_frame_is_auto_ready_with_a_warning() {
     let sb = sandbox(
         &["slow"],

@@ -64,7 +64,7 @@ impl CommandReply {
 pub struct Loading {
     rx: Receiver<LoadReport>,
     commands: Sender<Command>,
-    starting: Vec<Starting>,
+    starting: StartingNames,
 }
 
 /// One extension of a [`Loading`]: what a front end names while it starts.
@@ -76,11 +76,41 @@ pub struct Starting {
     pub source: &'static str,
 }
 
+/// The extensions a load starts, in load order, readable from any thread
+/// without asking the dispatcher (which is busy spawning them). Filled in
+/// once they are discovered: at once when the caller discovered them,
+/// or by the dispatcher when the discovery was left to it.
+#[derive(Debug, Clone, Default)]
+pub struct StartingNames(Arc<Mutex<Vec<Starting>>>);
+
+impl StartingNames {
+    /// The names known now (none while the discovery is still running).
+    pub fn get(&self) -> Vec<Starting> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Records the extensions of `entries` that will start (theme-only
+    /// ones start nothing).
+    pub(super) fn set(&self, entries: &[Entry]) {
+        let names = entries
+            .iter()
+            .filter_map(|e| match &e.status {
+                discovery::Status::Load(m) if !m.theme_only() => Some(Starting {
+                    name: m.name.clone(),
+                    version: m.version.clone(),
+                    source: e.source.as_str(),
+                }),
+                _ => None,
+            })
+            .collect();
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = names;
+    }
+}
+
 impl Loading {
-    /// The extensions this load starts, in load order: known at once,
-    /// without asking the dispatcher (which is busy spawning them).
-    pub fn starting(&self) -> &[Starting] {
-        &self.starting
+    /// The extensions this load starts ([`StartingNames`]).
+    pub fn starting(&self) -> StartingNames {
+        self.starting.clone()
     }
 
     /// Waits until every handshake settled (bounded by the hello and ready
@@ -169,7 +199,7 @@ impl HostHandle {
         events: impl Into<EventOut>,
         cancel: &CancelToken,
     ) -> Result<(HostHandle, LoadReport), String> {
-        let (handle, loading) = Self::launch(config, entries, discovery, events)?;
+        let (handle, loading) = Self::launch(config, Some(entries), discovery, events)?;
         Ok((handle, loading.wait(cancel)))
     }
 
@@ -177,10 +207,13 @@ impl HostHandle {
     /// their handshakes run while the caller goes on (the terminal draws
     /// its first frame at once). Until [`Loading::wait`] returns, the view
     /// names them as starting and they take no calls; everything else the
-    /// handle does is answered as usual.
+    /// handle does is answered as usual. With `entries` `None` the
+    /// dispatcher discovers them itself (from `discovery`), so the caller
+    /// does not even read their manifests; [`Loading::starting`] names
+    /// them from then on and [`Event::Discovered`] says so.
     pub fn launch(
         config: HostConfig,
-        entries: Vec<Entry>,
+        entries: Option<Vec<Entry>>,
         discovery: Option<discovery::Options>,
         events: impl Into<EventOut>,
     ) -> Result<(HostHandle, Loading), String> {
@@ -204,16 +237,28 @@ impl HostHandle {
         events: impl Into<EventOut>,
         peers: in_memory::PeerFn,
     ) -> (HostHandle, LoadReport) {
-        let entries = discovery::discover(&discovery);
-        match Self::start_inner(config, entries, Some(discovery), events.into(), Some(peers)) {
-            Ok((handle, loading)) => (handle, loading.wait(&CancelToken::never())),
+        let (handle, loading) = Self::launch_with_peers(config, discovery, events, peers);
+        (handle, loading.wait(&CancelToken::never()))
+    }
+
+    /// [`HostHandle::launch`] of what the dispatcher discovers from
+    /// `discovery`, every extension played by `peers`.
+    #[cfg(test)]
+    pub(crate) fn launch_with_peers(
+        config: HostConfig,
+        discovery: discovery::Options,
+        events: impl Into<EventOut>,
+        peers: in_memory::PeerFn,
+    ) -> (HostHandle, Loading) {
+        match Self::start_inner(config, None, Some(discovery), events.into(), Some(peers)) {
+            Ok(x) => x,
             Err(e) => panic!("{e}"),
         }
     }
 
     fn start_inner(
         config: HostConfig,
-        entries: Vec<Entry>,
+        entries: Option<Vec<Entry>>,
         discovery: Option<discovery::Options>,
         events: EventOut,
         #[cfg(test)] peers: Option<in_memory::PeerFn>,
@@ -252,20 +297,17 @@ impl HostHandle {
                 breaker,
             }),
         };
-        let starting = entries
-            .iter()
-            .filter_map(|e| match &e.status {
-                discovery::Status::Load(m) if !m.theme_only() => Some(Starting {
-                    name: m.name.clone(),
-                    version: m.version.clone(),
-                    source: e.source.as_str(),
-                }),
-                _ => None,
-            })
-            .collect();
+        let starting = StartingNames::default();
+        if let Some(entries) = &entries {
+            starting.set(entries);
+        }
         let (tx, rx) = crossbeam_channel::bounded(1);
         let commands = handle.inner.channels.commands.clone();
-        let _ = commands.send(Command::Load { entries, reply: tx });
+        let _ = commands.send(Command::Load {
+            entries,
+            starting: starting.clone(),
+            reply: tx,
+        });
         Ok((
             handle,
             Loading {

@@ -57,6 +57,7 @@ impl super::Front for JsonOut {
                     | Event::ExtSubmitSlash { .. }
                     | Event::Idle
                     | Event::Loaded
+                    | Event::Discovered { .. }
             )
         {
             return;

@@ -134,7 +134,6 @@ pub fn run_interactive(run: Run) -> i32 {
         Ok(b) => b,
         Err(code) => return code,
     };
-    let theme_paths = booted.theme_paths.clone();
     let zut_home = run.host.zut_home.clone();
     let engine = booted.engine(&run, tx, front, true);
     if let Some(p) = run.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
@@ -146,7 +145,6 @@ pub fn run_interactive(run: Run) -> i32 {
         rx,
         tui::TuiOptions {
             zut_home,
-            theme_paths,
             project: run.host.cwd.clone(),
         },
     );

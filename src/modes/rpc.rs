@@ -397,7 +397,8 @@ impl<'a> Server<'a> {
             Event::ExtSubmit { .. }
             | Event::ExtSubmitSlash { .. }
             | Event::Idle
-            | Event::Loaded => return,
+            | Event::Loaded
+            | Event::Discovered { .. } => return,
             Event::ConfirmationRequested { request_id, .. } => {
                 self.waiting.insert(*request_id);
             }

@@ -333,6 +333,10 @@ pub struct App {
     pub(super) terminal_out: Option<TerminalOut>,
     pub(super) theme: Theme,
     pub(super) theme_files: Vec<ThemeFile>,
+    /// The saved theme, while no theme file of that name is known yet
+    /// (an extension's, before its discovery): applied when it arrives,
+    /// and what is saved meanwhile.
+    pending_theme: Option<String>,
     pub(super) depth: ColorDepth,
     pub(super) dark_terminal: bool,
     /// The last `ext_display` text, so the `command_result` that follows
@@ -386,6 +390,7 @@ impl App {
             terminal_out: None,
             theme: Theme::builtin(config.dark_terminal, config.depth),
             theme_files: config.themes,
+            pending_theme: None,
             depth: config.depth,
             dark_terminal: config.dark_terminal,
             last_display: None,
@@ -396,8 +401,9 @@ impl App {
             project: config.project,
         };
         if let Some(name) = config.theme {
-            if let Some(i) = app.theme_names().iter().position(|n| *n == name) {
-                app.apply_theme(i);
+            match app.theme_names().iter().position(|n| *n == name) {
+                Some(i) => app.apply_theme(i),
+                None => app.pending_theme = Some(name),
             }
         }
         app
@@ -424,9 +430,10 @@ impl App {
         self.terminal_out = Some(out);
     }
 
-    /// The theme's label (`dark`, `light` or a file theme's name).
+    /// The theme's label (`dark`, `light` or a file theme's name); the
+    /// saved one while it waits for its extension's discovery.
     pub fn theme_name(&self) -> &str {
-        &self.theme.name
+        self.pending_theme.as_deref().unwrap_or(&self.theme.name)
     }
 
     pub fn notes(&self) -> &[Note] {
@@ -572,7 +579,8 @@ impl App {
             e @ (Event::Session { .. }
             | Event::Reload { .. }
             | Event::Sessions { .. }
-            | Event::Loaded) => self.on_session_event(e, &mut out),
+            | Event::Loaded
+            | Event::Discovered { .. }) => self.on_session_event(e, &mut out),
         }
         out
     }
@@ -993,6 +1001,10 @@ impl App {
     fn on_session_event(&mut self, event: Event, out: &mut Vec<Intent>) {
         match event {
             Event::Loaded => out.push(Intent::Refresh(Then::Nothing)),
+            Event::Discovered { themes } => {
+                self.add_themes(super::theme::load_all(&themes));
+                out.push(Intent::Refresh(Then::Nothing));
+            }
             Event::Session { id, reason, .. } => {
                 self.session_id = strip_controls(&id);
                 self.notes.clear();
@@ -1387,6 +1399,7 @@ impl App {
                 Vec::new()
             }
             PickAction::Theme(i) => {
+                self.pending_theme = None;
                 self.apply_theme(i);
                 vec![Intent::SaveSettings]
             }
@@ -1400,6 +1413,18 @@ impl App {
             .map(|s| s.to_string())
             .chain(self.theme_files.iter().map(|t| strip_controls(&t.name)))
             .collect()
+    }
+
+    /// Offers the themes of extensions discovered after the first frame,
+    /// and applies the saved one if it is among them.
+    pub fn add_themes(&mut self, files: Vec<ThemeFile>) {
+        self.theme_files.extend(files);
+        if let Some(name) = self.pending_theme.take() {
+            match self.theme_names().iter().position(|n| *n == name) {
+                Some(i) => self.apply_theme(i),
+                None => self.pending_theme = Some(name),
+            }
+        }
     }
 
     fn apply_theme(&mut self, i: usize) {

@@ -62,8 +62,6 @@ pub const EVENT_BATCH: usize = 2048;
 pub struct TuiOptions {
     /// `$ZUT_HOME`: user themes and saved settings live there.
     pub zut_home: PathBuf,
-    /// Theme files shipped by loaded extensions, in extension-name order.
-    pub theme_paths: Vec<PathBuf>,
     /// The project directory: the prompt history is kept per project.
     pub project: PathBuf,
 }
@@ -153,8 +151,8 @@ pub fn run(core: Arc<dyn Core>, events: Receiver<Event>, opts: TuiOptions) -> i3
 
 /// The app's start-up configuration from the environment and `opts`.
 fn app_config(opts: &TuiOptions) -> AppConfig {
-    let mut themes = theme::user_themes(&opts.zut_home);
-    themes.extend(theme::load_all(&opts.theme_paths));
+    // Extensions' themes arrive later, with `Event::Discovered`.
+    let themes = theme::user_themes(&opts.zut_home);
     let saved = crate::config::load(&opts.zut_home)
         .ok()
         .and_then(|c| c.extra.get("tui").cloned())

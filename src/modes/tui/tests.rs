@@ -1377,6 +1377,44 @@ fn settings_switch_the_theme_to_light_and_to_a_user_theme() {
     assert_eq!(b.theme.accent, Color::Indexed(204));
 }
 
+#[test]
+fn a_saved_extension_theme_applies_when_its_extension_is_discovered() {
+    // The first frame is drawn before any manifest is read: the saved
+    // theme of an extension waits for `discovered`, and is what a save
+    // meanwhile keeps.
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("theme.json");
+    std::fs::write(&path, r#"{"name":"pink","accent":204}"#).expect("theme");
+    let mut a = App::new(
+        AppConfig {
+            theme: Some("pink".into()),
+            ..AppConfig::default()
+        },
+        Instant::now(),
+    );
+    assert_eq!(a.theme_name(), "pink");
+    assert_ne!(a.theme.accent, Color::Indexed(204));
+    assert_eq!(
+        a.on_event(Event::Discovered {
+            themes: vec![path.clone()]
+        }),
+        vec![Intent::Refresh(Then::Nothing)]
+    );
+    assert_eq!(a.theme_name(), "pink");
+    assert_eq!(a.theme.accent, Color::Indexed(204));
+    assert!(a.theme_names().contains(&"pink".to_string()));
+    // A theme still unknown after the discovery stays the saved one.
+    let mut b = App::new(
+        AppConfig {
+            theme: Some("gone".into()),
+            ..AppConfig::default()
+        },
+        Instant::now(),
+    );
+    b.on_event(Event::Discovered { themes: vec![path] });
+    assert_eq!(b.theme_name(), "gone");
+}
+
 // ----- the loop -----
 
 #[test]
