@@ -689,6 +689,51 @@ fn reload_starts_new_extension_processes() {
 }
 
 #[test]
+fn a_reload_keeps_the_deferred_tools_the_model_activated() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("fx-normal", &[]);
+    let log = sb.path("log.jsonl");
+    let mut c = rpc_command(
+        &sb,
+        &[ext],
+        &[
+            json!({"tool_calls": [{"id": "l", "name": "fx_loader", "args": {}}]}),
+            json!({"text": "loaded"}),
+            json!({"text": "after the reload"}),
+        ],
+    );
+    c.arg("--script-log").arg(&log);
+    let mut rpc = Rpc::spawn(c);
+    rpc.until_type("ext_loaded");
+    ok_data(&rpc.request("prompt", json!({"message": "load it"})));
+    rpc.until_type("done");
+    ok_data(&rpc.request("command", json!({"text": "/reload-ext"})));
+    rpc.until_type("reload");
+    ok_data(&rpc.request("prompt", json!({"message": "again"})));
+    rpc.until_type("done");
+    let (code, _) = rpc.close();
+    assert_eq!(code, Some(0));
+    let requests = json_lines(&std::fs::read(&log).unwrap());
+    let names = |i: usize| -> Vec<String> {
+        requests[i]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(!names(0).contains(&"fx_hidden".to_string()));
+    assert!(names(1).contains(&"fx_hidden".to_string()));
+    // The model was told it may call it from now on: a reload of the
+    // extension that still offers it keeps it.
+    assert!(
+        names(2).contains(&"fx_hidden".to_string()),
+        "{:?}",
+        names(2)
+    );
+}
+
+#[test]
 fn end_of_input_shuts_down_and_leaves_no_child() {
     let sb = Sandbox::new();
     let pidfile = sb.path("fx.pid");

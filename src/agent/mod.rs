@@ -292,7 +292,13 @@ impl Agent {
         let generation = self.host.view().generation;
         if generation != self.generation {
             self.generation = generation;
-            self.activated.clear();
+            // The model was told it may call what it activated "from now
+            // on": a reload keeps what the extensions still offer.
+            let activated = std::mem::take(&mut self.activated);
+            self.activated = activated
+                .into_iter()
+                .filter(|n| self.is_deferred(n))
+                .collect();
             self.system = self.build_system();
         }
         let mcp = self.opts.mcp.generation();
