@@ -1006,8 +1006,15 @@ impl App {
                 out.push(Intent::Refresh(Then::Nothing));
             }
             Event::Session { id, reason, .. } => {
-                self.session_id = strip_controls(&id);
-                self.notes.clear();
+                let id = strip_controls(&id);
+                // Notes belong to the session they were given in: a switch
+                // to another one drops them, but the start's announcement
+                // (warnings of the load came before it) and a compaction
+                // keep them.
+                if !self.session_id.is_empty() && id != self.session_id {
+                    self.notes.clear();
+                }
+                self.session_id = id;
                 self.panel = None;
                 let then = match reason.as_str() {
                     "new" | "resume" | "fork" | "switch" => Then::Rebuild,

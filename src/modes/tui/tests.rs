@@ -991,6 +991,31 @@ fn a_session_switch_redraws_the_transcript_from_the_core() {
     );
 }
 
+#[test]
+fn notes_of_the_start_survive_its_session_announcement_and_a_switch_drops_them() {
+    let mut a = app();
+    let session = |id: &str, reason: &str| Event::Session {
+        id: id.into(),
+        parent_id: None,
+        path: "/x".into(),
+        fork_point: None,
+        reason: reason.into(),
+    };
+    // A load warning arrives before the session the state already names
+    // is announced (the terminal announces it once its extensions
+    // settled).
+    a.on_event(Event::ExtWarning {
+        extension: "mcp".into(),
+        message: "this project is not trusted".into(),
+    });
+    a.on_event(session("s-root", "new"));
+    assert!(screen(&a).contains("this project is not trusted"));
+    a.on_event(session("s-root", "compact"));
+    assert!(screen(&a).contains("this project is not trusted"));
+    a.on_event(session("s-two", "switch"));
+    assert!(!screen(&a).contains("this project is not trusted"));
+}
+
 // ----- editor, menu, history -----
 
 #[test]
