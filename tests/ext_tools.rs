@@ -362,14 +362,7 @@ fn deferred_tools_are_advertised_after_activation() {
         String::from_utf8_lossy(&out.stderr)
     );
     let requests = json_lines(&std::fs::read(&log).unwrap());
-    let names = |i: usize| -> Vec<String> {
-        requests[i]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_string())
-            .collect()
-    };
+    let names = |i: usize| tool_names(&requests[i]);
     assert!(names(0).contains(&"fx_loader".to_string()));
     assert!(
         !names(0).contains(&"fx_hidden".to_string()),

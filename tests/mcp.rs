@@ -88,15 +88,6 @@ fn text_of(result: &Value) -> String {
         .join("\n")
 }
 
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect()
-}
-
 fn recorded(path: &Path) -> Vec<Value> {
     std::fs::read(path)
         .map(|b| json_lines(&b))

@@ -19,17 +19,6 @@ fn proto_fixture(sb: &Sandbox, name: &str) -> PathBuf {
     dir
 }
 
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|t| t["name"].as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 fn tools_registered_and_withdrawn_after_ready_follow_from_the_next_request() {
     let sb = Sandbox::new();

@@ -708,20 +708,15 @@ fn a_reload_keeps_the_deferred_tools_the_model_activated() {
     ok_data(&rpc.request("prompt", json!({"message": "load it"})));
     rpc.until_type("done");
     ok_data(&rpc.request("command", json!({"text": "/reload-ext"})));
-    rpc.until_type("reload");
+    // A command ends with its own `done`, after the reload's report.
+    let lines = rpc.until_type("done");
+    assert!(types(&lines).iter().any(|t| t == "reload"), "{lines:?}");
     ok_data(&rpc.request("prompt", json!({"message": "again"})));
     rpc.until_type("done");
     let (code, _) = rpc.close();
     assert_eq!(code, Some(0));
     let requests = json_lines(&std::fs::read(&log).unwrap());
-    let names = |i: usize| -> Vec<String> {
-        requests[i]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_string())
-            .collect()
-    };
+    let names = |i: usize| tool_names(&requests[i]);
     assert!(!names(0).contains(&"fx_hidden".to_string()));
     assert!(names(1).contains(&"fx_hidden".to_string()));
     // The model was told it may call it from now on: a reload of the

@@ -77,15 +77,6 @@ fn system(req: &Value) -> String {
     req["system"].as_str().unwrap_or_default().to_string()
 }
 
-fn tool_names(req: &Value) -> Vec<String> {
-    req["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect()
-}
-
 /// The text of the first user message of a request.
 fn first_user_text(req: &Value) -> String {
     req["messages"][0]["content"][0]["text"]

@@ -249,6 +249,19 @@ pub fn script(sb: &Sandbox, lines: &[serde_json::Value]) -> String {
     path.display().to_string()
 }
 
+/// The names of the tools a provider request (a `--script-log` line)
+/// offers, in order; none when it offers none.
+pub fn tool_names(request: &serde_json::Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t["name"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Parses JSON lines (the event stream, a script log).
 pub fn json_lines(bytes: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(bytes)
