@@ -20,7 +20,7 @@
 
 use super::deadlines::Deadlines;
 use super::discovery::{self, Entry, Status};
-use super::manifest::{self, Exec, Manifest};
+use super::manifest::{Exec, Manifest};
 use super::process;
 use super::registry::{CommandEntry, Registry, ToolEntry};
 use super::transport::{Conn, ExtId, FromExt, Inbound, ThreadCount};
@@ -205,6 +205,8 @@ pub(super) struct Dispatcher {
     config: HostConfig,
     /// The inputs of discovery, kept for `/reload-ext`.
     discovery: Option<discovery::Options>,
+    /// Launcher names resolved on the search path during this load.
+    launchers: HashMap<String, std::path::PathBuf>,
     events: EventOut,
     inbox_tx: Sender<Inbound>,
     inbox: Receiver<Inbound>,
@@ -259,6 +261,7 @@ impl Dispatcher {
         let mut d = Dispatcher {
             config,
             discovery,
+            launchers: HashMap::new(),
             events,
             inbox_tx,
             inbox: inbox_rx,
@@ -556,6 +559,8 @@ impl Dispatcher {
 
     fn start_entries(&mut self, entries: Vec<Entry>) {
         let now = Instant::now();
+        // PATH may have changed since the last load.
+        self.launchers.clear();
         for entry in entries {
             let id = self.next_id();
             let mut st = ExtState {
@@ -620,31 +625,21 @@ impl Dispatcher {
         let describe = describe(entry, &self.config.zut_home);
         let fail = |what: String| format!("failed to start: {what}\n{describe}");
         let program = match &m.exec {
-            Some(Exec::Relative { path, .. }) => {
-                if path.is_dir() {
-                    return Err(fail(format!(
-                        "executable {} is a directory, not a program; point \"exec\" at the file to run",
-                        path.display()
-                    )));
+            // A launcher (`python3`, `node`) is looked up once per load,
+            // not once per extension that names it.
+            Some(exec @ Exec::Launcher { configured }) => match self.launchers.get(configured) {
+                Some(found) => found.clone(),
+                None => {
+                    let found = exec
+                        .program(self.config.search_path.as_deref())
+                        .map_err(|e| fail(e.to_string()))?;
+                    self.launchers.insert(configured.clone(), found.clone());
+                    found
                 }
-                if !path.is_file() {
-                    return Err(fail(format!(
-                        "executable {} does not exist",
-                        path.display()
-                    )));
-                }
-                if !manifest::is_executable(path) {
-                    return Err(fail(format!(
-                        "executable {} is not executable (chmod +x it)",
-                        path.display()
-                    )));
-                }
-                path.clone()
-            }
-            Some(Exec::Launcher { configured }) => {
-                manifest::find_on_path(configured, self.config.search_path.as_deref())
-                    .map_err(fail)?
-            }
+            },
+            Some(exec) => exec
+                .program(self.config.search_path.as_deref())
+                .map_err(|e| fail(e.to_string()))?,
             None => return Err(fail("no exec".into())),
         };
         // A read-only $ZUT_HOME (a container, a locked-down home) must not

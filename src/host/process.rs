@@ -36,14 +36,23 @@ const LOG_MODE: u32 = 0o600;
 /// in one write: `writeln!` on a `File` is a system call per piece, seven
 /// for this line, paid by every extension start.
 pub fn open_log(path: &Path, name: &str, version: &str) -> io::Result<File> {
-    if let Some(dir) = path.parent() {
-        crate::paths::create_private_dir(dir)?;
-    }
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(LOG_MODE)
-        .open(path)?;
+    let open = || {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(LOG_MODE)
+            .open(path)
+    };
+    // The folder is made only the first time it is missing.
+    let mut f = match open() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                crate::paths::create_private_dir(dir)?;
+            }
+            open()?
+        }
+        other => other?,
+    };
     let header = format!(
         "\n[zut] starting {name}/{version} (pid {})\n",
         std::process::id()
