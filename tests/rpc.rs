@@ -728,6 +728,71 @@ fn a_reload_keeps_the_deferred_tools_the_model_activated() {
     );
 }
 
+/// The resident memory of `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_notify_flood_to_a_client_that_does_not_read_keeps_memory_bounded() {
+    let sb = Sandbox::new();
+    let ext = sb.fixture("flood-notify", &[]);
+    let mut child = rpc_command(&sb, &[ext], &[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Nobody reads stdout: the pipe fills within a moment, and then every
+    // event is either queued within the writer's bounds or dropped.
+    std::thread::sleep(Duration::from_millis(1000));
+    let early = rss_kib(pid);
+    std::thread::sleep(Duration::from_millis(2000));
+    let late = rss_kib(pid);
+    // Unbounded, the flood grew the process by about 1.8 MB/s.
+    assert!(
+        late < early + 2048,
+        "memory grew from {early} KiB to {late} KiB in 2 s"
+    );
+    // The client reads again: the stream says what it missed.
+    let stdout = child.stdout.take().unwrap();
+    let lines = crossbeam_channel::unbounded();
+    let tx = lines.0.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + LINE_GUARD;
+    let mut said = false;
+    while !said && std::time::Instant::now() < deadline {
+        if let Ok(line) = lines.1.recv_timeout(Duration::from_millis(100)) {
+            let v: Value = serde_json::from_str(&line).expect("a JSON line");
+            said = v["type"] == "ext_warning"
+                && v["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("events were dropped"));
+        }
+    }
+    assert!(said, "no warning about the dropped events");
+    // End of input ends zut and its extension while the stream is read.
+    drop(child.stdin.take());
+    let deadline = std::time::Instant::now() + LINE_GUARD;
+    while child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "zut did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn end_of_input_shuts_down_and_leaves_no_child() {
     let sb = Sandbox::new();
