@@ -244,3 +244,62 @@ fn usage_errors_exit_2() {
     assert!(out.status.success());
     assert!(stdout(&out).contains("show"));
 }
+
+/// Runs `cmd` to its end; its peak resident memory in KiB (`wait4`).
+fn peak_rss_kib(cmd: &mut Command) -> (std::process::ExitStatus, i64) {
+    use std::os::unix::process::ExitStatusExt;
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter; `pid` is our child,
+    // reaped here and nowhere else (the Child is forgotten below).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    std::mem::forget(child);
+    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(got, pid, "wait4");
+    (std::process::ExitStatus::from_raw(status), usage.ru_maxrss)
+}
+
+#[test]
+fn listing_a_100_mib_session_reads_it_row_by_row() {
+    let env = Env::new();
+    let mut s = env.store().create().unwrap();
+    s.append_message(&Message::user_text("the first prompt"))
+        .unwrap();
+    let path = s.path().to_path_buf();
+    drop(s);
+    // Rows written straight to the file: this process stays small, for
+    // the peak of a child it spawns starts at its parent's.
+    let row = serde_json::to_string(&json!({
+        "type": "message",
+        "message": Message::user_text("y".repeat(1 << 20)),
+    }))
+    .unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    for _ in 0..100 {
+        writeln!(f, "{row}").unwrap();
+    }
+    drop(f);
+    drop(row);
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 100 << 20, "{size}");
+    let (status, kib) = peak_rss_kib(
+        Command::new(env!("CARGO_BIN_EXE_zut"))
+            .current_dir(&env.cwd)
+            .env("ZUT_HOME", &env.home)
+            .arg("sessions"),
+    );
+    assert!(status.success(), "{status:?}");
+    // A listing holds one row at a time (here 1 MiB), never the file.
+    let listed = env.zut(&[]);
+    assert!(stdout(&listed).contains("the first prompt"), "{listed:?}");
+    assert!(stdout(&listed).contains("101"), "{listed:?}");
+    assert!(kib < 40 * 1024, "zut sessions peaked at {kib} KiB");
+}
