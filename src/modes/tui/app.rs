@@ -1020,9 +1020,18 @@ impl App {
                     "new" | "resume" | "fork" | "switch" => Then::Rebuild,
                     _ => Then::Nothing,
                 };
-                if reason == "compact" {
-                    self.chat
-                        .push(Entry::Info("older history was summarised".into()));
+                match reason.as_str() {
+                    "compact" => self
+                        .chat
+                        .push(Entry::Info("older history was summarised".into())),
+                    // The transcript is rebuilt from the branch: the
+                    // news goes to the status line.
+                    "fork" => self.set_flash(
+                        format!("forked: now in session {}", self.session_id),
+                        "success",
+                        Some(RELOAD_STATUS_TTL),
+                    ),
+                    _ => {}
                 }
                 out.push(Intent::Refresh(then));
             }
@@ -1498,14 +1507,10 @@ impl App {
                     continue;
                 }
                 if let Some(s) = by_id(&id) {
-                    let mark = if s.id == self.session_id {
-                        "● "
-                    } else {
-                        "  "
-                    };
+                    let mark = current_mark(&s.id, &self.session_id);
                     let at = s.fork_point.map(|f| format!(" @{f}")).unwrap_or_default();
                     items.push(PickItem {
-                        label: format!("{}{mark}{}{at}", "  ".repeat(depth), short_id(&s.id)),
+                        label: format!("{}{mark}{}{at}", "  ".repeat(depth), strip_controls(&s.id)),
                         detail: strip_controls(&s.title),
                         action: PickAction::Switch(s.id.clone()),
                     });
@@ -1521,7 +1526,12 @@ impl App {
         } else {
             for s in sessions {
                 items.push(PickItem {
-                    label: format!("{} {}", short_id(&s.id), strip_controls(&s.updated)),
+                    label: format!(
+                        "{}{} {}",
+                        current_mark(&s.id, &self.session_id),
+                        strip_controls(&s.id),
+                        strip_controls(&s.updated)
+                    ),
                     detail: strip_controls(&s.title),
                     action: PickAction::Switch(s.id.clone()),
                 });
@@ -1788,8 +1798,14 @@ impl App {
 }
 
 /// The first 8 characters of an id.
-fn short_id(id: &str) -> String {
-    strip_controls(id).chars().take(8).collect()
+/// The mark of the current session in the session lists: ids are shown
+/// whole (a day's sessions share their first 15 characters).
+fn current_mark(id: &str, current: &str) -> &'static str {
+    if id == current {
+        "● "
+    } else {
+        "  "
+    }
 }
 
 /// A panel with every text field stripped of control sequences.

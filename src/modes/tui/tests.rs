@@ -1201,6 +1201,70 @@ fn tree_picker_switches_to_the_chosen_branch() {
 }
 
 #[test]
+fn session_lists_show_whole_ids_and_mark_the_current_one_and_a_fork_says_where_it_went() {
+    // Two sessions of one day: they share their first 15 characters.
+    let (first, second) = ("20261202-091500-a1b2", "20261202-093000-c3d4");
+    let sessions = vec![
+        SessionSummary {
+            id: second.into(),
+            title: "the second".into(),
+            updated: "2026-12-02T09:31:00Z".into(),
+            ..Default::default()
+        },
+        SessionSummary {
+            id: first.into(),
+            title: "the first".into(),
+            updated: "2026-12-02T09:16:00Z".into(),
+            ..Default::default()
+        },
+    ];
+    let core = FakeCore::default();
+    let mut st = state();
+    st.session = Some(SessionSummary {
+        id: first.into(),
+        ..Default::default()
+    });
+    st.sessions = sessions.clone();
+    *core.state.lock().expect("lock") = st;
+    let mut a = app();
+    execute(
+        &mut a,
+        &core,
+        vec![Intent::Refresh(Then::Nothing)],
+        &mut || {},
+        &mut |_: &App| {},
+    );
+    for command in ["/resume", "/tree"] {
+        a.on_key(ctrl('u'));
+        type_text(&mut a, command);
+        a.on_key(key(KeyCode::Char(' ')));
+        let intents = a.on_key(key(KeyCode::Enter));
+        execute(&mut a, &core, intents, &mut || {}, &mut |_: &App| {});
+        a.on_event(Event::Sessions {
+            sessions: sessions.clone(),
+        });
+        let s = screen(&a);
+        assert!(s.contains(&format!("● {first}")), "{command}: {s}");
+        if command == "/resume" {
+            assert!(s.contains(&format!("  {second}")), "{command}: {s}");
+        }
+        a.on_key(key(KeyCode::Esc));
+    }
+    a.on_event(Event::Session {
+        id: second.into(),
+        parent_id: Some(first.into()),
+        path: "/x".into(),
+        fork_point: Some(2),
+        reason: "fork".into(),
+    });
+    assert!(
+        screen(&a).contains(&format!("forked: now in session {second}")),
+        "{}",
+        screen(&a)
+    );
+}
+
+#[test]
 fn help_ext_and_skills_sheets_close_with_esc() {
     let core = FakeCore::default();
     let mut st = state();
