@@ -835,11 +835,7 @@ impl App {
                 out.push(Intent::Refresh(Then::Nothing))
             }
             Event::ExtError { extension, message } => {
-                self.push_load_error(format!(
-                    "{}: {}",
-                    strip_controls(&extension),
-                    strip_controls(&message)
-                ));
+                self.push_load_error(&extension, &message);
                 out.push(Intent::Refresh(Then::Nothing));
             }
             Event::ExtWarning { extension, message } => {
@@ -1058,8 +1054,8 @@ impl App {
                         })
                         .collect();
                     text.push_str(&format!(", {} error(s): {}", all.len(), all.join("; ")));
-                    for e in all {
-                        self.push_load_error(e);
+                    for e in &errors {
+                        self.push_load_error(&e.extension, &e.message);
                     }
                     self.set_flash(text.replace('\n', " "), "error", Some(RELOAD_STATUS_TTL));
                 }
@@ -1075,7 +1071,21 @@ impl App {
         }
     }
 
-    fn push_load_error(&mut self, e: String) {
+    /// Lists a load error once, with how to stop seeing it at every
+    /// start (as print mode says it).
+    fn push_load_error(&mut self, extension: &str, message: &str) {
+        let name = strip_controls(extension);
+        let flag = self
+            .state
+            .extensions
+            .iter()
+            .any(|e| e.name == extension && e.source == "flag");
+        let silence = if flag {
+            "to stop loading it, leave out its --ext".to_string()
+        } else {
+            format!("to stop loading it: zut ext disable {name}")
+        };
+        let e = format!("{name}: {}\n{silence}", strip_controls(message));
         if !self.load_errors.contains(&e) {
             self.load_errors.push(e);
         }

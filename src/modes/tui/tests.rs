@@ -688,6 +688,11 @@ fn slash_clear_drops_load_errors() {
         message: "bad manifest".into(),
     });
     assert!(screen(&a).contains("✖ broken: bad manifest"));
+    assert!(
+        screen(&a).contains("to stop loading it: zut ext disable broken"),
+        "{}",
+        screen(&a)
+    );
     type_text(&mut a, "/clear");
     a.on_key(key(KeyCode::Enter));
     assert!(a.load_errors().is_empty());
