@@ -9,6 +9,10 @@
 //! `{"anthropic":{"api_key":"…"},"openai":{"api_key":"…"}}`; a plain string
 //! (`{"openai":"sk-…"}`) is accepted too. It is written with mode 0600.
 //!
+//! `config.json` also records `zut ext enable|disable` choices under
+//! [`EXTENSIONS_ENABLED_KEY`], so that enabling or disabling an extension
+//! never edits the extension's own files.
+//!
 //! Invariants: a missing file means defaults; a corrupt file is an error
 //! naming its path, never silently replaced; writes are atomic (temporary
 //! file in the same directory, then rename), so a crash leaves either the
@@ -70,6 +74,141 @@ pub fn save(home: &Path, config: &Config) -> Result<(), ConfigError> {
     let path = config_path(home);
     let text = pretty(&path, config)?;
     write_atomic(&path, text.as_bytes(), 0o644)
+}
+
+/// The key of `config.json` that holds what `zut ext enable|disable` chose:
+/// `{"global": {"<dir name>": bool}, "project": {"<abs dir>": bool}}`.
+pub const EXTENSIONS_ENABLED_KEY: &str = "extensions_enabled";
+
+/// Which installed extension an enabled/disabled choice is about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ExtensionKey {
+    /// `$ZUT_HOME/extensions/<name>`, by its directory name (which the
+    /// install and update of `<name>` keep), wherever `$ZUT_HOME` moves.
+    Global(String),
+    /// A project extension, by its absolute directory (the project
+    /// directory with symbolic links resolved, `.zut/extensions/<name>`):
+    /// disabling `foo` in one project touches neither another project's
+    /// `foo` nor the global one.
+    Project(PathBuf),
+}
+
+/// The choices recorded under [`EXTENSIONS_ENABLED_KEY`]. An extension
+/// without one follows its manifest's `enabled`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExtensionsEnabled {
+    pub choices: std::collections::HashMap<ExtensionKey, bool>,
+}
+
+impl ExtensionsEnabled {
+    /// The recorded choice for `key`, if any.
+    pub fn get(&self, key: &ExtensionKey) -> Option<bool> {
+        self.choices.get(key).copied()
+    }
+}
+
+/// Reads the enabled/disabled choices from `config.json`; a missing file
+/// or key means none. A malformed value is an error naming the file.
+pub fn extensions_enabled(home: &Path) -> Result<ExtensionsEnabled, ConfigError> {
+    let path = config_path(home);
+    let root = load_object(&path)?;
+    let mut out = ExtensionsEnabled::default();
+    let Some(value) = root.get(EXTENSIONS_ENABLED_KEY) else {
+        return Ok(out);
+    };
+    let bad = |what: &str| {
+        ConfigError(format!(
+            "{}: \"{EXTENSIONS_ENABLED_KEY}\" {what} (fix or delete the key)",
+            path.display()
+        ))
+    };
+    let Value::Object(scopes) = value else {
+        return Err(bad(
+            "must be an object with \"global\" and \"project\" objects",
+        ));
+    };
+    for (scope, entries) in scopes {
+        let Value::Object(entries) = entries else {
+            return Err(bad(&format!("has \"{scope}\" that is not an object")));
+        };
+        for (name, enabled) in entries {
+            let Value::Bool(enabled) = enabled else {
+                return Err(bad(&format!(
+                    "has \"{scope}\": {{\"{name}\": …}} that is not true or false"
+                )));
+            };
+            let key = match scope.as_str() {
+                "global" => ExtensionKey::Global(name.clone()),
+                "project" => ExtensionKey::Project(PathBuf::from(name)),
+                // A newer zut's scope: kept on save, ignored here.
+                _ => continue,
+            };
+            out.choices.insert(key, *enabled);
+        }
+    }
+    Ok(out)
+}
+
+/// Records (`Some`) or forgets (`None`) the enabled/disabled choice for
+/// `key` in `config.json`: read, change that one entry, write atomically
+/// (mode 0600), every other key and its order kept. A corrupt file is an
+/// error and is left as it was.
+pub fn set_extension_enabled(
+    home: &Path,
+    key: &ExtensionKey,
+    enabled: Option<bool>,
+) -> Result<(), ConfigError> {
+    let path = config_path(home);
+    let mut root = load_object(&path)?;
+    // Validates what is there before changing it.
+    extensions_enabled(home)?;
+    let (scope, name) = match key {
+        ExtensionKey::Global(n) => ("global", n.clone()),
+        ExtensionKey::Project(p) => ("project", p.to_string_lossy().into_owned()),
+    };
+    let state = root
+        .entry(EXTENSIONS_ENABLED_KEY.to_string())
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(scopes) = state else {
+        unreachable!("validated above");
+    };
+    let entries = scopes
+        .entry(scope.to_string())
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(entries) = entries else {
+        unreachable!("validated above");
+    };
+    match enabled {
+        Some(b) => {
+            entries.insert(name, Value::Bool(b));
+        }
+        None => {
+            entries.shift_remove(&name);
+        }
+    }
+    if entries.is_empty() {
+        scopes.shift_remove(scope);
+    }
+    if scopes.is_empty() {
+        root.shift_remove(EXTENSIONS_ENABLED_KEY);
+    }
+    let text = pretty(&path, &root)?;
+    write_atomic(&path, text.as_bytes(), 0o600)
+}
+
+/// `config.json` as its top-level object; missing file = empty.
+fn load_object(path: &Path) -> Result<Map<String, Value>, ConfigError> {
+    match read_optional(path)? {
+        None => Ok(Map::new()),
+        Some(text) => match serde_json::from_str(&text) {
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(_) => Err(ConfigError(format!(
+                "{} is not valid: it must be a JSON object (fix or delete the file)",
+                path.display()
+            ))),
+            Err(e) => Err(parse_error(path, &e)),
+        },
+    }
 }
 
 /// The API key `auth.json` holds for `provider`, if any. A missing file or
@@ -259,6 +398,69 @@ mod tests {
             std::fs::read_to_string(auth_path(dir.path())).unwrap(),
             "[1,2]"
         );
+    }
+
+    #[test]
+    fn extension_choices_round_trip_and_keep_other_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        std::fs::write(
+            config_path(home),
+            r#"{"provider":"openai","model":"m","theme":{"name":"dark"}}"#,
+        )
+        .unwrap();
+        let foo = ExtensionKey::Global("foo".into());
+        let bar = ExtensionKey::Project(PathBuf::from("/p/.zut/extensions/bar"));
+        set_extension_enabled(home, &foo, Some(false)).unwrap();
+        set_extension_enabled(home, &bar, Some(true)).unwrap();
+        let got = extensions_enabled(home).unwrap();
+        assert_eq!(got.get(&foo), Some(false));
+        assert_eq!(got.get(&bar), Some(true));
+        assert_eq!(got.get(&ExtensionKey::Global("bar".into())), None);
+        let raw: Value =
+            serde_json::from_str(&std::fs::read_to_string(config_path(home)).unwrap()).unwrap();
+        assert_eq!(
+            raw,
+            serde_json::json!({"provider":"openai","model":"m","theme":{"name":"dark"},
+                "extensions_enabled":{"global":{"foo":false},"project":{"/p/.zut/extensions/bar":true}}})
+        );
+        // Forgetting both removes the key altogether.
+        set_extension_enabled(home, &foo, None).unwrap();
+        set_extension_enabled(home, &bar, None).unwrap();
+        let raw: Value =
+            serde_json::from_str(&std::fs::read_to_string(config_path(home)).unwrap()).unwrap();
+        assert_eq!(
+            raw,
+            serde_json::json!({"provider":"openai","model":"m","theme":{"name":"dark"}})
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(config_path(home))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn malformed_extension_choices_are_errors_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let key = ExtensionKey::Global("foo".into());
+        for text in [
+            r#"{"extensions_enabled":{"global":{"foo":"no"}}}"#,
+            r#"{"extensions_enabled":[]}"#,
+            "[1]",
+            "{oops",
+        ] {
+            std::fs::write(config_path(home), text).unwrap();
+            let e = extensions_enabled(home).unwrap_err().to_string();
+            assert!(e.contains("config.json"), "{text}: {e}");
+            assert!(set_extension_enabled(home, &key, Some(false)).is_err());
+            assert_eq!(std::fs::read_to_string(config_path(home)).unwrap(), text);
+        }
     }
 
     #[test]

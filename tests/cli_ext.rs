@@ -596,60 +596,137 @@ fn build_preflight_errors() {
 
 const ODD: &str = "{ \"version\" :\"1\",\n\n\t\"enabled\"   :true ,\"name\":\"odd\",  \"exec\":\"./run.sh\",\n  \"nested\": {\"enabled\": true}, \"z\": [1, 2]\n}  \n";
 
+impl Env {
+    /// `(name, source, state)` of every row of `zut ext list --json`.
+    fn states(&self) -> Vec<(String, String, String)> {
+        let r = self.run(&["list", "--json"]);
+        assert_eq!(r.code, 0, "{r:?}");
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&r.out).unwrap();
+        rows.iter()
+            .map(|r| {
+                let f = |k: &str| r[k].as_str().unwrap().to_string();
+                (f("name"), f("source"), f("state"))
+            })
+            .collect()
+    }
+
+    fn config(&self) -> serde_json::Value {
+        serde_json::from_str(&fs::read_to_string(self.ctx.zut_home.join("config.json")).unwrap())
+            .unwrap()
+    }
+}
+
+fn row(name: &str, source: &str, state: &str) -> (String, String, String) {
+    (name.into(), source.into(), state.into())
+}
+
 #[test]
-fn enable_disable_round_trip_keeps_every_other_byte() {
+fn enable_disable_leave_the_extension_alone_and_keep_other_settings() {
     let env = Env::new();
     let dir = env.extensions().join("odd");
     fs::create_dir_all(&dir).unwrap();
     let manifest = dir.join("extension.json");
     fs::write(&manifest, ODD).unwrap();
     write_exec(&dir.join("run.sh"), "#!/bin/sh\n");
-    fs::set_permissions(&manifest, fs::Permissions::from_mode(0o600)).unwrap();
+    let config = env.ctx.zut_home.join("config.json");
+    fs::write(
+        &config,
+        "{\"provider\": \"openai\", \"model\": \"gpt-x\", \"theme\": {\"name\": \"dark\"}}\n",
+    )
+    .unwrap();
 
     let r = env.run(&["disable", "odd"]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.err.starts_with("disabled odd"), "{r:?}");
     assert!(r.err.contains("next time zut starts"), "{r:?}");
+    assert!(r.err.contains(s(&config)), "names where: {r:?}");
     assert!(
         !r.err.contains("reload-ext"),
         "no interactive-only advice: {r:?}"
     );
+    assert_eq!(fs::read_to_string(&manifest).unwrap(), ODD, "untouched");
     assert_eq!(
-        fs::read_to_string(&manifest).unwrap(),
-        ODD.replacen("true ,", "false ,", 1)
+        env.config(),
+        serde_json::json!({"provider": "openai", "model": "gpt-x", "theme": {"name": "dark"},
+            "extensions_enabled": {"global": {"odd": false}}})
     );
-    assert_eq!(mode(&manifest), 0o600, "permissions kept");
-    let list = env.run(&["list", "--json"]);
-    let rows: serde_json::Value = serde_json::from_str(&list.out).unwrap();
-    assert_eq!(rows[0]["state"], "disabled");
+    assert_eq!(mode(&config), 0o600);
+    assert_eq!(env.states(), [row("odd", "global", "disabled")]);
+    let r = env.run(&["list", "--json"]);
+    let rows: serde_json::Value = serde_json::from_str(&r.out).unwrap();
+    assert_eq!(rows[0]["enabled"], false);
+
+    let again = env.run(&["disable", "odd"]);
+    assert_eq!(again.code, 0);
+    assert!(again.err.contains("already"), "{again:?}");
 
     let r = env.run(&["enable", "odd"]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.err.starts_with("enabled odd"), "{r:?}");
     assert_eq!(fs::read_to_string(&manifest).unwrap(), ODD);
+    assert_eq!(env.states(), [row("odd", "global", "enabled")]);
+    assert_eq!(env.config()["model"], "gpt-x");
     assert_eq!(env.installed(), ["odd"], "no temporary files left");
+    let home: Vec<String> = fs::read_dir(&env.ctx.zut_home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        home.iter().all(|n| !n.starts_with('.')),
+        "no temporary config left: {home:?}"
+    );
+
+    // Removing the extension forgets the choice.
+    assert_eq!(env.run(&["disable", "odd"]).code, 0);
+    assert_eq!(env.run(&["remove", "odd"]).code, 0);
+    assert_eq!(
+        env.config(),
+        serde_json::json!({"provider": "openai", "model": "gpt-x", "theme": {"name": "dark"}})
+    );
 }
 
 #[test]
-fn disable_inserts_the_key_in_the_files_style() {
+fn the_manifest_key_still_disables_and_enable_overrides_it() {
     let env = Env::new();
-    let dir = env.extensions().join("plain");
+    let dir = env.extensions().join("off");
     fs::create_dir_all(&dir).unwrap();
-    let original = "{\n    \"name\": \"plain\",\n    \"exec\": \"./run.sh\"\n}\n";
-    fs::write(dir.join("extension.json"), original).unwrap();
-    assert_eq!(env.run(&["disable", "plain"]).code, 0);
+    let text = "{\"name\": \"off\", \"exec\": \"./run.sh\", \"enabled\": false}\n";
+    fs::write(dir.join("extension.json"), text).unwrap();
+    write_exec(&dir.join("run.sh"), "#!/bin/sh\n");
+    assert_eq!(env.states(), [row("off", "global", "disabled")]);
+    let doctor = env.run(&["doctor", "off"]);
+    assert!(doctor.out.contains("zut ext enable off"), "{doctor:?}");
+
+    let r = env.run(&["enable", "off"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(!r.err.contains("already"), "{r:?}");
+    assert_eq!(env.states(), [row("off", "global", "enabled")]);
     assert_eq!(
         fs::read_to_string(dir.join("extension.json")).unwrap(),
-        "{\n    \"enabled\": false,\n    \"name\": \"plain\",\n    \"exec\": \"./run.sh\"\n}\n"
+        text
     );
-    assert_eq!(env.run(&["enable", "plain"]).code, 0);
-    assert_eq!(
-        fs::read_to_string(dir.join("extension.json")).unwrap(),
-        original.replacen("{\n", "{\n    \"enabled\": true,\n", 1)
-    );
-    let again = env.run(&["enable", "plain"]);
-    assert_eq!(again.code, 0);
-    assert!(again.err.contains("already"), "{again:?}");
+    assert_eq!(env.run(&["disable", "off"]).code, 0);
+    assert_eq!(env.states(), [row("off", "global", "disabled")]);
+}
+
+#[test]
+fn a_corrupt_config_is_named_and_kept() {
+    let env = Env::new();
+    let src = env.source("hello", HELLO);
+    assert_eq!(env.run(&["install", s(&src)]).code, 0);
+    let config = env.ctx.zut_home.join("config.json");
+    for text in [
+        "{\"model\": ",
+        "{\"extensions_enabled\": {\"global\": {\"hello\": 0}}}",
+    ] {
+        fs::write(&config, text).unwrap();
+        for verb in ["disable", "enable"] {
+            let r = env.run(&[verb, "hello"]);
+            assert_eq!(r.code, 1, "{r:?}");
+            assert!(r.err.contains(s(&config)), "names the file: {r:?}");
+            assert_eq!(fs::read_to_string(&config).unwrap(), text, "kept as it was");
+        }
+    }
 }
 
 #[test]
@@ -661,17 +738,46 @@ fn enable_prefers_the_project_copy_and_scope_flags_choose() {
         fs::create_dir_all(d).unwrap();
         fs::write(d.join("extension.json"), r#"{"name":"dup","exec":"./x"}"#).unwrap();
     }
+    assert_eq!(env.run(&["trust"]).code, 0);
     let r = env.run(&["disable", "dup"]);
     assert_eq!(r.code, 0);
     assert!(r.err.contains("note: a global copy also exists"), "{r:?}");
-    assert!(fs::read_to_string(project.join("extension.json"))
-        .unwrap()
-        .contains("false"));
+    // The project's choice is its own: the global copy is not disabled
+    // (a disabled project copy still shadows it, as ever).
+    assert_eq!(
+        env.states(),
+        [
+            row("dup", "project", "disabled"),
+            row("dup", "global", "shadowed")
+        ]
+    );
+    let real = env.ctx.cwd.canonicalize().unwrap();
+    assert_eq!(
+        env.config()["extensions_enabled"],
+        serde_json::json!({"project": {s(&real.join(".zut/extensions/dup")): false}})
+    );
+    // Another project with its own `dup` is not affected either.
+    let other = Env {
+        _tmp: tempfile::tempdir().unwrap(),
+        root: env.root.clone(),
+        ctx: CliContext {
+            cwd: env.root.join("other"),
+            ..env.ctx.clone()
+        },
+    };
+    let elsewhere = other.ctx.cwd.join(".zut/extensions/dup");
+    fs::create_dir_all(&elsewhere).unwrap();
+    fs::write(
+        elsewhere.join("extension.json"),
+        r#"{"name":"dup","exec":"./x"}"#,
+    )
+    .unwrap();
+    assert_eq!(other.run(&["trust"]).code, 0);
+    assert_eq!(other.states()[0], row("dup", "project", "enabled"));
+
     let r = env.run(&["disable", "--global", "dup"]);
     assert_eq!(r.code, 0);
-    assert!(fs::read_to_string(global.join("extension.json"))
-        .unwrap()
-        .contains("false"));
+    assert_eq!(env.config()["extensions_enabled"]["global"]["dup"], false);
     assert_eq!(
         env.run(&["disable", "--global", "--project", "dup"]).code,
         2
@@ -692,6 +798,11 @@ fn enable_prefers_the_project_copy_and_scope_flags_choose() {
             .count(),
         0,
         "no hidden leftovers"
+    );
+    assert!(
+        env.config().get("extensions_enabled").is_none(),
+        "{:?}",
+        env.config()
     );
 }
 

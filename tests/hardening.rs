@@ -82,39 +82,17 @@ fn a_bash_tool_child_dies_with_a_killed_zut() {
     assert!(gone, "`sleep {nap}` ({sleeps:?}) outlived a kill -9 of zut");
 }
 
-fn mkfifo(path: &std::path::Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
-    assert_eq!(
-        rc,
-        0,
-        "mkfifo {}: {}",
-        path.display(),
-        std::io::Error::last_os_error()
-    );
-}
-
-/// An extension source directory with a manifest and a program.
-fn hello_source(dir: &std::path::Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(
-        dir.join("extension.json"),
-        r#"{"name":"hello","exec":"./run"}"#,
-    )
-    .unwrap();
-    std::fs::write(dir.join("run"), "#!/bin/sh\nexit 0\n").unwrap();
-    std::fs::set_permissions(dir.join("run"), std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-fn installed(sb: &Sandbox) -> Vec<String> {
-    std::fs::read_dir(sb.home().join("extensions"))
-        .map(|rd| {
-            rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
+/// Runs `zut ext install SRC` (with `ZUT_INSTALL_MAX_MIB` set to
+/// `max_mib` if given), asserts its exit code is `code`, returns stderr.
+fn install(sb: &Sandbox, src: &std::path::Path, max_mib: Option<&str>, code: i32) -> String {
+    let mut cmd = zut(sb);
+    if let Some(mib) = max_mib {
+        cmd.env("ZUT_INSTALL_MAX_MIB", mib);
+    }
+    let out = cmd.args(["ext", "install"]).arg(src).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{}: {err}", src.display());
+    err
 }
 
 #[test]
@@ -128,13 +106,7 @@ fn installing_a_sparse_gigabyte_is_refused_before_writing_it() {
         .unwrap()
         .set_len(1 << 30)
         .unwrap();
-    let out = zut(&sb)
-        .args(["ext", "install"])
-        .arg(&src)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let err = install(&sb, &src, None, 1);
     assert!(
         err.contains(&big.display().to_string()),
         "names the file: {err}"
@@ -154,30 +126,12 @@ fn installing_a_sparse_gigabyte_is_refused_before_writing_it() {
     for name in ["a.bin", "b.bin"] {
         std::fs::write(src.join("data").join(name), vec![7u8; 600 << 10]).unwrap();
     }
-    let out = zut(&sb)
-        .env("ZUT_INSTALL_MAX_MIB", "1")
-        .args(["ext", "install"])
-        .arg(&src)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let err = install(&sb, &src, Some("1"), 1);
     assert!(
         err.contains("b.bin") && err.contains("after 0.6 MiB of other files"),
         "{err}"
     );
-    let out = zut(&sb)
-        .env("ZUT_INSTALL_MAX_MIB", "2")
-        .args(["ext", "install"])
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install(&sb, &src, Some("2"), 0);
     assert_eq!(installed(&sb), ["hello"]);
 }
 
@@ -235,17 +189,7 @@ fn installed_python_sdk_examples_import_the_sdk_in_a_clean_environment() {
     let sb = Sandbox::new();
     let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/extensions");
     for name in ["approve", "keep-safe"] {
-        let out = zut(&sb)
-            .args(["ext", "install"])
-            .arg(examples.join(name))
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        install(&sb, &examples.join(name), None, 0);
     }
     let s = script(&sb, &[json!({"text": "ok"})]);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_zut"))

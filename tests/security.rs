@@ -224,19 +224,6 @@ fn output_within(mut cmd: Command) -> Output {
     }
 }
 
-fn mkfifo(path: &std::path::Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
-    assert_eq!(
-        rc,
-        0,
-        "mkfifo {}: {}",
-        path.display(),
-        std::io::Error::last_os_error()
-    );
-}
-
 #[test]
 fn a_fifo_manifest_is_refused_instead_of_blocking() {
     let sb = Sandbox::new();
@@ -292,28 +279,6 @@ fn fifo_auth_and_config_files_are_refused_instead_of_blocking() {
         "{}",
         stderr(&out)
     );
-}
-
-/// A minimal installable extension source at `dir`.
-fn hello_source(dir: &std::path::Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(
-        dir.join("extension.json"),
-        r#"{"name":"hello","exec":"./run"}"#,
-    )
-    .unwrap();
-    std::fs::write(dir.join("run"), "#!/bin/sh\nexit 0\n").unwrap();
-    std::fs::set_permissions(dir.join("run"), std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-fn installed(sb: &Sandbox) -> Vec<String> {
-    std::fs::read_dir(sb.home().join("extensions"))
-        .map(|rd| {
-            rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]

@@ -35,6 +35,7 @@ pub(crate) struct ExtArgs {
 pub(crate) enum ExtCommand {
     List(List),
     Install(Install),
+    Update(Update),
     Remove(Remove),
     Enable(Enable),
     Disable(Disable),
@@ -68,7 +69,8 @@ pub(crate) struct List {
     name = "install",
     help_triggers("-h", "--help", "help"),
     example = "zut ext install ./examples/extensions/hello-py",
-    example = "zut ext install --build=cargo ./examples/extensions/rust-echo"
+    example = "zut ext install --build=cargo ./examples/extensions/rust-echo",
+    example = "zut ext install --ref v1.2 https://github.com/me/zut-todo.git"
 )]
 pub(crate) struct Install {
     /// replace an installed extension of the same name
@@ -78,9 +80,29 @@ pub(crate) struct Install {
     /// build --release); the program goes into the installed copy only
     #[argh(option, arg_name = "go|cargo")]
     pub build: Option<String>,
+    /// the branch or tag of a git URL to install (default: the remote's
+    /// default branch); zut ext update follows it
+    #[argh(option, long = "ref", arg_name = "branch|tag")]
+    pub git_ref: Option<String>,
     /// a local extension directory or a git URL
     #[argh(positional, arg_name = "path|git-url")]
     pub source: String,
+}
+
+#[derive(FromArgs, Debug, PartialEq)]
+/// Update extensions installed from a git URL.
+#[argh(
+    subcommand,
+    name = "update",
+    help_triggers("-h", "--help", "help"),
+    note = "Clones the URL (and --ref) that install recorded again into a staging directory; when its commit differs from the installed one, re-runs the recorded --build, validates the copy like install (same name, an executable exec) and swaps it in atomically. On any failure the installed copy stays exactly as it was. Enabled or disabled stays as it was. Without names, every extension installed from git is updated; one that fails does not stop the others.",
+    example = "zut ext update todo",
+    example = "zut ext update"
+)]
+pub(crate) struct Update {
+    /// extensions to update (default: every one installed from git)
+    #[argh(positional, arg_name = "name")]
+    pub names: Vec<String>,
 }
 
 #[derive(FromArgs, Debug, PartialEq)]
@@ -112,7 +134,7 @@ pub(crate) struct Remove {
     subcommand,
     name = "enable",
     help_triggers("-h", "--help", "help"),
-    note = "Sets \"enabled\": true in its extension.json, changing nothing else in the file; takes effect the next time zut starts. When both a project and a global copy exist, the project copy (the one zut loads here) is changed."
+    note = "Records the choice in $ZUT_HOME/config.json (the extension's own files are not touched); it wins over \"enabled\": false in its extension.json and takes effect the next time zut starts. When both a project and a global copy exist, the project copy (the one zut loads here) is changed."
 )]
 pub(crate) struct Enable {
     /// change the project copy
@@ -132,7 +154,7 @@ pub(crate) struct Enable {
     subcommand,
     name = "disable",
     help_triggers("-h", "--help", "help"),
-    note = "Sets \"enabled\": false in its extension.json, changing nothing else in the file; takes effect the next time zut starts. When both a project and a global copy exist, the project copy (the one zut loads here) is changed."
+    note = "Records the choice in $ZUT_HOME/config.json (the extension's own files are not touched); it survives zut ext update and takes effect the next time zut starts. When both a project and a global copy exist, the project copy (the one zut loads here) is changed."
 )]
 pub(crate) struct Disable {
     /// change the project copy
@@ -240,8 +262,8 @@ pub(crate) struct Test {
 
 /// The subcommand names, for "did you mean" hints.
 pub(crate) const NAMES: &[&str] = &[
-    "list", "install", "remove", "enable", "disable", "logs", "doctor", "trust", "untrust", "new",
-    "test",
+    "list", "install", "update", "remove", "enable", "disable", "logs", "doctor", "trust",
+    "untrust", "new", "test",
 ];
 
 /// What [`parse_ext`] decided.
@@ -351,6 +373,13 @@ fn check(command: &ExtCommand) -> Result<(), String> {
     if let ExtCommand::Install(i) = command {
         if i.build.as_deref().is_some_and(|b| b.trim().is_empty()) {
             return Err("option \"--build\" needs a value: go or cargo".into());
+        }
+        if let Some(r) = i.git_ref.as_deref() {
+            if r.trim().is_empty() || r.starts_with('-') {
+                return Err(format!(
+                    "option \"--ref\" needs a branch or tag name, not {r:?}"
+                ));
+            }
         }
     }
     Ok(())
@@ -485,9 +514,22 @@ mod tests {
             Parsed::Run(ExtCommand::Install(Install {
                 force: true,
                 build: Some("go".into()),
+                git_ref: None,
                 source: "./x".into()
             }))
         );
+        assert!(matches!(
+            p(&["install", "--ref=v2", "file:///r"]),
+            Parsed::Run(ExtCommand::Install(Install { git_ref: Some(ref r), .. })) if r == "v2"
+        ));
+        assert!(matches!(
+            p(&["update"]),
+            Parsed::Run(ExtCommand::Update(Update { ref names })) if names.is_empty()
+        ));
+        assert!(matches!(
+            p(&["update", "a", "b"]),
+            Parsed::Run(ExtCommand::Update(Update { ref names })) if names.len() == 2
+        ));
         assert_eq!(
             p(&["rm", "-y", "--project", "x"]),
             Parsed::Run(ExtCommand::Remove(Remove {
@@ -530,6 +572,8 @@ mod tests {
         assert!(matches!(p(&["install", "a", "b"]), Parsed::Usage(_)));
         assert!(matches!(p(&["list", "--bogus"]), Parsed::Usage(m) if m.contains("--bogus")));
         assert!(matches!(p(&["install", "--build="]), Parsed::Usage(_)));
+        assert!(matches!(p(&["install", "--ref=", "u"]), Parsed::Usage(_)));
+        assert_eq!(p(&["updat"]), Parsed::Unknown("updat".into()));
         assert!(matches!(
             p(&["enable", "--project", "--global", "x"]),
             Parsed::Usage(m) if m.contains("exclude")

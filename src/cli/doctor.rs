@@ -343,7 +343,7 @@ pub fn render_text(reports: &[Report]) -> String {
             field(
                 "note",
                 &format!(
-                    "disabled in extension.json; enable it with: zut ext enable {}",
+                    "disabled (by zut ext disable, or \"enabled\": false in its extension.json); enable it with: zut ext enable {}",
                     r.name
                 ),
             );

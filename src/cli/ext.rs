@@ -13,16 +13,20 @@
 //! When both have one, `remove` takes the global copy and `enable` /
 //! `disable` the project copy (the one zut loads in this directory), and a
 //! note names the other; `--project` / `--global` choose explicitly.
+//! `update` takes global extensions only (what install put there).
+//!
+//! `enable` / `disable` record the choice in `$ZUT_HOME/config.json`
+//! (see [`crate::config::ExtensionKey`]), never in the extension's files,
+//! so a git clone stays clean for `update`; `remove` forgets the choice and
+//! the install record.
 
 use super::args::{self, ExtCommand, Parsed};
-use super::edit::{self, Change};
 use super::install::{self, Request};
-use super::{builder::Builder, list, logs, new, suggest};
+use super::{builder::Builder, list, logs, new, suggest, update};
 use super::{CliContext, Failure, Io, Outcome};
 use crate::host::discovery::{self, Entry, Options, Source};
-use crate::host::manifest::{self, MANIFEST_FILE};
+use crate::host::manifest;
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Runs `zut ext <args…>`; returns the exit code.
@@ -53,6 +57,7 @@ pub(crate) fn dispatch(args: &[String], ctx: &CliContext, io: &mut Io<'_>) -> i3
     let (name, result) = match &command {
         ExtCommand::List(c) => ("list", run_list(c.json, ctx, io)),
         ExtCommand::Install(c) => ("install", run_install(c, ctx, io)),
+        ExtCommand::Update(c) => ("update", run_update(&c.names, ctx, io)),
         ExtCommand::Remove(c) => (
             "remove",
             run_remove(&c.name, scope(c.project, c.global), ctx, io),
@@ -171,8 +176,83 @@ fn run_install(c: &args::Install, ctx: &CliContext, io: &mut Io<'_>) -> Outcome 
         source: c.source.clone(),
         force: c.force,
         build,
+        git_ref: c.git_ref.clone(),
     };
     install::install(&req, ctx, io)
+}
+
+/// `zut ext update [name…]`: the named extensions, else every global one
+/// installed from git. With several, one failing does not stop the rest.
+fn run_update(names: &[String], ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
+    let mut jobs: Vec<(String, PathBuf, Outcome<install::Record>)> = Vec::new();
+    if names.is_empty() {
+        for e in installed(ctx) {
+            if e.source != Source::Global {
+                continue;
+            }
+            let Some(dir_name) = e.dir.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+                continue;
+            };
+            match install::read_record(&ctx.zut_home, &dir_name) {
+                Ok(Some(install::Record::Local { .. })) => {}
+                Ok(None) if !e.dir.join(".git").exists() => {}
+                Ok(_) | Err(_) => {
+                    let record = update::git_record(&ctx.zut_home, &dir_name, &e.dir);
+                    jobs.push((dir_name, e.dir, record));
+                }
+            }
+        }
+        if jobs.is_empty() {
+            let _ = writeln!(
+                io.err,
+                "no extensions installed from git; nothing to update"
+            );
+            return Ok(());
+        }
+    } else {
+        for name in names {
+            let (target, _) = choose(name, None, ctx, Source::Global)?;
+            if target.source == Source::Project {
+                return Err(format!(
+                    "{name} is a project extension ({}); zut ext update updates what zut ext install put in {}",
+                    target.dir.display(),
+                    crate::paths::global_extensions(&ctx.zut_home).display()
+                )
+                .into());
+            }
+            let dir_name = target
+                .dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| name.clone());
+            let record = update::git_record(&ctx.zut_home, &dir_name, &target.dir);
+            jobs.push((dir_name, target.dir, record));
+        }
+    }
+    let single = jobs.len() == 1;
+    let total = jobs.len();
+    let mut failed = Vec::new();
+    for (name, dir, record) in jobs {
+        let result = record.and_then(|r| update::update(&name, &dir, &r, ctx, io));
+        match result {
+            Ok(_) => {}
+            Err(Failure::Error(m)) if !single => {
+                let _ = writeln!(io.err, "zut ext update: {m}");
+                failed.push(name);
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} of {total} updates failed ({}); the others went through",
+            failed.len(),
+            failed.join(", ")
+        )
+        .into())
+    }
 }
 
 fn run_new(c: &args::New, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
@@ -317,6 +397,21 @@ fn run_remove(name: &str, wanted: Option<Source>, ctx: &CliContext, io: &mut Io<
     } else {
         ""
     };
+    // What zut remembered about it goes too: a later install of the same
+    // name starts afresh.
+    let mut forget = Vec::new();
+    if target.source == Source::Global {
+        forget.push(install::remove_record(&ctx.zut_home, &dir_name(dir)));
+    }
+    if let Some(key) = discovery::state_key(target.source, dir) {
+        forget.push(
+            crate::config::set_extension_enabled(&ctx.zut_home, &key, None)
+                .map_err(|e| e.to_string()),
+        );
+    }
+    for e in forget.into_iter().filter_map(Result::err) {
+        let _ = writeln!(io.err, "zut ext remove: warning: {e}");
+    }
     let _ = writeln!(io.err, "removed {}{what}", dir.display());
     let flag = if other.as_ref().is_some_and(|o| o.source == Source::Project) {
         "--project"
@@ -336,27 +431,28 @@ fn set_enabled(
 ) -> Outcome {
     let (target, other) = choose(name, wanted, ctx, Source::Project)?;
     let word = if enabled { "enabled" } else { "disabled" };
-    let path = target.dir.join(MANIFEST_FILE);
-    let real =
-        fs::canonicalize(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let text =
-        fs::read_to_string(&real).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    match edit::set_enabled(&text, enabled).map_err(|m| format!("{} {m}", path.display()))? {
-        Change::Unchanged => {
-            let _ = writeln!(
-                io.err,
-                "{word} {name} (it already was, in {})",
-                path.display()
-            );
-        }
-        Change::Rewritten(new) => {
-            write_atomically(&real, &new)?;
-            let _ = writeln!(
-                io.err,
-                "{word} {name} in {}; takes effect the next time zut starts",
-                path.display()
-            );
-        }
+    let key = discovery::state_key(target.source, &target.dir)
+        .ok_or_else(|| format!("{} has no directory name", target.dir.display()))?;
+    let file = crate::config::config_path(&ctx.zut_home);
+    let choices = crate::config::extensions_enabled(&ctx.zut_home).map_err(|e| e.to_string())?;
+    // What zut does today: the recorded choice, else the manifest's key
+    // (an unreadable manifest counts as enabled; the extension is invalid
+    // either way until it is fixed).
+    let by_manifest = manifest::load(&target.dir).map_or(true, |m| m.enabled);
+    let before = choices.get(&key).unwrap_or(by_manifest);
+    // The user's latest word is recorded even when nothing changes, so it
+    // also outlasts a later manifest that says otherwise.
+    crate::config::set_extension_enabled(&ctx.zut_home, &key, Some(enabled))
+        .map_err(|e| e.to_string())?;
+    let shown = target.dir.display();
+    if before == enabled {
+        let _ = writeln!(io.err, "{word} {name} (it already was: {shown})");
+    } else {
+        let _ = writeln!(
+            io.err,
+            "{word} {name} ({shown}, recorded in {}); takes effect the next time zut starts",
+            file.display()
+        );
     }
     let flag = match other.as_ref().map(|o| o.source) {
         Some(Source::Global) => "--global",
@@ -366,19 +462,8 @@ fn set_enabled(
     Ok(())
 }
 
-/// Replaces `path` with `text` through a temporary file in the same
-/// directory, keeping the file's permissions.
-fn write_atomically(path: &Path, text: &str) -> Outcome {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
-    let perms = fs::metadata(path).map_err(fail)?.permissions();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".extension.json.")
-        .tempfile_in(dir)
-        .map_err(fail)?;
-    tmp.write_all(text.as_bytes()).map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    fs::set_permissions(tmp.path(), perms).map_err(fail)?;
-    tmp.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
+fn dir_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }

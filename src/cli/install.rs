@@ -1,4 +1,5 @@
-//! `zut ext install [--force] [--build=go|cargo] <path|git-url>`.
+//! `zut ext install [--force] [--build=go|cargo] [--ref REF] <path|git-url>`,
+//! and the pieces `zut ext update` ([`super::update`]) reuses.
 //!
 //! The extension is assembled in a hidden staging directory
 //! (`.zut-extension-install-*`, skipped by discovery) inside
@@ -13,6 +14,8 @@
 //!   path;
 //! - git runs with hooks off, submodules off, no prompts and only the
 //!   https/ssh/git/file transports, with `--` before the URL;
+//! - where it came from is recorded in `$ZUT_HOME/installs/<name>.json`
+//!   ([`Record`]), never inside the extension;
 //! - what is installed has a valid manifest whose name passes
 //!   [`manifest::check_name`], and an in-tree executable that exists, is a
 //!   regular file and is executable.
@@ -39,6 +42,8 @@ pub(crate) struct Request {
     pub source: String,
     pub force: bool,
     pub build: Option<Builder>,
+    /// `--ref`: the branch or tag to clone (git URLs only).
+    pub git_ref: Option<String>,
 }
 
 /// Where the extension comes from.
@@ -93,6 +98,12 @@ fn is_scp_like(s: &str) -> bool {
 /// Runs an install; prints `installed <name> <version> to <dir>`.
 pub(crate) fn install(req: &Request, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
     let origin = classify(&req.source, &ctx.cwd)?;
+    if let (Some(r), Origin::Local(p)) = (&req.git_ref, &origin) {
+        return Err(Failure::Usage(format!(
+            "--ref {r} names a git branch or tag, but {} is a local directory",
+            p.display()
+        )));
+    }
     let root = crate::paths::global_extensions(&ctx.zut_home);
     fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
     let staging = tempfile::Builder::new()
@@ -114,8 +125,27 @@ pub(crate) fn install(req: &Request, ctx: &CliContext, io: &mut Io<'_>) -> Outco
         return Err(Failure::Interrupted);
     }
     let dest = root.join(&m.name);
+    let record = match &origin {
+        Origin::Git(url) => Record::Git {
+            url: url.clone(),
+            git_ref: req.git_ref.clone(),
+            build: req.build.map(|b| b.tool().to_string()),
+            commit: head_commit(staging.path(), io),
+        },
+        Origin::Local(path) => Record::Local {
+            path: path.clone(),
+            build: req.build.map(|b| b.tool().to_string()),
+        },
+    };
     if let Some(w) = commit(staging, &dest, req.force, &root, &m.name)? {
         let _ = writeln!(io.err, "zut ext install: warning: {w}");
+    }
+    if let Err(e) = write_record(&ctx.zut_home, &m.name, &record) {
+        let _ = writeln!(
+            io.err,
+            "zut ext install: warning: {e}; zut ext update will not know where {} came from",
+            m.name
+        );
     }
     let version = if m.version.is_empty() {
         String::new()
@@ -166,7 +196,7 @@ fn stage(
                     .into());
                 }
             }
-            stage_git(url, staging, io)?;
+            stage_git(url, req.git_ref.as_deref(), staging, io)?;
             // The name is known only from the cloned manifest: refuse an
             // existing one now, before any checks on the clone.
             if let (false, Ok(m)) = (req.force, manifest::load(staging)) {
@@ -191,7 +221,13 @@ fn stage(
 /// `--build` on a clone: the clone is the source, built in place (cargo
 /// gets a scratch target directory, as for a local path), so what lands in
 /// the extension is the clone plus the built executable.
-fn build_clone(b: Builder, url: &str, root: &Path, staging: &Path, io: &mut Io<'_>) -> Outcome {
+pub(crate) fn build_clone(
+    b: Builder,
+    url: &str,
+    root: &Path,
+    staging: &Path,
+    io: &mut Io<'_>,
+) -> Outcome {
     let m = manifest::load(staging).map_err(|e| relabel(e, url))?;
     let (tool, rel) = builder::preflight(b, &m, staging)?;
     let job = Job {
@@ -293,12 +329,41 @@ fn required_paths(m: &Manifest, src: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn stage_git(url: &str, staging: &Path, io: &mut Io<'_>) -> Outcome {
+/// `git` from PATH, or the error saying it is missing.
+fn git() -> Outcome<Command> {
     let git = manifest::find_on_path("git", None).map_err(|_| {
         "git is not installed or not on PATH; install git, or clone the repository yourself and install the directory".to_string()
     })?;
     let mut cmd = Command::new(git);
+    cmd.env("GIT_TERMINAL_PROMPT", "0");
+    Ok(cmd)
+}
+
+/// The commit checked out in the clone at `dir`, if git can tell.
+pub(crate) fn head_commit(dir: &Path, io: &mut Io<'_>) -> Option<String> {
+    let mut cmd = git().ok()?;
+    cmd.arg("-C")
+        .arg(dir)
+        .args(["rev-parse", "--verify", "HEAD"]);
+    let (done, out) = process::run_capturing(&mut cmd, "git", &io.cancel).ok()?;
+    let commit = out.trim();
+    (done.status.success() && !commit.is_empty() && commit.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| commit.to_string())
+}
+
+/// Shallow-clones `url` (at branch or tag `git_ref`) into `staging` with
+/// hooks, submodules and unsafe transports off.
+pub(crate) fn stage_git(
+    url: &str,
+    git_ref: Option<&str>,
+    staging: &Path,
+    io: &mut Io<'_>,
+) -> Outcome {
+    let mut cmd = git()?;
     cmd.args(["clone", "--depth", "1", "--no-recurse-submodules"]);
+    if let Some(r) = git_ref {
+        cmd.arg("--branch").arg(r);
+    }
     for config in [
         "core.hooksPath=/dev/null",
         "protocol.allow=never",
@@ -309,10 +374,7 @@ fn stage_git(url: &str, staging: &Path, io: &mut Io<'_>) -> Outcome {
     ] {
         cmd.args(["-c", config]);
     }
-    cmd.arg("--")
-        .arg(url)
-        .arg(staging)
-        .env("GIT_TERMINAL_PROMPT", "0");
+    cmd.arg("--").arg(url).arg(staging);
     // git's progress chatter is kept back; it is shown only on failure.
     let done = process::run(&mut cmd, "git", &io.cancel)?;
     if !done.status.success() {
@@ -339,7 +401,7 @@ fn stage_git(url: &str, staging: &Path, io: &mut Io<'_>) -> Outcome {
 }
 
 /// Validates the staged copy; launcher and skills problems are warnings.
-fn validate_staged(
+pub(crate) fn validate_staged(
     staging: &Path,
     origin: &Origin,
     warnings: &mut Vec<String>,
@@ -432,7 +494,7 @@ fn exists(dest: &Path, name: &str) -> String {
 /// Moves the staged copy to `dest`. With `force` an existing copy is moved
 /// aside first, restored if the move fails, deleted once it succeeded.
 /// Returns a warning if the old copy could not be deleted.
-fn commit(
+pub(crate) fn commit(
     staging: TempDir,
     dest: &Path,
     force: bool,
@@ -482,9 +544,105 @@ fn commit(
     }))
 }
 
+/// What install remembers about where an extension came from, in
+/// `$ZUT_HOME/installs/<name>.json` (outside the extension, so a clone
+/// stays exactly as git left it): what `zut ext update` needs.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "source", rename_all = "lowercase")]
+pub(crate) enum Record {
+    Git {
+        url: String,
+        #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+        git_ref: Option<String>,
+        /// `go` or `cargo`, as `--build` was given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        build: Option<String>,
+        /// The commit installed, for the record (update asks the clone).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commit: Option<String>,
+    },
+    Local {
+        path: PathBuf,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        build: Option<String>,
+    },
+}
+
+/// `$ZUT_HOME/installs`.
+pub(crate) fn records_dir(home: &Path) -> PathBuf {
+    home.join("installs")
+}
+
+/// `$ZUT_HOME/installs/<name>.json`.
+pub(crate) fn record_path(home: &Path, name: &str) -> PathBuf {
+    records_dir(home).join(format!("{name}.json"))
+}
+
+/// Writes the install record of `name` atomically (mode 0600).
+pub(crate) fn write_record(home: &Path, name: &str, record: &Record) -> Result<(), String> {
+    let path = record_path(home, name);
+    let mut text = serde_json::to_string_pretty(record)
+        .map_err(|e| format!("cannot encode {}: {e}", path.display()))?;
+    text.push('\n');
+    crate::config::write_atomic(&path, text.as_bytes(), 0o600).map_err(|e| e.to_string())
+}
+
+/// The install record of `name`: `Ok(None)` when there is none (installed
+/// by hand, or by a zut from before records); unreadable is an error.
+pub(crate) fn read_record(home: &Path, name: &str) -> Result<Option<Record>, String> {
+    let path = record_path(home, name);
+    let text = match crate::safe_fs::read_regular_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        format!(
+            "{} is not valid: {e} (reinstall the extension with zut ext install --force to rewrite it)",
+            path.display()
+        )
+    })
+}
+
+/// Forgets the install record of `name` (after `zut ext remove`).
+pub(crate) fn remove_record(home: &Path, name: &str) -> Result<(), String> {
+    let path = record_path(home, name);
+    match fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot delete {}: {e}", path.display())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_round_trip() {
+        let home = tempfile::tempdir().unwrap();
+        assert_eq!(read_record(home.path(), "x"), Ok(None));
+        let git = Record::Git {
+            url: "file:///r".into(),
+            git_ref: Some("v1".into()),
+            build: None,
+            commit: Some("abc".into()),
+        };
+        write_record(home.path(), "x", &git).unwrap();
+        assert_eq!(read_record(home.path(), "x"), Ok(Some(git)));
+        let text = fs::read_to_string(record_path(home.path(), "x")).unwrap();
+        assert!(
+            text.contains("\"source\": \"git\"") && text.contains("\"ref\": \"v1\""),
+            "{text}"
+        );
+        fs::write(record_path(home.path(), "x"), "{").unwrap();
+        assert!(read_record(home.path(), "x")
+            .unwrap_err()
+            .contains("x.json"));
+        remove_record(home.path(), "x").unwrap();
+        remove_record(home.path(), "x").unwrap();
+        assert_eq!(read_record(home.path(), "x"), Ok(None));
+    }
 
     #[test]
     fn classifies_sources() {

@@ -20,7 +20,8 @@ const DESCRIPTION_WIDTH: usize = 48;
 pub enum State {
     /// Loaded at startup.
     Enabled,
-    /// `"enabled": false` in its manifest.
+    /// Disabled by `zut ext disable`, or by `"enabled": false` in its
+    /// manifest.
     Disabled,
     /// An earlier extension of the same name wins.
     Shadowed,
@@ -49,7 +50,8 @@ pub struct Row {
     pub name: String,
     pub version: String,
     pub state: State,
-    /// The manifest's `enabled`; `null` when the manifest is invalid.
+    /// Whether it is enabled: the `zut ext enable|disable` choice, else the
+    /// manifest's `enabled`; `null` when the manifest is invalid.
     pub enabled: Option<bool>,
     /// `flag` (`--ext`), `project` or `global`.
     pub source: &'static str,

@@ -18,7 +18,6 @@ mod builder;
 mod conformance;
 mod copy;
 pub mod doctor;
-pub mod edit;
 mod ext;
 pub mod hooks;
 mod install;
@@ -33,6 +32,7 @@ pub mod skills;
 pub use crate::suggest;
 mod term;
 pub mod trust;
+mod update;
 
 use crate::cancel::{self, CancelToken};
 use std::io::{IsTerminal, Write};

@@ -10,7 +10,8 @@
 //! token, nothing polls.
 //!
 //! The child's stdin is always closed (nothing may prompt). Its stdout is
-//! discarded and its stderr collected; only the last [`TAIL_LINES`] lines
+//! discarded ([`run`]) or kept in a file ([`run_capturing`]) and its stderr
+//! collected; only the last [`TAIL_LINES`] lines
 //! are kept, for the error message when it fails (a successful clone or
 //! build says nothing).
 
@@ -35,8 +36,36 @@ pub(crate) struct Finished {
 /// Runs `cmd` to completion, stopping its whole process group if `cancel`
 /// fires. `what` names the tool in errors ("git", "go build").
 pub(crate) fn run(cmd: &mut Command, what: &str, cancel: &CancelToken) -> Outcome<Finished> {
+    run_to(cmd, what, cancel, Stdio::null())
+}
+
+/// Like [`run`], and returns what the tool printed on stdout too (at most
+/// [`MAX_STDOUT`] bytes: short answers such as `git rev-parse HEAD`).
+pub(crate) fn run_capturing(
+    cmd: &mut Command,
+    what: &str,
+    cancel: &CancelToken,
+) -> Outcome<(Finished, String)> {
+    use std::io::{Read, Seek};
+    // A file, not a pipe: nothing has to drain it while the tool runs.
+    let mut file = tempfile::tempfile().map_err(|e| format!("cannot run {what}: {e}"))?;
+    let handle = file
+        .try_clone()
+        .map_err(|e| format!("cannot run {what}: {e}"))?;
+    let done = run_to(cmd, what, cancel, Stdio::from(handle))?;
+    let mut out = Vec::new();
+    file.rewind()
+        .and_then(|()| file.take(MAX_STDOUT).read_to_end(&mut out))
+        .map_err(|e| format!("cannot read what {what} printed: {e}"))?;
+    Ok((done, String::from_utf8_lossy(&out).into_owned()))
+}
+
+/// How much of a tool's stdout [`run_capturing`] keeps.
+pub(crate) const MAX_STDOUT: u64 = 64 << 10;
+
+fn run_to(cmd: &mut Command, what: &str, cancel: &CancelToken, stdout: Stdio) -> Outcome<Finished> {
     cmd.stdin(Stdio::null());
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.stdout(stdout).stderr(Stdio::piped());
     let mut guard = ChildGuard::spawn(cmd).map_err(|e| format!("cannot run {what}: {e}"))?;
     let collector = guard.take_stderr().map(|stderr| {
         std::thread::spawn(move || {

@@ -8,6 +8,11 @@
 //! A name seen earlier shadows later ones: `--ext` beats project beats
 //! global. Hidden directories (staging dirs of `zut ext install`) are skipped.
 //!
+//! Whether an installed extension is enabled: the choice `zut ext
+//! enable|disable` recorded in `$ZUT_HOME/config.json` if there is one
+//! ([`state_key`]), else its manifest's `enabled`. `--ext` paths follow
+//! their manifests.
+//!
 //! Project extensions of a directory the user has not trusted
 //! ([`crate::trust`]) are listed as [`Status::Untrusted`] and never started;
 //! they shadow nothing, so a cloned repository cannot hide a global
@@ -43,7 +48,9 @@ impl Source {
 pub enum Status {
     /// Enabled and first of its name: to be started (or theme-only).
     Load(Manifest),
-    /// `enabled: false`.
+    /// Disabled: by `zut ext disable` (recorded in `config.json`), else by
+    /// `"enabled": false` in the manifest. The manifest's `enabled` holds
+    /// the outcome.
     Disabled(Manifest),
     /// An earlier directory has the same name.
     Shadowed {
@@ -226,10 +233,20 @@ pub fn discover(opts: &Options) -> Vec<Entry> {
             );
         }
     }
+    let choices = if dirs.iter().any(|(_, s)| *s != Source::Flag) {
+        enabled_choices(&opts.zut_home)
+    } else {
+        crate::config::ExtensionsEnabled::default()
+    };
     let mut seen: Vec<(String, PathBuf)> = Vec::new();
     let mut entries = Vec::with_capacity(dirs.len());
     for (dir, source) in dirs {
-        let loaded = manifest::load(&dir);
+        let mut loaded = manifest::load(&dir);
+        if let (Ok(m), Some(key)) = (&mut loaded, state_key(source, &dir)) {
+            if let Some(enabled) = choices.get(&key) {
+                m.enabled = enabled;
+            }
+        }
         if untrusted && source == Source::Project {
             entries.push(Entry {
                 dir,
@@ -286,6 +303,36 @@ pub fn theme_paths(entries: &[Entry]) -> Vec<PathBuf> {
         .collect();
     themed.sort_by(|a, b| a.name.cmp(&b.name));
     themed.iter().flat_map(|m| m.themes.clone()).collect()
+}
+
+/// Where `zut ext enable|disable` records its choice for the installed
+/// extension at `dir` (see [`crate::config::ExtensionKey`]); `None` for an
+/// `--ext` path, which follows its manifest alone.
+pub fn state_key(source: Source, dir: &Path) -> Option<crate::config::ExtensionKey> {
+    let name = dir.file_name()?.to_string_lossy().into_owned();
+    match source {
+        Source::Flag => None,
+        Source::Global => Some(crate::config::ExtensionKey::Global(name)),
+        Source::Project => {
+            // The project's extensions directory with links resolved; the
+            // extension's own directory is not resolved (a link there is
+            // still this project's entry).
+            let parent = dir.parent()?;
+            let root = parent
+                .canonicalize()
+                .unwrap_or_else(|_| parent.to_path_buf());
+            Some(crate::config::ExtensionKey::Project(root.join(name)))
+        }
+    }
+}
+
+/// The recorded choices; an unreadable `config.json` is logged and leaves
+/// every extension to its manifest (zut's startup reports the file itself).
+fn enabled_choices(home: &Path) -> crate::config::ExtensionsEnabled {
+    crate::config::extensions_enabled(home).unwrap_or_else(|e| {
+        log::warn!("{e}; extensions follow their manifests' \"enabled\"");
+        crate::config::ExtensionsEnabled::default()
+    })
 }
 
 /// The skills of the extensions that contribute them: enabled and first

@@ -340,3 +340,42 @@ pub fn plan_ext(sb: &Sandbox, plan: serde_json::Value) -> PathBuf {
     std::fs::write(dir.join("plan.json"), plan.to_string()).unwrap();
     dir
 }
+
+/// A minimal installable extension source at `dir`: the manifest of
+/// `hello` and an executable `run`.
+pub fn hello_source(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("extension.json"),
+        r#"{"name":"hello","exec":"./run"}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("run"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(dir.join("run"), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Every entry of the sandbox's `$ZUT_HOME/extensions`, hidden ones
+/// (staging directories) included.
+pub fn installed(sb: &Sandbox) -> Vec<String> {
+    std::fs::read_dir(sb.home().join("extensions"))
+        .map(|rd| {
+            rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Makes a FIFO at `path` (a file that blocks whoever opens it to read).
+pub fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(
+        rc,
+        0,
+        "mkfifo {}: {}",
+        path.display(),
+        std::io::Error::last_os_error()
+    );
+}
