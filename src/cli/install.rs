@@ -457,7 +457,7 @@ fn check_executable(configured: &str, path: &Path, origin: &Origin) -> Outcome {
                 "build it before installing, or let install build it with --build=go or --build=cargo"
             }
             Origin::Git(_) => {
-                "install builds only local paths: clone the repository, build it, then install the directory"
+                "let install build the clone with --build=go or --build=cargo"
             }
         };
         return Err(
