@@ -238,7 +238,7 @@ fn a_load_left_to_the_dispatcher_names_what_it_discovered_before_any_handshake()
     assert_eq!(got, [("a".into(), "flag"), ("b".into(), "flag")]);
     let evs = events(&sink);
     assert!(
-        matches!(evs.first(), Some(Event::Discovered { themes }) if themes == &[theme.clone()]),
+        matches!(evs.first(), Some(Event::Discovered { themes }) if themes.as_slice() == std::slice::from_ref(&theme)),
         "{evs:?}"
     );
     assert!(
