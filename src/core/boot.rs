@@ -194,13 +194,14 @@ pub fn boot(
         // Panel-driven tools need a person at a terminal.
         config.interactive = false;
     }
+    let sink: host::EventOut = std::sync::Arc::new(events.clone());
     // MCP servers start first, in the background, so that they come up
     // while the extensions load.
     let mcp = crate::mcp::hub::Hub::start(
         crate::mcp::config::load(&run.mcp),
         &run.host.cwd,
         &run.host.zut_home,
-        std::sync::Arc::new(events.clone()),
+        sink.clone(),
     );
     // The terminal draws before a manifest is read: the dispatcher
     // discovers its extensions, and their themes arrive with
@@ -208,7 +209,7 @@ pub fn boot(
     let terminal = front == crate::commands::Mode::Terminal;
     let entries = (!terminal).then(|| host::discovery::discover(&run.discovery));
     let (host, loading) =
-        match HostHandle::launch(config, entries, Some(run.discovery.clone()), events.clone()) {
+        match HostHandle::launch(config, entries, Some(run.discovery.clone()), sink) {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("zut: {e}");

@@ -392,7 +392,7 @@ impl Dispatcher {
                             .map(discovery::discover)
                             .unwrap_or_default();
                         starting.set(&entries);
-                        let _ = self.events.send(Event::Discovered {
+                        self.events.emit(Event::Discovered {
                             themes: discovery::theme_paths(&entries),
                         });
                         entries
@@ -545,7 +545,7 @@ impl Dispatcher {
         let exts: Vec<ExtState> = self.exts.drain(..).collect();
         for e in exts {
             if e.held.is_none() && !matches!(e.phase, Phase::Disconnected(_)) {
-                let _ = self.events.send(Event::ExtChromeClear {
+                self.events.emit(Event::ExtChromeClear {
                     extension: e.entry.name(),
                 });
             }
@@ -733,7 +733,7 @@ impl Dispatcher {
             let held = e.held.take().unwrap_or_default();
             let name = e.entry.name();
             if let Some(message) = &e.failed {
-                let _ = self.events.send(Event::ExtError {
+                self.events.emit(Event::ExtError {
                     extension: name,
                     message: message.clone(),
                 });
@@ -741,7 +741,7 @@ impl Dispatcher {
             }
             match (&e.entry.status, &e.phase, &e.conn) {
                 (Status::Disabled(_), _, _) if e.entry.source == discovery::Source::Flag => {
-                    let _ = self.events.send(Event::ExtWarning {
+                    self.events.emit(Event::ExtWarning {
                         extension: name,
                         message:
                             "not loaded: it is disabled in its extension.json (\"enabled\": false)"
@@ -749,7 +749,7 @@ impl Dispatcher {
                     });
                 }
                 (Status::Untrusted { project, .. }, _, _) => {
-                    let _ = self.events.send(Event::ExtWarning {
+                    self.events.emit(Event::ExtWarning {
                         extension: name,
                         message: Status::untrusted_message(project),
                     });
@@ -762,14 +762,14 @@ impl Dispatcher {
                         stderr_tail(reason, &e.log())
                     );
                     e.failed = Some(message.clone());
-                    let _ = self.events.send(Event::ExtError {
+                    self.events.emit(Event::ExtError {
                         extension: name,
                         message,
                     });
                 }
                 _ => {
                     let (commands, tools) = registered(&self.registry, e.id);
-                    let _ = self.events.send(Event::ExtLoaded {
+                    self.events.emit(Event::ExtLoaded {
                         extension: name.clone(),
                         version: e.version.clone(),
                         commands,
@@ -777,13 +777,13 @@ impl Dispatcher {
                         source: e.entry.source.as_str().to_string(),
                     });
                     for message in e.warnings.iter().chain(e.conflicts.iter()) {
-                        let _ = self.events.send(Event::ExtWarning {
+                        self.events.emit(Event::ExtWarning {
                             extension: name.clone(),
                             message: message.clone(),
                         });
                     }
                     for ev in held {
-                        let _ = self.events.send(ev);
+                        self.events.emit(ev);
                     }
                 }
             }
@@ -798,7 +798,7 @@ impl Dispatcher {
             for w in &set.warnings {
                 match &w.extension {
                     Some(ext) => {
-                        let _ = self.events.send(Event::ExtWarning {
+                        self.events.emit(Event::ExtWarning {
                             extension: ext.clone(),
                             message: w.message.clone(),
                         });
@@ -1090,11 +1090,11 @@ impl Dispatcher {
         self.registry.remove_extension(e.id, &reason);
         if e.held.is_none() && !closing {
             let name = e.entry.name();
-            let _ = self.events.send(Event::ExtError {
+            self.events.emit(Event::ExtError {
                 extension: name.clone(),
                 message: format!("{reason}{}", stderr_tail(&reason, &e.log())),
             });
-            let _ = self.events.send(Event::ExtChromeClear { extension: name });
+            self.events.emit(Event::ExtChromeClear { extension: name });
         }
         self.publish();
         // Callers woken now already see the extension gone, in the
@@ -1110,7 +1110,7 @@ impl Dispatcher {
         let e = &mut self.exts[i];
         match e.held.as_mut() {
             None => {
-                let _ = self.events.send(event);
+                self.events.emit(event);
             }
             Some(held) => {
                 let size = event_size(&event);
@@ -1131,7 +1131,7 @@ impl Dispatcher {
     }
 
     fn emit(&self, event: Event) {
-        let _ = self.events.send(event);
+        self.events.emit(event);
     }
 
     /// Records a warning (or, with `conflict`, a refused registration) for
@@ -1144,7 +1144,7 @@ impl Dispatcher {
             e.warnings.push(message.clone());
         }
         if e.held.is_none() {
-            let _ = self.events.send(Event::ExtWarning {
+            self.events.emit(Event::ExtWarning {
                 extension: e.entry.name(),
                 message,
             });

@@ -7,7 +7,7 @@
 
 use super::in_memory::{Peer, PeerFn};
 use super::*;
-use crate::events::Collect;
+use crate::events::{Collect, Event};
 use serde_json::json;
 use std::time::Duration;
 
@@ -82,12 +82,8 @@ fn start(
 ) -> (HostHandle, LoadReport, Arc<Collect>) {
     let sink = Arc::new(Collect::default());
     let peers: PeerFn = Arc::new(peers);
-    let (host, report) = HostHandle::start_with_peers(
-        sb.config.clone(),
-        sb.opts.clone(),
-        EventOut::Sink(sink.clone()),
-        peers,
-    );
+    let (host, report) =
+        HostHandle::start_with_peers(sb.config.clone(), sb.opts.clone(), sink.clone(), peers);
     (host, report, sink)
 }
 
@@ -216,7 +212,7 @@ fn a_load_left_to_the_dispatcher_names_what_it_discovered_before_any_handshake()
     let (handle, loading) = HostHandle::launch_with_peers(
         sb.config.clone(),
         sb.opts.clone(),
-        EventOut::Sink(sink.clone()),
+        sink.clone(),
         Arc::new(move |p: Peer| {
             let _ = gate_rx.recv_timeout(Duration::from_secs(20));
             plain(p)

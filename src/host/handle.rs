@@ -196,7 +196,7 @@ impl HostHandle {
         config: HostConfig,
         entries: Vec<Entry>,
         discovery: Option<discovery::Options>,
-        events: impl Into<EventOut>,
+        events: EventOut,
         cancel: &CancelToken,
     ) -> Result<(HostHandle, LoadReport), String> {
         let (handle, loading) = Self::launch(config, Some(entries), discovery, events)?;
@@ -215,13 +215,13 @@ impl HostHandle {
         config: HostConfig,
         entries: Option<Vec<Entry>>,
         discovery: Option<discovery::Options>,
-        events: impl Into<EventOut>,
+        events: EventOut,
     ) -> Result<(HostHandle, Loading), String> {
         Self::start_inner(
             config,
             entries,
             discovery,
-            events.into(),
+            events,
             #[cfg(test)]
             None,
         )
@@ -234,7 +234,7 @@ impl HostHandle {
     pub(crate) fn start_with_peers(
         config: HostConfig,
         discovery: discovery::Options,
-        events: impl Into<EventOut>,
+        events: EventOut,
         peers: in_memory::PeerFn,
     ) -> (HostHandle, LoadReport) {
         let (handle, loading) = Self::launch_with_peers(config, discovery, events, peers);
@@ -247,10 +247,10 @@ impl HostHandle {
     pub(crate) fn launch_with_peers(
         config: HostConfig,
         discovery: discovery::Options,
-        events: impl Into<EventOut>,
+        events: EventOut,
         peers: in_memory::PeerFn,
     ) -> (HostHandle, Loading) {
-        match Self::start_inner(config, None, Some(discovery), events.into(), Some(peers)) {
+        match Self::start_inner(config, None, Some(discovery), events, Some(peers)) {
             Ok(x) => x,
             Err(e) => panic!("{e}"),
         }
@@ -895,8 +895,8 @@ impl Host {
         entries: Vec<Entry>,
         cancel: &CancelToken,
     ) -> Host {
-        let out = EventOut::Sink(sink.clone());
-        let (handle, report) = match HostHandle::start(config, entries, None, out, cancel) {
+        let (handle, report) = match HostHandle::start(config, entries, None, sink.clone(), cancel)
+        {
             Ok(x) => x,
             Err(e) => {
                 log::error!("{e}");

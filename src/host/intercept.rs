@@ -508,7 +508,7 @@ impl Breaker {
                 .unwrap_or_else(|p| p.into_inner())
                 .clone();
             if let Some(events) = events {
-                let _ = events.send(Event::ExtWarning {
+                events.emit(Event::ExtWarning {
                     extension: extension.to_string(),
                     message,
                 });

@@ -48,7 +48,7 @@ pub use intercept::{
 };
 
 use crate::cancel::CancelToken;
-use crate::events::{Event, EventSink};
+use crate::events::EventSink;
 use crossbeam_channel::{Receiver, Sender};
 use deadlines::Deadlines;
 use discovery::Entry;
@@ -158,33 +158,12 @@ pub struct LoadReport {
     pub loaded: Vec<Loaded>,
 }
 
-/// Where the host's events go: a front end's channel, or (doctor,
-/// benchmarks, tests) a sink called on the dispatcher thread, which keeps
-/// host events and the replies they precede in one order.
-#[derive(Clone)]
-pub enum EventOut {
-    Channel(Sender<Event>),
-    Sink(Arc<dyn EventSink>),
-}
-
-impl EventOut {
-    /// Delivers one event; an error means nobody listens any more.
-    pub fn send(&self, event: Event) -> Result<(), ()> {
-        match self {
-            EventOut::Channel(tx) => tx.send(event).map_err(|_| ()),
-            EventOut::Sink(s) => {
-                s.emit(event);
-                Ok(())
-            }
-        }
-    }
-}
-
-impl From<Sender<Event>> for EventOut {
-    fn from(tx: Sender<Event>) -> Self {
-        EventOut::Channel(tx)
-    }
-}
+/// Where the host's events go: a front end's channel (a `Sender<Event>`
+/// is a sink), or (doctor, benchmarks, tests) a sink called on the
+/// dispatcher thread, which keeps host events and the replies they precede
+/// in one order. Delivery never fails the host: a front end that stopped
+/// listening only stops seeing events.
+pub type EventOut = Arc<dyn EventSink>;
 
 /// What callers read on their own threads: routes and subscriptions of
 /// the extensions that are loaded and connected. Published whole by the

@@ -142,6 +142,7 @@ struct Job {
 pub fn run(opts: ServeOptions) -> i32 {
     let out = Out(Arc::new(Mutex::new(std::io::stdout())));
     let (events, drained) = crossbeam_channel::unbounded::<Event>();
+    let events: Arc<dyn EventSink> = Arc::new(events);
     let logger = std::thread::spawn(move || log_events(drained));
     let hub = super::hub::Hub::start(
         super::config::load(&super::config::Sources {
@@ -152,7 +153,7 @@ pub fn run(opts: ServeOptions) -> i32 {
         }),
         &opts.cwd,
         &opts.zut_home,
-        Arc::new(events.clone()),
+        events.clone(),
     );
     let disc = discovery::Options {
         cwd: opts.cwd.clone(),

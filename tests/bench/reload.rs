@@ -20,7 +20,7 @@ use zut::cancel::CancelToken;
 use zut::events::Discard;
 use zut::host::deadlines::Deadlines;
 use zut::host::discovery::{self, Options};
-use zut::host::{EventOut, HostConfig, HostHandle, Outcome, Phase};
+use zut::host::{HostConfig, HostHandle, Outcome, Phase};
 
 /// Extensions per host.
 const N: usize = 50;
@@ -100,7 +100,7 @@ fn start(config: &HostConfig, opts: &Options) -> HostHandle {
         config.clone(),
         entries,
         Some(opts.clone()),
-        EventOut::Sink(Arc::new(Discard)),
+        Arc::new(Discard),
         &CancelToken::never(),
     )
     .expect("a host");
