@@ -54,7 +54,7 @@ fn user_message_rewrites_the_prompt_and_adds_hidden_context_to_every_request() {
     );
     let (out, requests) = run_scripted(
         &sb,
-        &[ext.clone()],
+        std::slice::from_ref(&ext),
         &[
             json!({"tool_calls": [{"id": "a", "name": "noop", "args": {}}]}),
             json!({"text": "done"}),
@@ -131,7 +131,7 @@ fn tool_result_replacement_keeps_a_secret_from_the_model_and_the_transcript() {
     std::fs::write(sb.cwd().join("notes.txt"), "plain\n").unwrap();
     let (out, requests) = run_scripted(
         &sb,
-        &[ext.clone()],
+        std::slice::from_ref(&ext),
         &[
             json!({"tool_calls": [{"id": "a", "name": "leaky", "args": {"q": 1}}]}),
             json!({"tool_calls": [{"id": "b", "name": "read", "args": {"path": "notes.txt"}}]}),
@@ -211,7 +211,12 @@ fn agent_end_keeps_the_prompt_going_at_most_eight_times() {
     let lines: Vec<Value> = (0..12)
         .map(|i| json!({"text": format!("answer {i}")}))
         .collect();
-    let (out, requests) = run_scripted(&sb, &[ext.clone()], &lines, &["--mode", "json", "go"]);
+    let (out, requests) = run_scripted(
+        &sb,
+        std::slice::from_ref(&ext),
+        &lines,
+        &["--mode", "json", "go"],
+    );
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -253,7 +258,7 @@ fn agent_end_is_not_consulted_when_the_prompt_ends_otherwise() {
     );
     let (out, _) = run_scripted(
         &sb,
-        &[ext.clone()],
+        std::slice::from_ref(&ext),
         &[json!({"error": "provider exploded"})],
         &["--mode", "json", "go"],
     );

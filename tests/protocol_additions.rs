@@ -25,7 +25,7 @@ fn tools_registered_and_withdrawn_after_ready_follow_from_the_next_request() {
     let ext = proto_fixture(&sb, "proto-late");
     let (out, requests) = run_scripted(
         &sb,
-        &[ext.clone()],
+        std::slice::from_ref(&ext),
         &[
             json!({"tool_calls": [{"id": "a", "name": "trigger", "args": {}}]}),
             json!({"tool_calls": [{"id": "b", "name": "late_tool", "args": {}}]}),
@@ -67,7 +67,7 @@ fn tools_registered_and_withdrawn_after_ready_follow_from_the_next_request() {
     assert_eq!(changed[3]["tools"], json!(["late_tool"]));
     assert_eq!(changed[3]["commands"], json!([]));
     // Each change is out before the tool_result of the call that caused it.
-    let pos = |f: &dyn Fn(&Value) -> bool| events.iter().position(|e| f(e)).unwrap();
+    let pos = |f: &dyn Fn(&Value) -> bool| events.iter().position(f).unwrap();
     let change = pos(&|e| e["type"] == "ext_tools_changed");
     let result = pos(&|e| e["type"] == "tool_result");
     assert!(change < result, "{events:?}");

@@ -562,7 +562,7 @@ fn a_second_process_on_a_busy_session_forks_instead_of_interleaving() {
         first[0].as_path(),
         "the second process writes a branch of its own"
     );
-    assert_eq!(session["parent_id"].as_str().is_some(), true, "{session}");
+    assert!(session["parent_id"].as_str().is_some(), "{session}");
     // The branch starts from what the first session held.
     let texts: Vec<&str> = requests[0]["messages"]
         .as_array()

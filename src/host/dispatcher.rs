@@ -914,7 +914,7 @@ impl Dispatcher {
         let mut changed = false;
         for i in 0..self.exts.len() {
             let e = &mut self.exts[i];
-            if !e.deadline.is_some_and(|t| t <= now) {
+            if e.deadline.is_none_or(|t| t > now) {
                 continue;
             }
             e.deadline = None;

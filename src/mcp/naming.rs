@@ -51,7 +51,7 @@ mod tests {
         assert_eq!(tool_name("fs", "read.file v2"), "mcp__fs__read_file_v2");
         let long = tool_name("srv", &"x".repeat(80));
         assert_eq!(long.len(), 64);
-        assert!(long.starts_with(&"mcp__srv__xxxx"[..]));
+        assert!(long.starts_with("mcp__srv__xxxx"));
         assert_eq!(&long[55..56], "_");
         assert!(long[56..].chars().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(long, tool_name("srv", &"x".repeat(81)));

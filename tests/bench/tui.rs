@@ -240,7 +240,7 @@ fn typing() -> Samples {
     let mut n = 0u32;
     Samples::time(50, 1000, || {
         n += 1;
-        let c = if n % 20 == 0 { ' ' } else { 'x' };
+        let c = if n.is_multiple_of(20) { ' ' } else { 'x' };
         app.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
         t.draw(|f| app.draw(f)).expect("draw");
     })
