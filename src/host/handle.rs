@@ -210,7 +210,7 @@ impl HostHandle {
     /// handle does is answered as usual. With `entries` `None` the
     /// dispatcher discovers them itself (from `discovery`), so the caller
     /// does not even read their manifests; [`Loading::starting`] names
-    /// them from then on and [`Event::Discovered`] says so.
+    /// them from then on and [`Event::Discovered`](crate::events::Event::Discovered) says so.
     pub fn launch(
         config: HostConfig,
         entries: Option<Vec<Entry>>,

@@ -22,7 +22,7 @@
 //! `tool_result` → `Conn::resolve` → the caller's `select!` wakes.
 //!
 //! Front ends hear host events (`ext_loaded`, notes, status, panels…) on the
-//! [`Event`] channel given at start; no callback runs on a foreign thread.
+//! [`Event`](crate::events::Event) sink given at start; no callback runs on a foreign thread.
 
 pub mod deadlines;
 pub mod discovery;

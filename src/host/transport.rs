@@ -32,9 +32,9 @@
 //! - When stdout ends the connection is closed at once (after a moment for
 //!   a crashing process's exit status to become visible), so calls waiting
 //!   on it fail then, not at a deadline.
-//! - The peer is usually a process ([`Peer::Process`]). Unit tests run the
+//! - The peer is usually a process (`Peer::Process`). Unit tests run the
 //!   dispatcher against peers on threads of this process talking over OS
-//!   pipes ([`Peer::InMemory`]): the same two threads and the same framing,
+//!   pipes (`Peer::InMemory`): the same two threads and the same framing,
 //!   with nothing to signal or reap (their end is EOF).
 //!
 //! State: what only one thread touches lives in that thread (the pipes,

@@ -395,7 +395,7 @@ impl Client {
 
     /// Closes stdin, waits up to `grace` for the server to exit, then
     /// SIGTERM, the kill grace and SIGKILL to its group; reaps it and joins
-    /// both threads (unless one is still blocked [`THREAD_EXIT`] later, on
+    /// both threads (unless one is still blocked `THREAD_EXIT` (1 s) later, on
     /// a pipe a process outside the group keeps open: it is left behind).
     pub fn shutdown(&self, grace: Duration) {
         lock(&self.shared.out).take();

@@ -11,7 +11,7 @@
 //! `max_tokens` is dropped (the turn ends with a `length` stop and the text
 //! streamed so far), and `refusal` is a stop reason of its own. A stream is complete only with
 //! `message_stop`; anything shorter is a transport error, an `error` event a
-//! model error. Retries, abort and idle deadlines live in [`super::http`].
+//! model error. Retries, abort and idle deadlines live in `provider::http`.
 //!
 //! Prompt caching (on unless `--no-cache`): `cache_control` breakpoints on
 //! the last tool definition, the last system block (and the stable system

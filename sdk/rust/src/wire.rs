@@ -496,7 +496,7 @@ pub enum HostFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session: Option<SessionInfo>,
         /// Additions beyond the reference protocol this host supports
-        /// ([`HOST_FEATURES`]).
+        /// (zut sends `late_registration` and `tool_progress`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         features: Vec<String>,
     },
