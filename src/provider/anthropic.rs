@@ -97,6 +97,16 @@ fn messages_url(base: &str) -> String {
     }
 }
 
+impl Anthropic {
+    /// The key and API version every request carries.
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("x-api-key", self.api_key.clone()),
+            ("anthropic-version", API_VERSION.to_string()),
+        ]
+    }
+}
+
 impl Provider for Anthropic {
     fn name(&self) -> &str {
         "anthropic"
@@ -112,13 +122,9 @@ impl Provider for Anthropic {
 
     fn list_models(&mut self) -> Result<Vec<String>, ProviderError> {
         let base = self.url.trim_end_matches("/messages");
-        let headers = [
-            ("x-api-key", self.api_key.clone()),
-            ("anthropic-version", API_VERSION.to_string()),
-        ];
         let list = self
             .http
-            .get_json(&format!("{base}/models?limit=1000"), &headers)?;
+            .get_json(&format!("{base}/models?limit=1000"), &self.headers())?;
         Ok(super::models::ids(&list))
     }
 
@@ -128,10 +134,7 @@ impl Provider for Anthropic {
         on_event: &mut dyn FnMut(StreamEvent<'_>),
         cancel: &CancelToken,
     ) -> Result<Response, ProviderError> {
-        let headers = vec![
-            ("x-api-key", self.api_key.clone()),
-            ("anthropic-version", API_VERSION.to_string()),
-        ];
+        let headers = self.headers();
         let post = Post::json(
             self.url.clone(),
             headers,

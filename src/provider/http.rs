@@ -241,6 +241,18 @@ pub(crate) fn read_error(e: io::Error) -> ProviderError {
     ProviderError::Transport(e.to_string())
 }
 
+/// What turns a 2xx event stream into a finished result: reads events,
+/// reports text through the [`Sink`].
+pub(crate) trait ParseStream<T>:
+    FnMut(&mut SseReader<&mut ResponseBody<'_>>, &mut Sink<'_>) -> Result<T, ProviderError>
+{
+}
+
+impl<T, F> ParseStream<T> for F where
+    F: FnMut(&mut SseReader<&mut ResponseBody<'_>>, &mut Sink<'_>) -> Result<T, ProviderError>
+{
+}
+
 /// A blocking HTTP client for streamed model calls.
 pub(crate) struct HttpClient {
     /// Replaced by a fresh one whenever an attempt had to shut it down.
@@ -395,10 +407,7 @@ impl HttpClient {
         post: &Post,
         cancel: &CancelToken,
         on_event: &mut dyn FnMut(StreamEvent<'_>),
-        mut parse: impl FnMut(
-            &mut SseReader<&mut ResponseBody<'_>>,
-            &mut Sink<'_>,
-        ) -> Result<T, ProviderError>,
+        mut parse: impl ParseStream<T>,
     ) -> Result<T, ProviderError> {
         let mut sink = Sink::new(on_event);
         let mut retry = 0;
@@ -436,10 +445,7 @@ impl HttpClient {
         post: &Post,
         cancel: &CancelToken,
         sink: &mut Sink<'_>,
-        parse: &mut impl FnMut(
-            &mut SseReader<&mut ResponseBody<'_>>,
-            &mut Sink<'_>,
-        ) -> Result<T, ProviderError>,
+        parse: &mut impl ParseStream<T>,
     ) -> Result<T, Failure> {
         if cancel.is_cancelled() {
             return Err(Failure::fatal(ProviderError::Aborted));
@@ -458,10 +464,7 @@ impl HttpClient {
     fn read_answer<T>(
         body: &mut ResponseBody<'_>,
         sink: &mut Sink<'_>,
-        parse: &mut impl FnMut(
-            &mut SseReader<&mut ResponseBody<'_>>,
-            &mut Sink<'_>,
-        ) -> Result<T, ProviderError>,
+        parse: &mut impl ParseStream<T>,
     ) -> Result<T, Failure> {
         let head = body.head().map_err(|e| body.failure(read_error(e)))?;
         if !(200..300).contains(&head.status) {

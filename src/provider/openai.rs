@@ -75,6 +75,16 @@ impl OpenAi {
     }
 }
 
+impl OpenAi {
+    /// The bearer key, when one is configured (a local server may need none).
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        self.api_key
+            .iter()
+            .map(|k| ("authorization", format!("Bearer {k}")))
+            .collect()
+    }
+}
+
 impl Provider for OpenAi {
     fn name(&self) -> &str {
         "openai"
@@ -90,12 +100,9 @@ impl Provider for OpenAi {
 
     fn list_models(&mut self) -> Result<Vec<String>, ProviderError> {
         let base = self.url.trim_end_matches("/chat/completions");
-        let headers: Vec<_> = self
-            .api_key
-            .iter()
-            .map(|k| ("authorization", format!("Bearer {k}")))
-            .collect();
-        let list = self.http.get_json(&format!("{base}/models"), &headers)?;
+        let list = self
+            .http
+            .get_json(&format!("{base}/models"), &self.headers())?;
         Ok(super::models::ids(&list))
     }
 
@@ -105,10 +112,7 @@ impl Provider for OpenAi {
         on_event: &mut dyn FnMut(StreamEvent<'_>),
         cancel: &CancelToken,
     ) -> Result<Response, ProviderError> {
-        let headers = match &self.api_key {
-            Some(key) => vec![("authorization", format!("Bearer {key}"))],
-            None => Vec::new(),
-        };
+        let headers = self.headers();
         let post = Post::json(
             self.url.clone(),
             headers,

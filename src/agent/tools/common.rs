@@ -234,6 +234,20 @@ pub struct LineReader<R> {
     keep: usize,
 }
 
+/// `fill_buf` retried on `Interrupted`. The loop only checks; the buffer
+/// comes from a second call, which returns what the first one filled (a
+/// borrow returned from inside the loop would not compile).
+fn fill<R: BufRead>(inner: &mut R) -> io::Result<&[u8]> {
+    loop {
+        match inner.fill_buf() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+            Ok(_) => break,
+        }
+    }
+    inner.fill_buf()
+}
+
 /// One line from a [`LineReader`].
 pub struct Line {
     /// The first bytes of the line, without the `\n`.
@@ -256,11 +270,7 @@ impl<R: BufRead> LineReader<R> {
         };
         let mut any = false;
         loop {
-            let buf = match self.inner.fill_buf() {
-                Ok(buf) => buf,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
+            let buf = fill(&mut self.inner)?;
             if buf.is_empty() {
                 return Ok(any.then_some(line));
             }
@@ -284,11 +294,7 @@ impl<R: BufRead> LineReader<R> {
         let mut count = 0u64;
         let mut open = false;
         loop {
-            let buf = match self.inner.fill_buf() {
-                Ok(buf) => buf,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
+            let buf = fill(&mut self.inner)?;
             if buf.is_empty() {
                 return Ok(count + u64::from(open));
             }
