@@ -14,7 +14,7 @@ use crate::agent::{self, Agent, ConfirmRequest, Confirmer, Decision, Outcome};
 use crate::cancel::{self, CancelToken, Canceller};
 use crate::commands;
 use crate::core::frontend::{
-    CommandSummary, Core, CoreState, ExtensionSummary, Submitted, ToolSummary,
+    Change, CommandSummary, Core, CoreState, ExtensionSummary, Submitted, ToolSummary,
 };
 use crate::events::{Event, EventSink};
 use crate::host::{HostHandle, Phase};
@@ -62,12 +62,7 @@ enum Job {
     Command(String),
     /// `!command` from the terminal ([`Agent::run_shell`]).
     Shell(String),
-    Reload,
-    NewSession,
-    Fork(Option<usize>),
-    Switch(String),
-    Compact(Option<String>),
-    SetModel(String),
+    Change(Change),
 }
 
 /// State the front end's thread and the worker share (a leaf lock: never
@@ -419,28 +414,8 @@ impl Core for Engine {
         self.host.panel_close(extension, panel_id);
     }
 
-    fn reload(&self) {
-        self.submit(Job::Reload);
-    }
-
-    fn new_session(&self) {
-        self.submit(Job::NewSession);
-    }
-
-    fn fork(&self, at: Option<usize>) {
-        self.submit(Job::Fork(at));
-    }
-
-    fn switch(&self, id: String) {
-        self.submit(Job::Switch(id));
-    }
-
-    fn compact(&self, instructions: Option<String>) {
-        self.submit(Job::Compact(instructions));
-    }
-
-    fn set_model(&self, model: String) {
-        self.submit(Job::SetModel(model));
+    fn change(&self, change: Change) {
+        self.submit(Job::Change(change));
     }
 
     fn state(&self) -> CoreState {
@@ -803,8 +778,15 @@ impl Worker {
                 self.shell(&command, cancel);
                 return true;
             }
-            Job::Reload => self.reload(),
-            Job::SetModel(model) => {
+            Job::Change(change) => self.change(change, cancel),
+        }
+        false
+    }
+
+    fn change(&mut self, change: Change, cancel: &CancelToken) {
+        match change {
+            Change::Reload => self.reload(),
+            Change::SetModel(model) => {
                 crate::provider::models::remember(
                     &self.config.zut_home,
                     &self.config.provider.provider,
@@ -819,12 +801,11 @@ impl Worker {
                     }
                 }
             }
-            Job::NewSession => self.new_session(),
-            Job::Fork(at) => self.fork(at),
-            Job::Switch(id) => self.switch(&id),
-            Job::Compact(instructions) => self.compact(instructions, cancel),
+            Change::NewSession => self.new_session(),
+            Change::Fork(at) => self.fork(at),
+            Change::Switch(id) => self.switch(&id),
+            Change::Compact(instructions) => self.compact(instructions, cancel),
         }
-        false
     }
 
     fn agent(&mut self) -> Result<&mut Agent, String> {
@@ -1078,7 +1059,7 @@ impl Worker {
                 builtin.where_it_works()
             ));
         }
-        let job = match name {
+        let change = match name {
             "help" => return self.display(name, self.help_text()),
             "model" if arg.is_empty() => {
                 // The provider's list when it answers, else what is in use.
@@ -1101,30 +1082,25 @@ impl Worker {
                 };
                 return self.display(name, text);
             }
-            "model" => {
-                let _ = self.run_job(Job::SetModel(arg.to_string()), cancel);
-                return;
-            }
-            "reload-ext" => Job::Reload,
-            "new" => Job::NewSession,
-            "fork" if arg.is_empty() => Job::Fork(None),
-            "fork" => match arg.parse::<usize>() {
-                Ok(n) => Job::Fork(Some(n)),
-                Err(_) => return self.fail(format!("/fork takes a message index, not {arg:?}")),
-            },
-            "compact" => Job::Compact((!arg.is_empty()).then(|| arg.to_string())),
             "resume" | "switch" if arg.is_empty() => {
                 return self.fail(format!(
                     "/{name} needs a session id (zut sessions lists them)"
                 ))
             }
-            "resume" | "switch" => Job::Switch(arg.to_string()),
-            // `/skills` is answered by the skills module before the table;
-            // a built-in of the table the engine does not run is a bug of
-            // the table, reported rather than ignored.
-            _ => return self.fail(format!("/{name} cannot run here")),
+            _ => match Change::from_slash(name, arg) {
+                // `/model NAME` answers with no `command_result`.
+                Some(Ok(Change::SetModel(model))) => {
+                    return self.change(Change::SetModel(model), cancel)
+                }
+                Some(Ok(change)) => change,
+                Some(Err(message)) => return self.fail(message),
+                // `/skills` is answered by the skills module before the
+                // table; a built-in of the table the engine does not run
+                // is a bug of the table, reported rather than ignored.
+                None => return self.fail(format!("/{name} cannot run here")),
+            },
         };
-        let _ = self.run_job(job, cancel);
+        self.change(change, cancel);
         self.emit(Event::CommandResult {
             name: name.into(),
             action: "noop".into(),

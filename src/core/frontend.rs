@@ -17,6 +17,52 @@ use crate::events::Event;
 use serde::Serialize;
 use std::sync::Arc;
 
+/// A change of extensions, session or model, asked for by a built-in slash
+/// command or an RPC request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Restart every extension (`/reload-ext`); reported by a `reload` event.
+    Reload,
+    /// Start a fresh session (`/new`, RPC `clear`).
+    NewSession,
+    /// Fork the active session at message index `at` (default: the end) and
+    /// switch to the new branch.
+    Fork(Option<usize>),
+    /// Switch to another session or branch of this project by id.
+    Switch(String),
+    /// Summarise older history (`/compact`).
+    Compact(Option<String>),
+    /// Use another model from the next request on.
+    SetModel(String),
+}
+
+impl Change {
+    /// The change the built-in slash command `name` stands for with the
+    /// text after it, the same in every mode: `None` when `name` is not
+    /// one of these commands or is one that then needs a front end's own
+    /// answer (`/model` and `/resume` without an argument), an error the
+    /// message for an argument it cannot take.
+    pub fn from_slash(name: &str, arg: &str) -> Option<Result<Change, String>> {
+        let arg = arg.trim();
+        let given = (!arg.is_empty()).then(|| arg.to_string());
+        Some(Ok(match name {
+            "reload-ext" => Change::Reload,
+            "new" => Change::NewSession,
+            "fork" => match given.as_deref().map(str::parse::<usize>) {
+                None => Change::Fork(None),
+                Some(Ok(n)) => Change::Fork(Some(n)),
+                Some(Err(_)) => {
+                    return Some(Err(format!("/fork takes a message index, not {arg:?}")))
+                }
+            },
+            "compact" => Change::Compact(given),
+            "model" => Change::SetModel(given?),
+            "resume" | "switch" => Change::Switch(given?),
+            _ => return None,
+        }))
+    }
+}
+
 /// What a front end may ask of the core. Outcomes arrive as [`Event`]s.
 pub trait Core: Send + Sync {
     /// Send a prompt to the model: starts a turn now, or queues it behind the
@@ -44,19 +90,9 @@ pub trait Core: Send + Sync {
     fn panel_key(&self, extension: &str, panel_id: &str, key: &str, text: Option<String>);
     /// The person closed the panel (`panel_close` to its owner).
     fn panel_close(&self, extension: &str, panel_id: &str);
-    /// Restart every extension (`/reload-ext`); reported by a `reload` event.
-    fn reload(&self);
-    /// Start a fresh session (`/new`, RPC `clear`).
-    fn new_session(&self);
-    /// Fork the active session at message index `at` (default: the end) and
-    /// switch to the new branch.
-    fn fork(&self, at: Option<usize>);
-    /// Switch to another session or branch of this project by id.
-    fn switch(&self, id: String);
-    /// Summarise older history (`/compact`).
-    fn compact(&self, instructions: Option<String>);
-    /// Use another model from the next request on.
-    fn set_model(&self, model: String);
+    /// Change what the core runs with: extensions, session or model. Runs
+    /// in turn with prompts and commands; events say what changed.
+    fn change(&self, change: Change);
     /// A snapshot of what the front end shows in menus and headers. Cheap
     /// whatever the project holds: it reads no file and waits on nothing
     /// without a short deadline ([`CoreState::sessions`] stays empty; ask
@@ -181,4 +217,44 @@ pub struct SkillSummary {
     pub description: String,
     /// Where it was found (a root directory or `extension NAME`).
     pub source: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Change;
+
+    #[test]
+    fn every_mode_reads_a_changing_built_in_the_same_way() {
+        let parse = |name, arg| Change::from_slash(name, arg);
+        assert_eq!(parse("reload-ext", ""), Some(Ok(Change::Reload)));
+        assert_eq!(parse("new", " "), Some(Ok(Change::NewSession)));
+        assert_eq!(parse("fork", ""), Some(Ok(Change::Fork(None))));
+        assert_eq!(parse("fork", " 3 "), Some(Ok(Change::Fork(Some(3)))));
+        assert_eq!(
+            parse("fork", "three"),
+            Some(Err("/fork takes a message index, not \"three\"".into()))
+        );
+        assert_eq!(parse("compact", ""), Some(Ok(Change::Compact(None))));
+        assert_eq!(
+            parse("compact", "keep the plan"),
+            Some(Ok(Change::Compact(Some("keep the plan".into()))))
+        );
+        assert_eq!(
+            parse("model", "m-2"),
+            Some(Ok(Change::SetModel("m-2".into())))
+        );
+        assert_eq!(
+            parse("switch", "s-1"),
+            Some(Ok(Change::Switch("s-1".into())))
+        );
+        assert_eq!(
+            parse("resume", "s-1"),
+            Some(Ok(Change::Switch("s-1".into())))
+        );
+        // Without an argument these need the front end's own answer.
+        assert_eq!(parse("model", ""), None);
+        assert_eq!(parse("resume", ""), None);
+        assert_eq!(parse("help", ""), None);
+        assert_eq!(parse("weather", "berlin"), None);
+    }
 }

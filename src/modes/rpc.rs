@@ -34,7 +34,7 @@ use crate::agent::Decision;
 use crate::cancel::CancelToken;
 use crate::core::boot::Run;
 use crate::core::engine::Engine;
-use crate::core::frontend::{Core, CoreState, Submitted, ToolSummary};
+use crate::core::frontend::{Change, Core, CoreState, Submitted, ToolSummary};
 use crate::core::{EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK};
 use crate::events::Event;
 use crossbeam_channel::{Receiver, Sender};
@@ -115,21 +115,29 @@ fn parse_line(line: &[u8]) -> Input {
 /// A request, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
-    Hello { token: Option<String> },
-    Prompt { message: String },
-    Command { text: String },
-    Abort { drop_queued: bool },
+    Hello {
+        token: Option<String>,
+    },
+    Prompt {
+        message: String,
+    },
+    Command {
+        text: String,
+    },
+    Abort {
+        drop_queued: bool,
+    },
     GetState,
     GetMessages,
     ListCommands,
     ListTools,
-    Clear,
-    Fork { at: Option<usize> },
-    Switch { session: String },
-    Compact { instructions: Option<String> },
-    SetModel { model: String },
-    ReloadExtensions,
-    Confirm { request_id: u64, decision: Decision },
+    /// `clear`, `fork`, `switch`, `compact`, `set_model`,
+    /// `reload_extensions`: answered once the change took effect.
+    Change(Change),
+    Confirm {
+        request_id: u64,
+        decision: Decision,
+    },
     Ping,
 }
 
@@ -195,27 +203,21 @@ pub fn parse(kind: &str, m: &Map<String, Value>) -> Result<Request, String> {
         "get_messages" => Request::GetMessages,
         "list_commands" => Request::ListCommands,
         "list_tools" => Request::ListTools,
-        "clear" => Request::Clear,
-        "fork" => Request::Fork {
-            at: match m.get("at") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(
-                    v.as_u64()
-                        .and_then(|n| usize::try_from(n).ok())
-                        .ok_or("\"at\" must be a message index (a whole number ≥ 0)")?,
-                ),
-            },
-        },
-        "switch" => Request::Switch {
-            session: text(m, "session")?,
-        },
-        "compact" => Request::Compact {
-            instructions: opt_text(m, "instructions")?.filter(|s| !s.trim().is_empty()),
-        },
-        "set_model" => Request::SetModel {
-            model: text(m, "model")?,
-        },
-        "reload_extensions" => Request::ReloadExtensions,
+        "clear" => Request::Change(Change::NewSession),
+        "fork" => Request::Change(Change::Fork(match m.get("at") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or("\"at\" must be a message index (a whole number ≥ 0)")?,
+            ),
+        })),
+        "switch" => Request::Change(Change::Switch(text(m, "session")?)),
+        "compact" => Request::Change(Change::Compact(
+            opt_text(m, "instructions")?.filter(|s| !s.trim().is_empty()),
+        )),
+        "set_model" => Request::Change(Change::SetModel(text(m, "model")?)),
+        "reload_extensions" => Request::Change(Change::Reload),
         "confirm" => Request::Confirm {
             request_id: m
                 .get("request_id")
@@ -482,15 +484,7 @@ impl<'a> Server<'a> {
             self.write(&r);
             return Flow::Refused;
         }
-        let changes = matches!(
-            request,
-            Request::Clear
-                | Request::Fork { .. }
-                | Request::Switch { .. }
-                | Request::Compact { .. }
-                | Request::SetModel { .. }
-                | Request::ReloadExtensions
-        );
+        let changes = matches!(request, Request::Change(_));
         let success = match self.answer(request) {
             Ok(data) if changes => {
                 // Answered once it took effect (a read that follows sees it).
@@ -608,28 +602,8 @@ impl<'a> Server<'a> {
                 self.tools_answer = Some((tools, data.clone()));
                 return Ok(data);
             }
-            Request::Clear => {
-                core.new_session();
-                json!({})
-            }
-            Request::Fork { at } => {
-                core.fork(at);
-                json!({})
-            }
-            Request::Switch { session } => {
-                core.switch(session);
-                json!({})
-            }
-            Request::Compact { instructions } => {
-                core.compact(instructions);
-                json!({})
-            }
-            Request::SetModel { model } => {
-                core.set_model(model);
-                json!({})
-            }
-            Request::ReloadExtensions => {
-                core.reload();
+            Request::Change(change) => {
+                core.change(change);
                 json!({})
             }
             Request::Confirm {
@@ -869,11 +843,11 @@ mod tests {
         assert!(p(json!({"type": "switch"})).is_err());
         assert_eq!(
             p(json!({"type": "fork", "at": 2})),
-            Ok(Request::Fork { at: Some(2) })
+            Ok(Request::Change(Change::Fork(Some(2))))
         );
         assert_eq!(
             p(json!({"type": "compact", "instructions": " "})),
-            Ok(Request::Compact { instructions: None })
+            Ok(Request::Change(Change::Compact(None)))
         );
         let unknown = p(json!({"type": "dance"})).unwrap_err();
         assert!(

@@ -41,7 +41,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zut::agent::Decision;
-use zut::core::frontend::{Core, CoreState, Submitted};
+use zut::core::frontend::{Change, Core, CoreState, Submitted};
 use zut::events::Event;
 use zut::modes::tui::theme::ColorDepth;
 use zut::modes::tui::{drive, App, AppConfig, Input, Then};
@@ -63,12 +63,7 @@ impl Core for Idle {
     fn confirm(&self, _: u64, _: Decision) {}
     fn panel_key(&self, _: &str, _: &str, _: &str, _: Option<String>) {}
     fn panel_close(&self, _: &str, _: &str) {}
-    fn reload(&self) {}
-    fn new_session(&self) {}
-    fn fork(&self, _: Option<usize>) {}
-    fn switch(&self, _: String) {}
-    fn compact(&self, _: Option<String>) {}
-    fn set_model(&self, _: String) {}
+    fn change(&self, _: Change) {}
     fn list_sessions(&self) {}
     fn settled(&self) -> crossbeam_channel::Receiver<()> {
         let (tx, rx) = crossbeam_channel::bounded(1);

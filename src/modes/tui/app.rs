@@ -16,7 +16,7 @@ use super::text::strip_controls;
 use super::theme::{ColorDepth, Theme, ThemeFile};
 use crate::agent::{content_text, Decision};
 use crate::commands;
-use crate::core::frontend::{CoreState, Submitted};
+use crate::core::frontend::{Change, CoreState, Submitted};
 use crate::events::Event;
 use crate::provider::{Block, Message, Role};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -54,12 +54,8 @@ pub enum Intent {
         extension: String,
         panel_id: String,
     },
-    Reload,
-    NewSession,
-    Fork(Option<usize>),
-    Switch(String),
-    Compact(Option<String>),
-    SetModel(String),
+    /// `Core::change`.
+    Change(Change),
     /// Fetch `Core::state()` and hand it to [`App::set_state`] with this
     /// follow-up.
     Refresh(Then),
@@ -1381,7 +1377,7 @@ impl App {
 
     fn pick(&mut self, action: PickAction) -> Vec<Intent> {
         match action {
-            PickAction::Switch(id) => vec![Intent::Switch(id)],
+            PickAction::Switch(id) => vec![Intent::Change(Change::Switch(id))],
             PickAction::ToggleAlerts => {
                 self.alerts = !self.alerts;
                 self.open_settings();
@@ -1682,34 +1678,12 @@ impl App {
                 self.scroll = super::scroll::Scroll::Bottom;
             }
             "quit" => return vec![Intent::Quit(0)],
-            "reload-ext" => {
-                self.set_flash("reloading extensions…", "info", None);
-                return vec![Intent::Reload];
-            }
             "ext" => return vec![Intent::Refresh(Then::ShowExt)],
             "skills" => return vec![Intent::Refresh(Then::ShowSkills)],
-            "new" => return vec![Intent::NewSession],
-            "fork" => match arg.as_deref().map(str::parse::<usize>) {
-                None => return vec![Intent::Fork(None)],
-                Some(Ok(n)) => return vec![Intent::Fork(Some(n))],
-                Some(Err(_)) => self.set_flash(
-                    "usage: /fork [MESSAGE-INDEX]",
-                    "error",
-                    Some(RELOAD_STATUS_TTL),
-                ),
-            },
             "tree" => return vec![Intent::Refresh(Then::PickTree)],
-            "resume" => match arg {
-                Some(id) => return vec![Intent::Switch(id)],
-                None => return vec![Intent::Refresh(Then::PickResume)],
-            },
-            "compact" => return vec![Intent::Compact(arg)],
+            "resume" if arg.is_none() => return vec![Intent::Refresh(Then::PickResume)],
             "model" => match arg {
-                Some(m) => {
-                    self.set_flash(format!("model: {m}"), "success", Some(RELOAD_STATUS_TTL));
-                    self.state.model = m.clone();
-                    return vec![Intent::SetModel(m)];
-                }
+                Some(_) => return self.change(name, args),
                 None => {
                     let text = format!(
                         "model: {} ({}); /model NAME to change it",
@@ -1719,6 +1693,7 @@ impl App {
                     self.set_flash(text, "info", Some(RELOAD_STATUS_TTL));
                 }
             },
+            "reload-ext" | "new" | "fork" | "resume" | "compact" => return self.change(name, args),
             "settings" => self.open_settings(),
             "copy" => return self.copy_command(arg.as_deref()),
             "export" => self.export_command(arg.as_deref()),
@@ -1727,6 +1702,29 @@ impl App {
             }
         }
         Vec::new()
+    }
+
+    /// A built-in that changes extensions, session or model, parsed as
+    /// every mode parses it.
+    fn change(&mut self, name: &str, args: &str) -> Vec<Intent> {
+        match Change::from_slash(name, args) {
+            Some(Ok(change)) => {
+                match &change {
+                    Change::Reload => self.set_flash("reloading extensions…", "info", None),
+                    Change::SetModel(m) => {
+                        self.set_flash(format!("model: {m}"), "success", Some(RELOAD_STATUS_TTL));
+                        self.state.model = m.clone();
+                    }
+                    _ => {}
+                }
+                vec![Intent::Change(change)]
+            }
+            Some(Err(message)) => {
+                self.set_flash(message, "error", Some(RELOAD_STATUS_TTL));
+                Vec::new()
+            }
+            None => Vec::new(),
+        }
     }
 
     fn help_sheet(&self) -> Sheet {

@@ -340,12 +340,7 @@ fn execute(
                 extension,
                 panel_id,
             } => core.panel_close(&extension, &panel_id),
-            Intent::Reload => core.reload(),
-            Intent::NewSession => core.new_session(),
-            Intent::Fork(at) => core.fork(at),
-            Intent::Switch(id) => core.switch(id),
-            Intent::Compact(i) => core.compact(i),
-            Intent::SetModel(m) => core.set_model(m),
+            Intent::Change(change) => core.change(change),
             // One plain refresh per batch is enough.
             Intent::Refresh(Then::Nothing) if refreshed => {}
             // The pickers need the session list: asked for, and opened

@@ -6,7 +6,7 @@ use super::theme::ColorDepth;
 use super::*;
 use crate::agent::Decision;
 use crate::core::frontend::{
-    CommandSummary, CoreState, SessionSummary, SkillSummary, Submitted, ToolSummary,
+    Change, CommandSummary, CoreState, SessionSummary, SkillSummary, Submitted, ToolSummary,
 };
 use crate::events::{Event, ReloadError};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -64,23 +64,15 @@ impl Core for FakeCore {
     fn panel_close(&self, extension: &str, panel_id: &str) {
         self.rec(format!("panel_close {extension} {panel_id}"));
     }
-    fn reload(&self) {
-        self.rec("reload".into());
-    }
-    fn new_session(&self) {
-        self.rec("new_session".into());
-    }
-    fn fork(&self, at: Option<usize>) {
-        self.rec(format!("fork {at:?}"));
-    }
-    fn switch(&self, id: String) {
-        self.rec(format!("switch {id}"));
-    }
-    fn compact(&self, instructions: Option<String>) {
-        self.rec(format!("compact {instructions:?}"));
-    }
-    fn set_model(&self, model: String) {
-        self.rec(format!("set_model {model}"));
+    fn change(&self, change: Change) {
+        self.rec(match change {
+            Change::Reload => "reload".into(),
+            Change::NewSession => "new_session".into(),
+            Change::Fork(at) => format!("fork {at:?}"),
+            Change::Switch(id) => format!("switch {id}"),
+            Change::Compact(instructions) => format!("compact {instructions:?}"),
+            Change::SetModel(model) => format!("set_model {model}"),
+        });
     }
     fn state(&self) -> CoreState {
         self.state.lock().expect("lock").clone()
@@ -631,7 +623,10 @@ fn reload_errors_stay_in_the_chat_and_the_status_goes_after_five_seconds() {
         message: "exited before hello".into(),
     });
     type_text(&mut a, "/reload-ext");
-    assert_eq!(a.on_key(key(KeyCode::Enter)), vec![Intent::Reload]);
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter)),
+        vec![Intent::Change(Change::Reload)]
+    );
     assert!(screen(&a).contains("reloading extensions"));
     a.on_event(Event::Reload {
         stopped: 2,
@@ -1133,7 +1128,7 @@ fn slash_menu_lists_builtins_commands_and_skills_with_descriptions() {
     type_text(&mut a, "/rel");
     assert_eq!(
         a.on_key(key(KeyCode::Enter)),
-        vec![Intent::Reload],
+        vec![Intent::Change(Change::Reload)],
         "enter runs the selected entry"
     );
 
@@ -1201,7 +1196,7 @@ fn tree_picker_switches_to_the_chosen_branch() {
     a.on_key(key(KeyCode::Down));
     assert_eq!(
         a.on_key(key(KeyCode::Enter)),
-        vec![Intent::Switch("s-branch".into())]
+        vec![Intent::Change(Change::Switch("s-branch".into()))]
     );
 }
 
@@ -1403,7 +1398,7 @@ fn insert_submit_and_submit_slash() {
             extension: "x".into(),
             text: "/reload-ext".into()
         }),
-        vec![Intent::Reload]
+        vec![Intent::Change(Change::Reload)]
     );
 }
 
@@ -1623,7 +1618,10 @@ fn the_loop_survives_a_flood_and_shows_the_latest_note() {
 fn the_working_sign_goes_when_a_job_without_done_ends() {
     let mut a = app();
     type_text(&mut a, "/reload-ext");
-    assert_eq!(a.on_key(key(KeyCode::Enter)), vec![Intent::Reload]);
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter)),
+        vec![Intent::Change(Change::Reload)]
+    );
     let refresh = a.on_event(Event::Reload {
         stopped: 1,
         loaded: 1,
