@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use support::*;
 use zut::cancel::CancelToken;
 use zut::events::Event;
-use zut::host::Phase;
+use zut::host::{CommandError, Phase};
 
 fn never() -> CancelToken {
     CancelToken::never()
@@ -282,7 +282,10 @@ fn oversize_line_disconnects_only_that_extension() {
     let big = sb.fixture("fx-oversize", &[]);
     let ok = sb.fixture("sh-hello", &[]);
     let (host, sink) = sb.start(&[big, ok]);
-    let err = host.invoke_command("echo", "", &never()).unwrap_err();
+    let err = host
+        .invoke_command("echo", "", &never())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("frame limit"), "{err}");
     let msg = error_of(&sink.events(), "fx-oversize").unwrap();
     assert!(msg.contains("32 MiB frame limit"), "{msg}");
@@ -302,7 +305,10 @@ fn a_crash_fails_pending_calls_at_once_and_spares_the_rest() {
     let sb = Sandbox::new();
     let (host, sink) = sb.start(&[sb.fixture("fx-normal", &[]), sb.fixture("sh-hello", &[])]);
     let started = Instant::now();
-    let err = host.invoke_command("die", "", &never()).unwrap_err();
+    let err = host
+        .invoke_command("die", "", &never())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("exit status 7"), "{err}");
     assert!(
         started.elapsed() < host.deadlines().command,
@@ -312,6 +318,8 @@ fn a_crash_fails_pending_calls_at_once_and_spares_the_rest() {
         .unwrap()
         .contains("exit status 7"));
     let err = host.invoke_command("Ping", "", &never()).unwrap_err();
+    assert!(matches!(err, CommandError::Unknown(_)), "{err:?}");
+    let err = err.to_string();
     assert!(
         err.starts_with(
             "/Ping belongs to extension fx-normal, which is not running (exited: exit status 7"
@@ -332,7 +340,15 @@ fn command_timeout_fails_clearly() {
     config.deadlines.command = Duration::from_millis(200);
     let (host, _) = sb.start_with(config, &[sb.fixture("fx-normal", &[])]);
     let err = host.invoke_command("hang", "", &never()).unwrap_err();
-    assert_eq!(err, "timeout waiting for fx-normal/hang after 200 ms");
+    assert!(
+        matches!(&err, CommandError::TimedOut { extension, command, after }
+            if extension == "fx-normal" && command == "hang" && *after == Duration::from_millis(200)),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "timeout waiting for fx-normal/hang after 200 ms"
+    );
     shutdown_clean(host);
 }
 
@@ -403,7 +419,10 @@ fn a_child_exit_is_seen_even_while_a_grandchild_holds_stdout() {
     let sb = Sandbox::new();
     let pidfile = sb.path("pids");
     let (host, sink) = sb.start(&[sb.fixture("fx-grandchild", &[opt("pidfile", &pidfile)])]);
-    let err = host.invoke_command("die", "", &never()).unwrap_err();
+    let err = host
+        .invoke_command("die", "", &never())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("exit status 7"), "{err}");
     assert!(error_of(&sink.events(), "fx-grandchild").is_some());
     shutdown_clean(host);

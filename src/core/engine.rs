@@ -17,7 +17,7 @@ use crate::core::frontend::{
     Change, CommandSummary, Core, CoreState, ExtensionSummary, Submitted, ToolSummary,
 };
 use crate::events::{Event, EventSink};
-use crate::host::{HostHandle, Phase};
+use crate::host::{CommandError, HostHandle, Phase};
 use crate::provider::Message;
 use crate::session::{Session, Store};
 use crossbeam_channel::{Receiver, Sender};
@@ -1155,8 +1155,8 @@ impl Worker {
         }
         let reply = match self.host.invoke_command(name, args.trim(), cancel) {
             Ok(r) => r,
-            Err(e) if known => return self.fail(format!("/{name}: {e}")),
-            Err(e) => return self.fail(e),
+            Err(e @ CommandError::Unknown(_)) => return self.fail(e.to_string()),
+            Err(e) => return self.fail(format!("/{name}: {e}")),
         };
         let (action, text) = reply.action_and_text();
         if action == "display" && reply.error.trim().is_empty() {

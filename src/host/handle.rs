@@ -60,6 +60,72 @@ impl CommandReply {
     }
 }
 
+/// The host could not start: its dispatcher thread did not.
+#[derive(Debug)]
+pub struct StartError(pub std::io::Error);
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot start the host thread: {}", self.0)
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// Why an extension command gave no answer ([`HostHandle::invoke_command`]).
+#[derive(Debug)]
+pub enum CommandError {
+    /// No extension has the command: "unknown command /x", or where it
+    /// went (its extension stopped or was reloaded away).
+    Unknown(String),
+    /// Its extension is registered but not connected.
+    NotRunning { extension: String },
+    /// The extension's connection ended before or while it answered
+    /// (the transport's reason, naming the extension).
+    Ended(String),
+    /// The extension answered with a frame that is not a command response.
+    Unexpected,
+    /// The caller's cancel token fired.
+    Aborted,
+    /// No answer within the command deadline.
+    TimedOut {
+        extension: String,
+        command: String,
+        after: Duration,
+    },
+    /// The thread of [`HostHandle::invoke_command_async`] could not start.
+    Thread(std::io::Error),
+}
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CommandError::Unknown(text) | CommandError::Ended(text) => f.write_str(text),
+            CommandError::NotRunning { extension } => {
+                write!(f, "extension {extension} is not running")
+            }
+            CommandError::Unexpected => f.write_str("unexpected reply"),
+            CommandError::Aborted => f.write_str("aborted"),
+            CommandError::TimedOut {
+                extension,
+                command,
+                after,
+            } => write!(
+                f,
+                "timeout waiting for {extension}/{command} after {} ms",
+                after.as_millis()
+            ),
+            CommandError::Thread(e) => write!(f, "cannot start a thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for CommandError {}
+
 /// A load the dispatcher is running ([`HostHandle::launch`]).
 pub struct Loading {
     rx: Receiver<LoadReport>,
@@ -198,7 +264,7 @@ impl HostHandle {
         discovery: Option<discovery::Options>,
         events: EventOut,
         cancel: &CancelToken,
-    ) -> Result<(HostHandle, LoadReport), String> {
+    ) -> Result<(HostHandle, LoadReport), StartError> {
         let (handle, loading) = Self::launch(config, Some(entries), discovery, events)?;
         Ok((handle, loading.wait(cancel)))
     }
@@ -216,7 +282,7 @@ impl HostHandle {
         entries: Option<Vec<Entry>>,
         discovery: Option<discovery::Options>,
         events: EventOut,
-    ) -> Result<(HostHandle, Loading), String> {
+    ) -> Result<(HostHandle, Loading), StartError> {
         Self::start_inner(
             config,
             entries,
@@ -262,7 +328,7 @@ impl HostHandle {
         discovery: Option<discovery::Options>,
         events: EventOut,
         #[cfg(test)] peers: Option<in_memory::PeerFn>,
-    ) -> Result<(HostHandle, Loading), String> {
+    ) -> Result<(HostHandle, Loading), StartError> {
         let view = Arc::new(Mutex::new(Arc::new(View {
             deadlines: config.deadlines,
             ..View::default()
@@ -282,7 +348,7 @@ impl HostHandle {
             #[cfg(test)]
             peers,
         )
-        .map_err(|e| format!("cannot start the host thread: {e}"))?;
+        .map_err(StartError)?;
         let handle = HostHandle {
             inner: Arc::new(Inner {
                 config,
@@ -447,19 +513,22 @@ impl HostHandle {
         name: &str,
         args: &str,
         cancel: &CancelToken,
-    ) -> Result<CommandReply, String> {
+    ) -> Result<CommandReply, CommandError> {
         let view = self.view();
         let entry = match view.registry.command(name) {
             Some(e) => e.clone(),
             None => {
-                return Err(view
-                    .registry
-                    .gone_command(name)
-                    .unwrap_or_else(|| format!("unknown command /{name}")))
+                return Err(CommandError::Unknown(
+                    view.registry
+                        .gone_command(name)
+                        .unwrap_or_else(|| format!("unknown command /{name}")),
+                ))
             }
         };
         let Some(ext) = view.ext(entry.ext) else {
-            return Err(format!("extension {} is not running", entry.extension));
+            return Err(CommandError::NotRunning {
+                extension: entry.extension,
+            });
         };
         let conn = ext.conn.clone();
         drop(view);
@@ -472,7 +541,10 @@ impl HostHandle {
         };
         if let Err(e) = conn.send(&frame) {
             conn.forget(id);
-            return Err(format!("extension {}: {e}", entry.extension));
+            return Err(CommandError::Ended(format!(
+                "extension {}: {e}",
+                entry.extension
+            )));
         }
         let timeout = self.inner.config.deadlines.command;
         let reply = wait_reply(&rx, Some(timeout), cancel);
@@ -496,15 +568,14 @@ impl HostHandle {
                 open_panel,
                 error,
             }),
-            Wait::Reply(Ok(_)) => Err("unexpected reply".into()),
-            Wait::Reply(Err(reason)) => Err(reason),
-            Wait::Cancelled => Err("aborted".into()),
-            Wait::TimedOut => Err(format!(
-                "timeout waiting for {}/{} after {} ms",
-                entry.extension,
-                entry.name,
-                timeout.as_millis()
-            )),
+            Wait::Reply(Ok(_)) => Err(CommandError::Unexpected),
+            Wait::Reply(Err(reason)) => Err(CommandError::Ended(reason)),
+            Wait::Cancelled => Err(CommandError::Aborted),
+            Wait::TimedOut => Err(CommandError::TimedOut {
+                extension: entry.extension,
+                command: entry.name,
+                after: timeout,
+            }),
         }
     }
 
@@ -515,7 +586,7 @@ impl HostHandle {
         name: &str,
         args: &str,
         cancel: CancelToken,
-    ) -> Receiver<Result<CommandReply, String>> {
+    ) -> Receiver<Result<CommandReply, CommandError>> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let (handle, name, args) = (self.clone(), name.to_string(), args.to_string());
         let spawned = std::thread::Builder::new()
@@ -525,7 +596,7 @@ impl HostHandle {
             });
         if let Err(e) = spawned {
             let (tx, rx2) = crossbeam_channel::bounded(1);
-            let _ = tx.send(Err(format!("cannot start a thread: {e}")));
+            let _ = tx.send(Err(CommandError::Thread(e)));
             return rx2;
         }
         rx

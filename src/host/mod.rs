@@ -39,8 +39,8 @@ pub mod registry;
 pub mod transport;
 
 pub use handle::{
-    CommandReply, Host, HostHandle, Loading, Progress, Starting, StartingNames, ToolReply,
-    PROGRESS_CAP,
+    CommandError, CommandReply, Host, HostHandle, Loading, Progress, StartError, Starting,
+    StartingNames, ToolReply, PROGRESS_CAP,
 };
 pub use intercept::{
     bound_context, Confirm, ToolCallVerdict, ToolResultSeen, ToolResultVerdict, TurnStartVerdict,
