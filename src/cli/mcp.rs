@@ -12,7 +12,7 @@
 //! (an unknown NAME, a server that does not start), 2 for a usage error.
 
 use super::CliContext;
-use crate::mcp::client::{log_path, Client};
+use crate::mcp::client::{log_path, Client, McpError};
 use crate::mcp::config::{self, Sources};
 use serde_json::{json, Map, Value};
 use std::io::Write;
@@ -424,7 +424,7 @@ fn doctor(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut dyn 
     if let Some(n) = only.filter(|_| specs.is_empty()) {
         return Err(unknown(n, ctx));
     }
-    let results: Vec<(String, Result<Client, String>)> = std::thread::scope(|s| {
+    let results: Vec<(String, Result<Client, McpError>)> = std::thread::scope(|s| {
         let handles: Vec<_> = specs
             .iter()
             .map(|spec| {
@@ -470,7 +470,7 @@ fn doctor(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut dyn 
             Err(e) => {
                 failed = true;
                 if json {
-                    docs.push(json!({"name": name, "ok": false, "error": e, "log": log.display().to_string()}));
+                    docs.push(json!({"name": name, "ok": false, "error": e.to_string(), "log": log.display().to_string()}));
                 } else {
                     let _ = writeln!(out, "{name}: failed: {e}\n  log: {}", log.display());
                 }
