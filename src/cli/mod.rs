@@ -129,7 +129,7 @@ macro_rules! failure_from {
     )*};
 }
 
-failure_from!(crate::trust::TrustError);
+failure_from!(crate::trust::TrustError, install::RecordError);
 
 /// Shorthand for fallible subcommand steps.
 pub(crate) type Outcome<T = ()> = Result<T, Failure>;
