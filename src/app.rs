@@ -205,7 +205,65 @@ fn flag_hint(error: &str) -> String {
     crate::cli::suggest::did_you_mean(&crate::cli::suggest::suggestions(typed, flags))
 }
 
-fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
+/// Why a run could not start; every one is reported as `zut: MESSAGE`
+/// with the usage exit code.
+#[derive(Debug)]
+enum StartError {
+    /// Flags that do not fit together or name nothing usable (the message).
+    Usage(String),
+    CurrentDir(std::io::Error),
+    /// `--cwd DIR` could not be resolved.
+    Cwd {
+        dir: String,
+        source: std::io::Error,
+    },
+    Stdin(std::io::Error),
+    Signals(std::io::Error),
+    /// `config.json` could not be read.
+    Config(crate::config::ConfigError),
+    /// `--thinking` names no level.
+    Thinking(crate::provider::UnknownThinking),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Usage(m) => f.write_str(m),
+            StartError::CurrentDir(e) => write!(f, "cannot read the current directory: {e}"),
+            StartError::Cwd { dir, source } => write!(f, "--cwd {dir}: {source}"),
+            StartError::Stdin(e) => write!(f, "cannot read standard input: {e}"),
+            StartError::Signals(e) => write!(f, "cannot watch signals: {e}"),
+            StartError::Config(e) => write!(f, "{e}"),
+            StartError::Thinking(e) => write!(f, "--thinking: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartError::Usage(_) => None,
+            StartError::CurrentDir(e) | StartError::Stdin(e) | StartError::Signals(e) => Some(e),
+            StartError::Cwd { source, .. } => Some(source),
+            StartError::Config(e) => Some(e),
+            StartError::Thinking(e) => Some(e),
+        }
+    }
+}
+
+impl From<String> for StartError {
+    fn from(m: String) -> Self {
+        StartError::Usage(m)
+    }
+}
+
+impl From<&str> for StartError {
+    fn from(m: &str) -> Self {
+        StartError::Usage(m.to_string())
+    }
+}
+
+fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, StartError> {
     if cli.max_steps == Some(0) {
         return Err("--max-steps must be at least 1".into());
     }
@@ -229,9 +287,9 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
             Mode::Interactive
         }
         (_, Some(other)) => {
-            return Err(format!(
+            return Err(StartError::Usage(format!(
                 "unknown --mode {other:?}: use json or rpc (or -p for print mode)"
-            ))
+            )))
         }
     };
     let session = match (cli.no_session, cli.continue_session, &cli.session) {
@@ -248,10 +306,12 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     // Paths given on the command line (--ext, --script, --script-log) are
     // relative to where zut was started, like any command's arguments;
     // --cwd only says which project the agent works on.
-    let here =
-        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let here = std::env::current_dir().map_err(StartError::CurrentDir)?;
     let cwd = match &cli.cwd {
-        Some(d) => std::fs::canonicalize(here.join(d)).map_err(|e| format!("--cwd {d}: {e}"))?,
+        Some(d) => std::fs::canonicalize(here.join(d)).map_err(|source| StartError::Cwd {
+            dir: d.clone(),
+            source,
+        })?,
         None => here.clone(),
     };
     let mut prompt = (!cli.prompt.is_empty()).then(|| cli.prompt.join(" "));
@@ -259,7 +319,7 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     if !rpc && !stdin.is_terminal() && mode != Mode::Interactive {
         let mut piped = String::new();
         if let Err(e) = stdin.lock().read_to_string(&mut piped) {
-            return Err(format!("cannot read standard input: {e}"));
+            return Err(StartError::Stdin(e));
         }
         if !piped.trim().is_empty() {
             prompt = Some(match prompt {
@@ -292,13 +352,13 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
     for p in &cli.ext {
         let dir = here.join(p);
         if !dir.is_dir() {
-            return Err(format!("--ext {p}: no such directory"));
+            return Err(StartError::Usage(format!("--ext {p}: no such directory")));
         }
         if !dir.join("extension.json").exists() {
-            return Err(format!(
+            return Err(StartError::Usage(format!(
                 "--ext {p}: {} has no extension.json (zut ext new NAME writes a working one)",
                 dir.display()
-            ));
+            )));
         }
     }
     let discovery = discovery::Options {
@@ -333,8 +393,8 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, String> {
         let (canceller, token) = cancel::pair();
         // SIGINT, SIGTERM and SIGHUP cancel the current work; the mode
         // then runs the normal graceful shutdown and zut exits 130.
-        let signals = crate::signals::SignalBridge::cancel(canceller)
-            .map_err(|e| format!("cannot watch signals: {e}"))?;
+        let signals =
+            crate::signals::SignalBridge::cancel(canceller).map_err(StartError::Signals)?;
         let code = if rpc {
             modes::rpc::run(run, &token)
         } else {
@@ -363,32 +423,32 @@ fn resolve_provider(
     cli: &Cli,
     here: &std::path::Path,
     zut_home: &std::path::Path,
-) -> Result<(crate::provider::Settings, Option<crate::config::Config>), String> {
+) -> Result<(crate::provider::Settings, Option<crate::config::Config>), StartError> {
     let known = crate::provider::NAMES;
     if let Some(p) = cli.provider.as_deref().filter(|p| !known.contains(p)) {
-        return Err(format!(
+        return Err(StartError::Usage(format!(
             "unknown --provider {p:?}: use one of {}",
             known.join(", ")
-        ));
+        )));
     }
     // `--script` is the scripted provider's: alone it picks it.
     let flag_provider = match (cli.provider.as_deref(), &cli.script) {
         (None, Some(_)) => Some("script".to_string()),
         (Some(p), Some(_)) if p != "script" => {
-            return Err(format!(
+            return Err(StartError::Usage(format!(
                 "--script is for the scripted provider, not --provider {p}: drop --provider or pass --provider script"
-            ))
+            )))
         }
         (p, _) => p.map(str::to_string),
     };
-    let saved = crate::config::load(zut_home).map_err(|e| e.to_string())?;
+    let saved = crate::config::load(zut_home).map_err(StartError::Config)?;
     if flag_provider.is_none() {
         if let Some(p) = saved.provider.as_deref().filter(|p| !known.contains(p)) {
-            return Err(format!(
+            return Err(StartError::Usage(format!(
                 "{} names an unknown provider {p:?}: use one of {}; fix the file, or pass --provider",
                 crate::config::config_path(zut_home).display(),
                 known.join(", ")
-            ));
+            )));
         }
     }
     let from_env = || {
@@ -439,7 +499,8 @@ fn resolve_provider(
         &saved.extra,
         cli.no_cache,
         cli.thinking.as_deref(),
-    )?;
+    )
+    .map_err(StartError::Thinking)?;
     Ok((settings, remember))
 }
 

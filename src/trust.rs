@@ -20,7 +20,68 @@
 //! - `--ext` paths and global extensions never need trust: the user named
 //!   or installed them.
 
+use crate::config::ConfigError;
 use std::path::{Path, PathBuf};
+
+/// Why trust could not be looked up or changed.
+#[derive(Debug)]
+pub enum TrustError {
+    /// The directory could not be resolved (missing, unreadable).
+    Resolve {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    /// The path resolves to something other than a directory.
+    NotADirectory(PathBuf),
+    /// `trust.json` exists but could not be read.
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    /// `trust.json` is not a JSON array of strings.
+    Corrupt {
+        file: PathBuf,
+        source: serde_json::Error,
+    },
+    Encode {
+        file: PathBuf,
+        source: serde_json::Error,
+    },
+    /// Writing `trust.json` failed.
+    Write(ConfigError),
+}
+
+impl std::fmt::Display for TrustError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrustError::Resolve { dir, source } => write!(f, "{}: {source}", dir.display()),
+            TrustError::NotADirectory(dir) => write!(f, "{} is not a directory", dir.display()),
+            TrustError::Read { file, source } => {
+                write!(f, "cannot read {}: {source}", file.display())
+            }
+            TrustError::Corrupt { file, source } => write!(
+                f,
+                "{} is not valid: {source} (it must be a JSON array of directory paths; fix or delete it)",
+                file.display()
+            ),
+            TrustError::Encode { file, source } => {
+                write!(f, "cannot encode {}: {source}", file.display())
+            }
+            TrustError::Write(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for TrustError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TrustError::Resolve { source, .. } | TrustError::Read { source, .. } => Some(source),
+            TrustError::Corrupt { source, .. } | TrustError::Encode { source, .. } => Some(source),
+            TrustError::Write(e) => Some(e),
+            TrustError::NotADirectory(_) => None,
+        }
+    }
+}
 
 /// The environment variable that trusts every directory.
 pub const TRUST_ALL_ENV: &str = "ZUT_TRUST_ALL";
@@ -38,30 +99,29 @@ pub fn trust_all() -> bool {
 }
 
 /// `dir` resolved to the absolute, symlink-free form the store holds.
-pub fn canonical(dir: &Path) -> Result<PathBuf, String> {
-    let real = dir
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn canonical(dir: &Path) -> Result<PathBuf, TrustError> {
+    let real = dir.canonicalize().map_err(|source| TrustError::Resolve {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
     if !real.is_dir() {
-        return Err(format!("{} is not a directory", dir.display()));
+        return Err(TrustError::NotADirectory(dir.to_path_buf()));
     }
     Ok(real)
 }
 
 /// The trusted directories in `trust.json`; none when it does not exist.
-pub fn load(home: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn load(home: &Path) -> Result<Vec<PathBuf>, TrustError> {
     let file = path(home);
     let bytes = match crate::safe_fs::read_regular(&file) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+        Err(source) => return Err(TrustError::Read { file, source }),
     };
-    let list: Vec<String> = serde_json::from_slice(&bytes).map_err(|e| {
-        format!(
-            "{} is not valid: {e} (it must be a JSON array of directory paths; fix or delete it)",
-            file.display()
-        )
-    })?;
+    let list: Vec<String> = match serde_json::from_slice(&bytes) {
+        Ok(l) => l,
+        Err(source) => return Err(TrustError::Corrupt { file, source }),
+    };
     Ok(list.into_iter().map(PathBuf::from).collect())
 }
 
@@ -83,7 +143,7 @@ pub fn is_trusted(home: &Path, dir: &Path) -> bool {
 }
 
 /// Adds `dir` (canonicalized); returns it and whether it was new.
-pub fn add(home: &Path, dir: &Path) -> Result<(PathBuf, bool), String> {
+pub fn add(home: &Path, dir: &Path) -> Result<(PathBuf, bool), TrustError> {
     let real = canonical(dir)?;
     let mut list = load(home)?;
     if list.contains(&real) {
@@ -96,7 +156,7 @@ pub fn add(home: &Path, dir: &Path) -> Result<(PathBuf, bool), String> {
 
 /// Removes `dir`; returns the path looked for and whether it was listed.
 /// A directory that no longer exists can still be removed by its path.
-pub fn remove(home: &Path, dir: &Path) -> Result<(PathBuf, bool), String> {
+pub fn remove(home: &Path, dir: &Path) -> Result<(PathBuf, bool), TrustError> {
     let real = canonical(dir).unwrap_or_else(|_| dir.to_path_buf());
     let mut list = load(home)?;
     let before = list.len();
@@ -108,15 +168,17 @@ pub fn remove(home: &Path, dir: &Path) -> Result<(PathBuf, bool), String> {
     Ok((real, true))
 }
 
-fn save(home: &Path, list: &[PathBuf]) -> Result<(), String> {
+fn save(home: &Path, list: &[PathBuf]) -> Result<(), TrustError> {
     let strings: Vec<String> = list
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
-    let mut text = serde_json::to_string_pretty(&strings)
-        .map_err(|e| format!("cannot encode {}: {e}", path(home).display()))?;
+    let mut text = serde_json::to_string_pretty(&strings).map_err(|source| TrustError::Encode {
+        file: path(home),
+        source,
+    })?;
     text.push('\n');
-    crate::config::write_atomic(&path(home), text.as_bytes(), 0o600).map_err(|e| e.to_string())
+    crate::config::write_atomic(&path(home), text.as_bytes(), 0o600).map_err(TrustError::Write)
 }
 
 #[cfg(test)]
@@ -153,10 +215,20 @@ mod tests {
         std::fs::write(path(t.path()), "{not a list").unwrap();
         assert!(!is_trusted(t.path(), t.path()));
         let e = add(t.path(), t.path()).unwrap_err();
-        assert!(e.contains("trust.json is not valid"), "{e}");
+        assert!(matches!(&e, TrustError::Corrupt { file, .. } if file == &path(t.path())));
+        assert!(e.to_string().contains("trust.json is not valid"), "{e}");
         assert_eq!(std::fs::read(path(t.path())).unwrap(), b"{not a list");
-        assert!(add(t.path(), &t.path().join("missing"))
-            .unwrap_err()
-            .contains("missing"));
+        let e = add(t.path(), &t.path().join("missing")).unwrap_err();
+        let TrustError::Resolve { dir, source } = &e else {
+            panic!("{e:?}");
+        };
+        assert_eq!(dir, &t.path().join("missing"));
+        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        assert!(e.to_string().contains("missing"));
+        std::fs::write(t.path().join("file"), "").unwrap();
+        assert!(matches!(
+            add(t.path(), &t.path().join("file")),
+            Err(TrustError::NotADirectory(_))
+        ));
     }
 }

@@ -159,6 +159,31 @@ fn unknown_provider_is_a_usage_error_and_nothing_is_saved() {
 }
 
 #[test]
+fn start_errors_keep_their_text_and_exit_2() {
+    let sb = Sandbox::new();
+    let s = script(&sb, &[json!({"text": "hi"})]);
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--provider", "script", "--script", &s];
+        args.extend_from_slice(extra);
+        args.extend(["-p", "x"]);
+        let out = zut(&sb).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        text(&out.stderr)
+    };
+    assert_eq!(
+        run(&["--thinking", " Loud "]),
+        "zut: --thinking: thinking level \"loud\" is not one of off, low, medium, high\n"
+    );
+    let err = run(&["--cwd", "no-such-dir"]);
+    assert!(err.starts_with("zut: --cwd no-such-dir: "), "{err}");
+    assert!(err.contains("No such file or directory"), "{err}");
+    fs::write(sb.home().join("config.json"), "{").unwrap();
+    let err = run(&[]);
+    assert!(err.starts_with("zut: "), "{err}");
+    assert!(err.contains("config.json"), "{err}");
+}
+
+#[test]
 fn provider_settings_are_remembered_only_after_a_working_run() {
     let sb = Sandbox::new();
     let config = sb.home().join("config.json");

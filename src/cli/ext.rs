@@ -401,7 +401,8 @@ fn run_remove(name: &str, wanted: Option<Source>, ctx: &CliContext, io: &mut Io<
     // name starts afresh.
     let mut forget = Vec::new();
     if target.source == Source::Global {
-        forget.push(install::remove_record(&ctx.zut_home, &dir_name(dir)));
+        forget
+            .push(install::remove_record(&ctx.zut_home, &dir_name(dir)).map_err(|e| e.to_string()));
     }
     if let Some(key) = discovery::state_key(target.source, dir) {
         forget.push(

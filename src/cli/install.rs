@@ -578,39 +578,97 @@ pub(crate) fn record_path(home: &Path, name: &str) -> PathBuf {
     records_dir(home).join(format!("{name}.json"))
 }
 
+/// Why an install record could not be read, written or deleted; each
+/// names the record's file.
+#[derive(Debug)]
+pub(crate) enum RecordError {
+    Encode {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    Write(crate::config::ConfigError),
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is not a record.
+    Invalid {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    Delete {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::Encode { path, source } => {
+                write!(f, "cannot encode {}: {source}", path.display())
+            }
+            RecordError::Write(e) => write!(f, "{e}"),
+            RecordError::Read { path, source } => {
+                write!(f, "cannot read {}: {source}", path.display())
+            }
+            RecordError::Invalid { path, source } => write!(
+                f,
+                "{} is not valid: {source} (reinstall the extension with zut ext install --force to rewrite it)",
+                path.display()
+            ),
+            RecordError::Delete { path, source } => {
+                write!(f, "cannot delete {}: {source}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for RecordError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RecordError::Encode { source, .. } | RecordError::Invalid { source, .. } => {
+                Some(source)
+            }
+            RecordError::Read { source, .. } | RecordError::Delete { source, .. } => Some(source),
+            RecordError::Write(e) => Some(e),
+        }
+    }
+}
+
 /// Writes the install record of `name` atomically (mode 0600).
-pub(crate) fn write_record(home: &Path, name: &str, record: &Record) -> Result<(), String> {
+pub(crate) fn write_record(home: &Path, name: &str, record: &Record) -> Result<(), RecordError> {
     let path = record_path(home, name);
-    let mut text = serde_json::to_string_pretty(record)
-        .map_err(|e| format!("cannot encode {}: {e}", path.display()))?;
+    let mut text = match serde_json::to_string_pretty(record) {
+        Ok(t) => t,
+        Err(source) => return Err(RecordError::Encode { path, source }),
+    };
     text.push('\n');
-    crate::config::write_atomic(&path, text.as_bytes(), 0o600).map_err(|e| e.to_string())
+    crate::config::write_atomic(&path, text.as_bytes(), 0o600).map_err(RecordError::Write)
 }
 
 /// The install record of `name`: `Ok(None)` when there is none (installed
 /// by hand, or by a zut from before records); unreadable is an error.
-pub(crate) fn read_record(home: &Path, name: &str) -> Result<Option<Record>, String> {
+pub(crate) fn read_record(home: &Path, name: &str) -> Result<Option<Record>, RecordError> {
     let path = record_path(home, name);
     let text = match crate::safe_fs::read_regular_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(source) => return Err(RecordError::Read { path, source }),
     };
-    serde_json::from_str(&text).map(Some).map_err(|e| {
-        format!(
-            "{} is not valid: {e} (reinstall the extension with zut ext install --force to rewrite it)",
-            path.display()
-        )
-    })
+    match serde_json::from_str(&text) {
+        Ok(r) => Ok(Some(r)),
+        Err(source) => Err(RecordError::Invalid { path, source }),
+    }
 }
 
 /// Forgets the install record of `name` (after `zut ext remove`).
-pub(crate) fn remove_record(home: &Path, name: &str) -> Result<(), String> {
+pub(crate) fn remove_record(home: &Path, name: &str) -> Result<(), RecordError> {
     let path = record_path(home, name);
     match fs::remove_file(&path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("cannot delete {}: {e}", path.display())),
+        Err(source) => Err(RecordError::Delete { path, source }),
     }
 }
 
@@ -621,7 +679,7 @@ mod tests {
     #[test]
     fn records_round_trip() {
         let home = tempfile::tempdir().unwrap();
-        assert_eq!(read_record(home.path(), "x"), Ok(None));
+        assert!(matches!(read_record(home.path(), "x"), Ok(None)));
         let git = Record::Git {
             url: "file:///r".into(),
             git_ref: Some("v1".into()),
@@ -629,19 +687,29 @@ mod tests {
             commit: Some("abc".into()),
         };
         write_record(home.path(), "x", &git).unwrap();
-        assert_eq!(read_record(home.path(), "x"), Ok(Some(git)));
+        assert_eq!(read_record(home.path(), "x").unwrap(), Some(git));
         let text = fs::read_to_string(record_path(home.path(), "x")).unwrap();
         assert!(
             text.contains("\"source\": \"git\"") && text.contains("\"ref\": \"v1\""),
             "{text}"
         );
         fs::write(record_path(home.path(), "x"), "{").unwrap();
-        assert!(read_record(home.path(), "x")
-            .unwrap_err()
-            .contains("x.json"));
+        let e = read_record(home.path(), "x").unwrap_err();
+        assert!(
+            matches!(&e, RecordError::Invalid { path, .. } if path == &record_path(home.path(), "x")),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("x.json"), "{e}");
         remove_record(home.path(), "x").unwrap();
         remove_record(home.path(), "x").unwrap();
-        assert_eq!(read_record(home.path(), "x"), Ok(None));
+        assert!(matches!(read_record(home.path(), "x"), Ok(None)));
+        fs::create_dir_all(record_path(home.path(), "d").join("inside")).unwrap();
+        let e = remove_record(home.path(), "d").unwrap_err();
+        assert!(matches!(&e, RecordError::Delete { .. }), "{e:?}");
+        assert!(matches!(
+            read_record(home.path(), "d"),
+            Err(RecordError::Read { .. })
+        ));
     }
 
     #[test]

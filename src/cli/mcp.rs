@@ -12,7 +12,7 @@
 //! (an unknown NAME, a server that does not start), 2 for a usage error.
 
 use super::CliContext;
-use crate::mcp::client::{log_path, Client};
+use crate::mcp::client::{log_path, Client, McpError};
 use crate::mcp::config::{self, Sources};
 use serde_json::{json, Map, Value};
 use std::io::Write;
@@ -150,7 +150,7 @@ fn add(args: &[String], ctx: &CliContext, err: &mut dyn Write) -> Outcome {
         ));
     };
     let file = file_for(global, ctx);
-    let mut doc = config::read_doc(&file).map_err(Fail::Error)?;
+    let mut doc = config::read_doc(&file).map_err(|e| Fail::Error(e.to_string()))?;
     let servers = doc
         .entry("mcpServers")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -172,7 +172,7 @@ fn add(args: &[String], ctx: &CliContext, err: &mut dyn Write) -> Outcome {
         entry["env"] = Value::Object(env);
     }
     servers.insert(name.to_string(), entry);
-    config::write_doc(&file, &doc).map_err(Fail::Error)?;
+    config::write_doc(&file, &doc).map_err(|e| Fail::Error(e.to_string()))?;
     let _ = writeln!(err, "added MCP server {name} to {}", file.display());
     let trusted = crate::trust::trust_all() || crate::trust::is_trusted(&ctx.zut_home, &ctx.cwd);
     if !global && !trusted {
@@ -203,7 +203,7 @@ fn listed(ctx: &CliContext) -> Result<Vec<Listed>, Fail> {
         ("global", config::global_file(&ctx.zut_home)),
     ];
     for (source, file) in sources {
-        let doc = config::read_doc(&file).map_err(Fail::Error)?;
+        let doc = config::read_doc(&file).map_err(|e| Fail::Error(e.to_string()))?;
         let Some(servers) = doc.get("mcpServers").and_then(Value::as_object) else {
             continue;
         };
@@ -379,14 +379,14 @@ fn remove(args: &[String], ctx: &CliContext, err: &mut dyn Write) -> Outcome {
         vec![file_for(false, ctx), file_for(true, ctx)]
     };
     for file in files {
-        let mut doc = config::read_doc(&file).map_err(Fail::Error)?;
+        let mut doc = config::read_doc(&file).map_err(|e| Fail::Error(e.to_string()))?;
         let removed = doc
             .get_mut("mcpServers")
             .and_then(Value::as_object_mut)
             .and_then(|m| m.shift_remove(name))
             .is_some();
         if removed {
-            config::write_doc(&file, &doc).map_err(Fail::Error)?;
+            config::write_doc(&file, &doc).map_err(|e| Fail::Error(e.to_string()))?;
             let _ = writeln!(err, "removed MCP server {name} from {}", file.display());
             return Ok(0);
         }
@@ -424,7 +424,7 @@ fn doctor(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut dyn 
     if let Some(n) = only.filter(|_| specs.is_empty()) {
         return Err(unknown(n, ctx));
     }
-    let results: Vec<(String, Result<Client, String>)> = std::thread::scope(|s| {
+    let results: Vec<(String, Result<Client, McpError>)> = std::thread::scope(|s| {
         let handles: Vec<_> = specs
             .iter()
             .map(|spec| {
@@ -470,7 +470,7 @@ fn doctor(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut dyn 
             Err(e) => {
                 failed = true;
                 if json {
-                    docs.push(json!({"name": name, "ok": false, "error": e, "log": log.display().to_string()}));
+                    docs.push(json!({"name": name, "ok": false, "error": e.to_string(), "log": log.display().to_string()}));
                 } else {
                     let _ = writeln!(out, "{name}: failed: {e}\n  log: {}", log.display());
                 }

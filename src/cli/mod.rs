@@ -118,6 +118,19 @@ impl From<String> for Failure {
     }
 }
 
+/// Typed errors a subcommand step reports as they print.
+macro_rules! failure_from {
+    ($($t:ty),* $(,)?) => {$(
+        impl From<$t> for Failure {
+            fn from(e: $t) -> Self {
+                Failure::Error(e.to_string())
+            }
+        }
+    )*};
+}
+
+failure_from!(crate::trust::TrustError, install::RecordError);
+
 /// Shorthand for fallible subcommand steps.
 pub(crate) type Outcome<T = ()> = Result<T, Failure>;
 

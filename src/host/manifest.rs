@@ -7,8 +7,10 @@
 //! (manifests grow additively).
 
 use serde_json::{Map, Value};
+use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The manifest file name inside an extension directory.
 pub const MANIFEST_FILE: &str = "extension.json";
@@ -57,12 +59,77 @@ impl Manifest {
 }
 
 /// What is wrong with a manifest.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ManifestError {
     pub dir: PathBuf,
     /// The field at fault, when there is one.
     pub field: Option<&'static str>,
-    pub message: String,
+    pub problem: Problem,
+}
+
+/// What is wrong with a manifest, or with one of its fields.
+#[derive(Debug, Clone)]
+pub enum Problem {
+    /// There is no `extension.json`.
+    Missing,
+    /// It exists but could not be read (shared, so a discovery result can
+    /// be cloned).
+    Unreadable(Arc<std::io::Error>),
+    InvalidJson(Arc<serde_json::Error>),
+    NotAnObject,
+    NotAString,
+    NotAStringList,
+    NotABool,
+    /// `exec` is empty and there is no theme.
+    ExecRequired,
+    /// The `name` is unusable.
+    Name(NameProblem),
+    /// `exec` is an absolute path (the manifest's value).
+    ExecAbsolute(String),
+    /// `exec` climbs out of the extension directory.
+    ExecOutside(String),
+    /// `exec` leads out of the extension directory through a symlink, to
+    /// `real`.
+    ExecSymlink {
+        exec: String,
+        real: PathBuf,
+    },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Missing => {
+                f.write_str("missing (every extension directory needs an extension.json)")
+            }
+            Problem::Unreadable(e) => write!(f, "cannot read: {e}"),
+            Problem::InvalidJson(e) => write!(f, "invalid JSON: {e}"),
+            Problem::NotAnObject => f.write_str("must be a JSON object"),
+            Problem::NotAString => f.write_str("must be a string"),
+            Problem::NotAStringList => f.write_str("must be an array of strings"),
+            Problem::NotABool => f.write_str("must be true or false"),
+            Problem::ExecRequired => f.write_str(
+                "is required (only theme-only extensions with a theme.json may omit it)",
+            ),
+            Problem::Name(p) => write!(f, "{p}"),
+            Problem::ExecAbsolute(exec) => write!(
+                f,
+                "{exec:?} is an absolute path; use a path inside the extension directory (\"./{}\") or a launcher name on PATH (\"python3\")",
+                Path::new(exec)
+                    .file_name()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default()
+            ),
+            Problem::ExecOutside(exec) => {
+                write!(f, "{exec:?} points outside the extension directory")
+            }
+            Problem::ExecSymlink { exec, real } => write!(
+                f,
+                "{exec:?} resolves outside the extension directory through a symlink ({})",
+                real.display()
+            ),
+        }
+    }
 }
 
 impl fmt::Display for ManifestError {
@@ -73,57 +140,110 @@ impl fmt::Display for ManifestError {
                 f,
                 "{}: field \"{field}\": {}",
                 manifest.display(),
-                self.message
+                self.problem
             ),
-            None => write!(f, "{}: {}", manifest.display(), self.message),
+            None => write!(f, "{}: {}", manifest.display(), self.problem),
         }
     }
 }
 
-impl std::error::Error for ManifestError {}
+impl std::error::Error for ManifestError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.problem {
+            Problem::Unreadable(e) => Some(&**e),
+            Problem::InvalidJson(e) => Some(&**e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a name cannot be an extension's (a directory and log file name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameProblem {
+    Empty,
+    /// Leading or trailing whitespace (the name).
+    Whitespace(String),
+    /// A `/`, `\\`, control character or leading `.` (the name).
+    NotPlain(String),
+}
+
+impl fmt::Display for NameProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NameProblem::Empty => f.write_str("is required"),
+            NameProblem::Whitespace(name) => {
+                write!(f, "{name:?} has leading or trailing whitespace")
+            }
+            NameProblem::NotPlain(name) => write!(
+                f,
+                "{name:?} is not a plain name (no '/', '\\', control characters or leading '.')"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NameProblem {}
+
+/// A launcher that is not on the search path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotOnPath {
+    pub name: String,
+    /// The search path looked through.
+    pub search: OsString,
+}
+
+impl fmt::Display for NotOnPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "launcher {:?} not found on PATH ({})",
+            self.name,
+            self.search.to_string_lossy()
+        )
+    }
+}
+
+impl std::error::Error for NotOnPath {}
 
 /// Reads and validates `<dir>/extension.json`.
 pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {
-    let err = |field: Option<&'static str>, message: String| ManifestError {
+    let err = |problem| ManifestError {
         dir: dir.to_path_buf(),
-        field,
-        message,
+        field: None,
+        problem,
     };
     let path = dir.join(MANIFEST_FILE);
     let bytes = crate::safe_fs::read_regular(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => err(
-            None,
-            "missing (every extension directory needs an extension.json)".into(),
-        ),
-        _ => err(None, format!("cannot read: {e}")),
+        std::io::ErrorKind::NotFound => err(Problem::Missing),
+        _ => err(Problem::Unreadable(Arc::new(e))),
     })?;
     parse(dir, &bytes)
 }
 
 /// Parses and validates the bytes of `<dir>/extension.json`.
 pub fn parse(dir: &Path, bytes: &[u8]) -> Result<Manifest, ManifestError> {
-    let err = |message: String| ManifestError {
+    let err = |problem| ManifestError {
         dir: dir.to_path_buf(),
         field: None,
-        message,
+        problem,
     };
     let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| err(format!("invalid JSON: {e}")))?;
+        serde_json::from_slice(bytes).map_err(|e| err(Problem::InvalidJson(Arc::new(e))))?;
     let Value::Object(obj) = value else {
-        return Err(err("must be a JSON object".into()));
+        return Err(err(Problem::NotAnObject));
     };
     validate(dir, &obj)
 }
 
 /// Validates an already parsed manifest object.
 pub fn validate(dir: &Path, obj: &Map<String, Value>) -> Result<Manifest, ManifestError> {
-    let err = |field: &'static str, message: String| ManifestError {
+    let err = |field: &'static str, problem| ManifestError {
         dir: dir.to_path_buf(),
         field: Some(field),
-        message,
+        problem,
     };
     let name = string_field(obj, "name").map_err(|m| err("name", m))?;
-    check_name(&name).map_err(|m| err("name", m))?;
+    check_name(&name).map_err(|m| err("name", Problem::Name(m)))?;
     let version = string_field(obj, "version").map_err(|m| err("version", m))?;
     let exec_raw = string_field(obj, "exec").map_err(|m| err("exec", m))?;
     let args = string_list(obj, "args").map_err(|m| err("args", m))?;
@@ -133,15 +253,12 @@ pub fn validate(dir: &Path, obj: &Map<String, Value>) -> Result<Manifest, Manife
     let enabled = match obj.get("enabled") {
         None | Some(Value::Null) => true,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(err("enabled", "must be true or false".into())),
+        Some(_) => return Err(err("enabled", Problem::NotABool)),
     };
     let themes = theme_files(dir);
     let exec = if exec_raw.trim().is_empty() {
         if themes.is_empty() {
-            return Err(err(
-                "exec",
-                "is required (only theme-only extensions with a theme.json may omit it)".into(),
-            ));
+            return Err(err("exec", Problem::ExecRequired));
         }
         None
     } else {
@@ -162,30 +279,28 @@ pub fn validate(dir: &Path, obj: &Map<String, Value>) -> Result<Manifest, Manife
 }
 
 /// A name must be usable as a directory and log file name.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), NameProblem> {
     if name.is_empty() {
-        return Err("is required".into());
+        return Err(NameProblem::Empty);
     }
     if name.trim() != name {
-        return Err(format!("{name:?} has leading or trailing whitespace"));
+        return Err(NameProblem::Whitespace(name.to_string()));
     }
     if name.starts_with('.') || name.contains(['/', '\\']) || name.chars().any(char::is_control) {
-        return Err(format!(
-            "{name:?} is not a plain name (no '/', '\\', control characters or leading '.')"
-        ));
+        return Err(NameProblem::NotPlain(name.to_string()));
     }
     Ok(())
 }
 
-fn string_field(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
+fn string_field(obj: &Map<String, Value>, key: &str) -> Result<String, Problem> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err("must be a string".into()),
+        Some(_) => Err(Problem::NotAString),
     }
 }
 
-fn string_list(obj: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+fn string_list(obj: &Map<String, Value>, key: &str) -> Result<Vec<String>, Problem> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
@@ -193,10 +308,10 @@ fn string_list(obj: &Map<String, Value>, key: &str) -> Result<Vec<String>, Strin
             .map(|v| {
                 v.as_str()
                     .map(str::to_string)
-                    .ok_or_else(|| "must be an array of strings".to_string())
+                    .ok_or(Problem::NotAStringList)
             })
             .collect(),
-        Some(_) => Err("must be an array of strings".into()),
+        Some(_) => Err(Problem::NotAStringList),
     }
 }
 
@@ -212,27 +327,24 @@ fn theme_files(dir: &Path) -> Vec<PathBuf> {
 
 /// Resolves `exec`: a path with a separator must stay inside `dir` (also
 /// through symlinks); a bare name is a launcher looked up on PATH at spawn.
-fn resolve_exec(dir: &Path, exec: &str) -> Result<Exec, String> {
+fn resolve_exec(dir: &Path, exec: &str) -> Result<Exec, Problem> {
     let configured = exec.to_string();
     if !exec.contains('/') && !exec.contains('\\') && exec != "." && exec != ".." {
         return Ok(Exec::Launcher { configured });
     }
     let rel = Path::new(exec);
     if rel.is_absolute() {
-        return Err(format!(
-            "{exec:?} is an absolute path; use a path inside the extension directory (\"./{}\") or a launcher name on PATH (\"python3\")",
-            rel.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
-        ));
+        return Err(Problem::ExecAbsolute(configured));
     }
     let inside = crate::safe_fs::lexically_inside(rel)
-        .ok_or_else(|| format!("{exec:?} points outside the extension directory"))?;
+        .ok_or_else(|| Problem::ExecOutside(configured.clone()))?;
     let path = dir.join(inside);
     if let (Ok(real_dir), Ok(real)) = (dir.canonicalize(), path.canonicalize()) {
         if !real.starts_with(&real_dir) {
-            return Err(format!(
-                "{exec:?} resolves outside the extension directory through a symlink ({})",
-                real.display()
-            ));
+            return Err(Problem::ExecSymlink {
+                exec: configured,
+                real,
+            });
         }
     }
     Ok(Exec::Relative { configured, path })
@@ -251,7 +363,7 @@ impl Manifest {
 
 /// Looks `name` up on `search` (default: `PATH`); the error names the
 /// directories searched.
-pub fn find_on_path(name: &str, search: Option<&std::ffi::OsStr>) -> Result<PathBuf, String> {
+pub fn find_on_path(name: &str, search: Option<&std::ffi::OsStr>) -> Result<PathBuf, NotOnPath> {
     let path = search
         .map(ToOwned::to_owned)
         .or_else(|| std::env::var_os("PATH"))
@@ -262,10 +374,10 @@ pub fn find_on_path(name: &str, search: Option<&std::ffi::OsStr>) -> Result<Path
             return Ok(candidate);
         }
     }
-    Err(format!(
-        "launcher {name:?} not found on PATH ({})",
-        path.to_string_lossy()
-    ))
+    Err(NotOnPath {
+        name: name.to_string(),
+        search: path,
+    })
 }
 
 /// Why a manifest's `exec` cannot be started.
@@ -280,9 +392,8 @@ pub enum ExecProblem {
     NotAFile(PathBuf),
     /// A relative `exec` names a file without an execute bit.
     NotExecutable(PathBuf),
-    /// A launcher name is not on the search path (the message says where
-    /// it was looked for).
-    NotOnPath(String),
+    /// A launcher name is not on the search path.
+    NotOnPath(NotOnPath),
 }
 
 impl std::fmt::Display for ExecProblem {
@@ -304,7 +415,7 @@ impl std::fmt::Display for ExecProblem {
                     p.display()
                 )
             }
-            ExecProblem::NotOnPath(why) => f.write_str(why),
+            ExecProblem::NotOnPath(why) => write!(f, "{why}"),
         }
     }
 }
@@ -450,6 +561,19 @@ mod tests {
                 "{e}"
             );
         }
+        write(t.path(), r#"{"name":"../evil","exec":"./x"}"#);
+        assert!(matches!(
+            load(t.path()).unwrap_err().problem,
+            Problem::Name(NameProblem::NotPlain(n)) if n == "../evil"
+        ));
+        write(t.path(), r#"{"name":"n","exec":"/bin/sh"}"#);
+        assert_eq!(
+            load(t.path()).unwrap_err().to_string(),
+            format!(
+                "{}: field \"exec\": \"/bin/sh\" is an absolute path; use a path inside the extension directory (\"./sh\") or a launcher name on PATH (\"python3\")",
+                t.path().join(MANIFEST_FILE).display()
+            )
+        );
         write(t.path(), "{not json");
         assert!(load(t.path())
             .unwrap_err()
@@ -465,7 +589,11 @@ mod tests {
         std::os::unix::fs::symlink("/bin/sh", t.path().join("run")).unwrap();
         write(t.path(), r#"{"name":"n","exec":"./run"}"#);
         let e = load(t.path()).unwrap_err();
-        assert!(e.message.contains("symlink"), "{e}");
+        assert!(
+            matches!(&e.problem, Problem::ExecSymlink { exec, .. } if exec == "./run"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("symlink"), "{e}");
     }
 
     #[test]
@@ -476,7 +604,10 @@ mod tests {
             Some("/nonexistent-a:/nonexistent-b".as_ref()),
         )
         .unwrap_err();
-        assert!(e.contains("/nonexistent-a:/nonexistent-b"), "{e}");
-        assert!(e.contains("PATH"), "{e}");
+        assert_eq!(e.name, "zut-no-such-launcher");
+        assert_eq!(
+            e.to_string(),
+            "launcher \"zut-no-such-launcher\" not found on PATH (/nonexistent-a:/nonexistent-b)"
+        );
     }
 }

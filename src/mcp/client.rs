@@ -78,12 +78,15 @@ pub struct RpcError {
 /// Why a request got no result.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallError {
+    /// The server answered with a JSON-RPC error.
     Rpc(RpcError),
     /// No answer within the deadline.
     Timeout(Duration),
     Cancelled,
     /// The server is gone (exit, closed stdout, protocol violation).
-    Closed(String),
+    Closed(Closed),
+    /// `initialize` was answered with a protocol version zut does not speak.
+    Version(String),
 }
 
 impl std::fmt::Display for CallError {
@@ -93,6 +96,138 @@ impl std::fmt::Display for CallError {
             CallError::Timeout(d) => write!(f, "no answer within {} ms", d.as_millis()),
             CallError::Cancelled => write!(f, "cancelled"),
             CallError::Closed(why) => write!(f, "{why}"),
+            CallError::Version(v) => write!(
+                f,
+                "it answered initialize with protocol version {v:?}; zut speaks {}",
+                SUPPORTED_VERSIONS.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// Why the connection to a server ended, or why a message could not be sent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Closed {
+    /// stdout ended and the server exited, with this status (as described
+    /// by [`describe_exit`]).
+    Exited(String),
+    /// stdout ended and no exit status came soon after.
+    Eof,
+    /// A stdout line of this many bytes, over the limit.
+    TooLong(usize),
+    /// A stdout line that is not JSON-RPC before `initialize` was answered
+    /// (its first 200 characters, sanitised).
+    NotJsonRpc(String),
+    /// zut stopped the server.
+    ShutDown,
+    /// The connection is closed and no reason was recorded yet.
+    Unknown,
+    /// The writer did not take a message within its deadline; the reason
+    /// the connection is gone, if known.
+    Stdin(Box<Closed>),
+}
+
+impl std::fmt::Display for Closed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Closed::Exited(status) => write!(f, "it exited ({status})"),
+            Closed::Eof => write!(f, "it closed its stdout"),
+            Closed::TooLong(n) => write!(f, "it sent a {n}-byte line, over the limit"),
+            Closed::NotJsonRpc(line) => write!(
+                f,
+                "it printed a line that is not JSON-RPC before answering initialize: {line:?}"
+            ),
+            Closed::ShutDown => write!(f, "it was shut down"),
+            Closed::Unknown => write!(f, "the connection is closed"),
+            Closed::Stdin(why) => write!(f, "its stdin does not accept input: {why}"),
+        }
+    }
+}
+
+/// Why a server could not be started ([`Client::launch`],
+/// [`Client::initialize`]).
+#[derive(Debug)]
+pub enum McpError {
+    /// The log could not be opened or the process not spawned.
+    Spawn {
+        server: String,
+        command: String,
+        args: Vec<String>,
+        source: std::io::Error,
+    },
+    /// A reader thread could not be started.
+    Thread {
+        server: String,
+        source: std::io::Error,
+    },
+    /// The handshake or the first `tools/list` failed; the server was
+    /// stopped.
+    Start {
+        server: String,
+        cause: CallError,
+        /// The startup timeout, which a [`CallError::Timeout`] is reported as.
+        startup_timeout: Duration,
+        /// The tail of the server's stderr ([`stderr_tail`]), a block to
+        /// append, or empty.
+        stderr: String,
+    },
+}
+
+impl McpError {
+    /// The server the error is about.
+    pub fn server(&self) -> &str {
+        match self {
+            McpError::Spawn { server, .. }
+            | McpError::Thread { server, .. }
+            | McpError::Start { server, .. } => server,
+        }
+    }
+}
+
+impl std::fmt::Display for McpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            McpError::Spawn {
+                server,
+                command,
+                args,
+                source,
+            } => write!(
+                f,
+                "MCP server {server} could not be started ({command} {}): {source}",
+                args.join(" ")
+            ),
+            McpError::Thread { server, source } => {
+                write!(f, "MCP server {server}: cannot start a thread: {source}")
+            }
+            McpError::Start {
+                server,
+                cause,
+                startup_timeout,
+                stderr,
+            } => {
+                write!(f, "MCP server {server} failed to start: ")?;
+                match cause {
+                    CallError::Timeout(_) => write!(
+                        f,
+                        "did not finish starting (initialize and tools/list) within {} ms",
+                        startup_timeout.as_millis()
+                    )?,
+                    other => write!(f, "{other}")?,
+                }
+                write!(f, "{stderr}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for McpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            McpError::Spawn { source, .. } | McpError::Thread { source, .. } => Some(source),
+            McpError::Start { cause, .. } => Some(cause),
         }
     }
 }
@@ -121,7 +256,7 @@ struct Shared {
     /// The writer's queue; `None` once stdin is closed.
     out: Mutex<Option<Sender<String>>>,
     /// Why the connection ended, once it has.
-    dead: Mutex<Option<String>>,
+    dead: Mutex<Option<Closed>>,
     /// `initialize` was answered: stray stdout lines are skipped from now on.
     initialized: AtomicBool,
     tools: Mutex<Arc<Vec<Tool>>>,
@@ -184,7 +319,7 @@ impl Client {
         project: &Path,
         zut_home: &Path,
         on_change: Option<OnChange>,
-    ) -> Result<Client, String> {
+    ) -> Result<Client, McpError> {
         let client = Client::launch(spec, project, zut_home, on_change)?;
         client.initialize()?;
         Ok(client)
@@ -196,16 +331,15 @@ impl Client {
         project: &Path,
         zut_home: &Path,
         on_change: Option<OnChange>,
-    ) -> Result<Client, String> {
+    ) -> Result<Client, McpError> {
         let log = log_path(zut_home, &spec.name);
-        let (client, stdout) = Self::spawn(spec, project, &log).map_err(|e| {
-            format!(
-                "MCP server {} could not be started ({} {}): {e}",
-                spec.name,
-                spec.command,
-                spec.args.join(" ")
-            )
-        })?;
+        let (client, stdout) =
+            Self::spawn(spec, project, &log).map_err(|source| McpError::Spawn {
+                server: spec.name.clone(),
+                command: spec.command.clone(),
+                args: spec.args.clone(),
+                source,
+            })?;
         *lock(&client.shared.on_change) = on_change;
         let shared = client.shared.clone();
         let alive = lock(&client.reader_alive).take();
@@ -215,7 +349,10 @@ impl Client {
                 read_loop(shared, stdout);
                 drop(alive);
             })
-            .map_err(|e| format!("MCP server {}: cannot start a thread: {e}", spec.name))?;
+            .map_err(|source| McpError::Thread {
+                server: spec.name.clone(),
+                source,
+            })?;
         *lock(&client.reader) = Some(reader);
         Ok(client)
     }
@@ -223,12 +360,17 @@ impl Client {
     /// Runs the handshake and lists the tools within the startup timeout
     /// (counted from now). The error names the server and says what went
     /// wrong, with the tail of its stderr; the server is then stopped.
-    pub fn initialize(&self) -> Result<(), String> {
+    pub fn initialize(&self) -> Result<(), McpError> {
         let deadline = Instant::now() + self.shared.spec.startup_timeout;
-        self.handshake(deadline).map_err(|e| {
-            let msg = self.failure(&e);
+        self.handshake(deadline).map_err(|cause| {
+            let e = McpError::Start {
+                server: self.shared.name.clone(),
+                cause,
+                startup_timeout: self.shared.spec.startup_timeout,
+                stderr: stderr_tail(&self.shared.log),
+            };
             self.shutdown(Duration::ZERO);
-            msg
+            e
         })
     }
 
@@ -303,10 +445,7 @@ impl Client {
             .and_then(Value::as_str)
             .unwrap_or("");
         if !SUPPORTED_VERSIONS.contains(&version) {
-            return Err(CallError::Closed(format!(
-                "it answered initialize with protocol version {version:?}; zut speaks {}",
-                SUPPORTED_VERSIONS.join(", ")
-            )));
+            return Err(CallError::Version(version.to_string()));
         }
         let info = init.get("serverInfo").unwrap_or(&Value::Null);
         let field = |k: &str| {
@@ -329,22 +468,6 @@ impl Client {
         Ok(())
     }
 
-    /// A start failure as the user reads it: server, reason, stderr tail.
-    fn failure(&self, e: &CallError) -> String {
-        let why = match e {
-            CallError::Timeout(_) => format!(
-                "did not finish starting (initialize and tools/list) within {} ms",
-                self.shared.spec.startup_timeout.as_millis()
-            ),
-            other => other.to_string(),
-        };
-        format!(
-            "MCP server {} failed to start: {why}{}",
-            self.shared.name,
-            stderr_tail(&self.shared.log)
-        )
-    }
-
     /// What the server said about itself (empty before `initialize`).
     pub fn info(&self) -> ServerInfo {
         lock(&self.info).clone()
@@ -361,7 +484,7 @@ impl Client {
     }
 
     /// Why the connection ended, if it has.
-    pub fn gone(&self) -> Option<String> {
+    pub fn gone(&self) -> Option<Closed> {
         lock(&self.shared.dead).clone()
     }
 
@@ -426,7 +549,7 @@ impl Client {
                 self.shared.name
             );
         }
-        lock(&self.shared.dead).get_or_insert_with(|| "it was shut down".to_string());
+        lock(&self.shared.dead).get_or_insert(Closed::ShutDown);
     }
 }
 
@@ -437,22 +560,20 @@ impl Drop for Client {
 }
 
 impl Shared {
-    fn send_line(&self, msg: &Value) -> Result<(), String> {
+    fn send_line(&self, msg: &Value) -> Result<(), Closed> {
         let tx = lock(&self.out).clone();
         let Some(tx) = tx else {
             return Err(self.gone_reason());
         };
         tx.send_timeout(msg.to_string(), Duration::from_secs(5))
-            .map_err(|_| format!("its stdin does not accept input: {}", self.gone_reason()))
+            .map_err(|_| Closed::Stdin(Box::new(self.gone_reason())))
     }
 
-    fn gone_reason(&self) -> String {
-        lock(&self.dead)
-            .clone()
-            .unwrap_or_else(|| "the connection is closed".into())
+    fn gone_reason(&self) -> Closed {
+        lock(&self.dead).clone().unwrap_or(Closed::Unknown)
     }
 
-    fn notify(&self, method: &str, params: Value) -> Result<(), String> {
+    fn notify(&self, method: &str, params: Value) -> Result<(), Closed> {
         self.send_line(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
     }
 
@@ -619,7 +740,7 @@ impl Shared {
     }
 
     /// Handles one stdout line; `Err` ends the connection with that reason.
-    fn handle_line(self: &Arc<Self>, line: &[u8]) -> Result<(), String> {
+    fn handle_line(self: &Arc<Self>, line: &[u8]) -> Result<(), Closed> {
         let msg = serde_json::from_slice::<Value>(line)
             .ok()
             .filter(|v| v.get("jsonrpc").and_then(Value::as_str) == Some("2.0"));
@@ -627,9 +748,8 @@ impl Shared {
             let text = String::from_utf8_lossy(line);
             let shown: String = text.chars().take(200).collect();
             if !self.initialized.load(Ordering::SeqCst) {
-                return Err(format!(
-                    "it printed a line that is not JSON-RPC before answering initialize: {:?}",
-                    crate::sanitize::sanitize(&shown)
+                return Err(Closed::NotJsonRpc(
+                    crate::sanitize::sanitize(&shown).into_owned(),
                 ));
             }
             log_line(
@@ -802,7 +922,7 @@ impl Shared {
     }
 
     /// stdout ended or a fatal line: record why and fail every request.
-    fn close(&self, why: String) {
+    fn close(&self, why: Closed) {
         lock(&self.dead).get_or_insert(why);
         lock(&self.pending).clear();
     }
@@ -833,13 +953,13 @@ fn read_loop(shared: Arc<Shared>, stdout: std::process::ChildStdout) {
                 }
             }
             Ok(Line::TooLong(n)) => {
-                shared.close(format!("it sent a {n}-byte line, over the limit"));
+                shared.close(Closed::TooLong(n));
                 return;
             }
             Ok(Line::Eof) | Err(_) => {
                 let why = match shared.exit_status() {
-                    Some(s) => format!("it exited ({s})"),
-                    None => "it closed its stdout".to_string(),
+                    Some(s) => Closed::Exited(s),
+                    None => Closed::Eof,
                 };
                 shared.close(why);
                 return;
@@ -863,3 +983,137 @@ fn write_loop(shared: Arc<Shared>, mut stdin: std::process::ChildStdin, rx: Rece
 
 /// The last lines of this run's stderr, as a block to append to an error.
 pub use crate::host::process::stderr_tail;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn spec(name: &str, command: &str, args: &[&str], startup_ms: u64) -> ServerSpec {
+        ServerSpec {
+            name: name.into(),
+            command: command.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+            startup_timeout: Duration::from_millis(startup_ms),
+            tool_timeout: Duration::from_secs(5),
+            enabled: true,
+            deferred: false,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            confirm: false,
+            origin: "flag".into(),
+            file: PathBuf::new(),
+        }
+    }
+
+    fn start(s: &ServerSpec) -> McpError {
+        let home = tempfile::tempdir().unwrap();
+        match Client::start(s, home.path(), home.path(), None) {
+            Ok(_) => panic!("{} started", s.name),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn a_missing_program_is_a_spawn_error_carrying_the_io_error() {
+        let e = start(&spec("gone", "/nonexistent/zut-mcp", &["-x"], 5000));
+        let McpError::Spawn { server, source, .. } = &e else {
+            panic!("{e:?}");
+        };
+        assert_eq!(server, "gone");
+        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        assert!(std::error::Error::source(&e).is_some());
+        assert!(e
+            .to_string()
+            .starts_with("MCP server gone could not be started (/nonexistent/zut-mcp -x): "));
+    }
+
+    #[test]
+    fn a_server_that_exits_is_closed_with_its_status() {
+        let e = start(&spec("quits", "sh", &["-c", "exit 3"], 5000));
+        let McpError::Start { cause, .. } = &e else {
+            panic!("{e:?}");
+        };
+        match cause {
+            CallError::Closed(Closed::Exited(status)) => assert!(status.contains('3'), "{status}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(e
+            .to_string()
+            .starts_with("MCP server quits failed to start: it exited ("));
+    }
+
+    #[test]
+    fn a_line_that_is_not_json_rpc_is_a_protocol_error_naming_it() {
+        let e = start(&spec(
+            "noisy",
+            "sh",
+            &["-c", "echo hello; exec sleep 5"],
+            5000,
+        ));
+        let McpError::Start { cause, .. } = &e else {
+            panic!("{e:?}");
+        };
+        assert_eq!(
+            cause,
+            &CallError::Closed(Closed::NotJsonRpc("hello".into()))
+        );
+        assert_eq!(
+            e.to_string(),
+            "MCP server noisy failed to start: it printed a line that is not JSON-RPC \
+             before answering initialize: \"hello\""
+        );
+    }
+
+    #[test]
+    fn a_silent_server_times_out_and_is_reported_with_the_startup_timeout() {
+        let e = start(&spec("mute", "sleep", &["5"], 200));
+        let McpError::Start { cause, .. } = &e else {
+            panic!("{e:?}");
+        };
+        assert!(matches!(cause, CallError::Timeout(_)), "{cause:?}");
+        assert_eq!(
+            e.to_string(),
+            "MCP server mute failed to start: did not finish starting \
+             (initialize and tools/list) within 200 ms"
+        );
+    }
+
+    #[test]
+    fn messages_keep_their_text() {
+        let cases: Vec<(CallError, &str)> = vec![
+            (
+                CallError::Rpc(RpcError {
+                    code: -32602,
+                    message: "bad".into(),
+                }),
+                "error -32602: bad",
+            ),
+            (
+                CallError::Timeout(Duration::from_millis(1500)),
+                "no answer within 1500 ms",
+            ),
+            (CallError::Cancelled, "cancelled"),
+            (
+                CallError::Version("1999-01-01".into()),
+                "it answered initialize with protocol version \"1999-01-01\"; \
+                 zut speaks 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05",
+            ),
+            (CallError::Closed(Closed::Eof), "it closed its stdout"),
+            (
+                CallError::Closed(Closed::TooLong(9)),
+                "it sent a 9-byte line, over the limit",
+            ),
+            (CallError::Closed(Closed::ShutDown), "it was shut down"),
+            (
+                CallError::Closed(Closed::Stdin(Box::new(Closed::Unknown))),
+                "its stdin does not accept input: the connection is closed",
+            ),
+        ];
+        for (e, text) in cases {
+            assert_eq!(e.to_string(), text);
+        }
+    }
+}

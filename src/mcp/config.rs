@@ -316,31 +316,111 @@ pub fn expand_with(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
     out
 }
 
+/// Why a config file could not be read or written back; each names the
+/// path at fault.
+#[derive(Debug)]
+pub enum ConfigFileError {
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    InvalidJson {
+        file: PathBuf,
+        source: serde_json::Error,
+    },
+    /// Valid JSON, but not an object.
+    NotAnObject(PathBuf),
+    Encode(serde_json::Error),
+    /// The directory to hold the file could not be created.
+    CreateDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    /// Writing the file (or its temporary copy, `file`) failed.
+    Write {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for ConfigFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigFileError::Read { file, source } => {
+                write!(f, "cannot read {}: {source}", file.display())
+            }
+            ConfigFileError::InvalidJson { file, source } => {
+                write!(f, "{} is not valid JSON: {source}", file.display())
+            }
+            ConfigFileError::NotAnObject(file) => {
+                write!(f, "{} is not a JSON object", file.display())
+            }
+            ConfigFileError::Encode(e) => write!(f, "{e}"),
+            ConfigFileError::CreateDir { dir, source } => {
+                write!(f, "cannot create {}: {source}", dir.display())
+            }
+            ConfigFileError::Write { file, source } => {
+                write!(f, "cannot write {}: {source}", file.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigFileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigFileError::Read { source, .. }
+            | ConfigFileError::CreateDir { source, .. }
+            | ConfigFileError::Write { source, .. } => Some(source),
+            ConfigFileError::InvalidJson { source, .. } | ConfigFileError::Encode(source) => {
+                Some(source)
+            }
+            ConfigFileError::NotAnObject(_) => None,
+        }
+    }
+}
+
 /// The raw document of a config file, or an empty one when it is missing.
-pub fn read_doc(file: &Path) -> Result<Map<String, Value>, String> {
+pub fn read_doc(file: &Path) -> Result<Map<String, Value>, ConfigFileError> {
+    let owned = || file.to_path_buf();
     match std::fs::read_to_string(file) {
         Ok(t) => match serde_json::from_str::<Value>(&t) {
             Ok(Value::Object(m)) => Ok(m),
-            Ok(_) => Err(format!("{} is not a JSON object", file.display())),
-            Err(e) => Err(format!("{} is not valid JSON: {e}", file.display())),
+            Ok(_) => Err(ConfigFileError::NotAnObject(owned())),
+            Err(source) => Err(ConfigFileError::InvalidJson {
+                file: owned(),
+                source,
+            }),
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Map::new()),
-        Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+        Err(source) => Err(ConfigFileError::Read {
+            file: owned(),
+            source,
+        }),
     }
 }
 
 /// Writes a config document back (pretty, key order kept), atomically.
-pub fn write_doc(file: &Path, doc: &Map<String, Value>) -> Result<(), String> {
-    let mut text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
+pub fn write_doc(file: &Path, doc: &Map<String, Value>) -> Result<(), ConfigFileError> {
+    let mut text = serde_json::to_string_pretty(doc).map_err(ConfigFileError::Encode)?;
     text.push('\n');
     let dir = file.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|source| ConfigFileError::CreateDir {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
     let tmp = dir.join(format!(
         ".{}.tmp",
         file.file_name().and_then(|n| n.to_str()).unwrap_or("mcp")
     ));
-    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, file).map_err(|e| format!("cannot write {}: {e}", file.display()))
+    std::fs::write(&tmp, text).map_err(|source| ConfigFileError::Write {
+        file: tmp.clone(),
+        source,
+    })?;
+    std::fs::rename(&tmp, file).map_err(|source| ConfigFileError::Write {
+        file: file.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -356,6 +436,35 @@ mod tests {
         assert_eq!(expand_with("${A:-dflt}", &look), "x");
         assert_eq!(expand_with("<${B}>", &look), "<>");
         assert_eq!(expand_with("${open", &look), "${open");
+    }
+
+    #[test]
+    fn config_files_fail_typed_naming_the_path() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("mcp.json");
+        assert!(read_doc(&file).unwrap().is_empty(), "missing is empty");
+        std::fs::write(&file, "[1]").unwrap();
+        let e = read_doc(&file).unwrap_err();
+        assert!(matches!(&e, ConfigFileError::NotAnObject(p) if p == &file));
+        assert_eq!(
+            e.to_string(),
+            format!("{} is not a JSON object", file.display())
+        );
+        std::fs::write(&file, "{").unwrap();
+        assert!(matches!(
+            read_doc(&file),
+            Err(ConfigFileError::InvalidJson { .. })
+        ));
+        let mut doc = Map::new();
+        doc.insert("mcpServers".into(), Value::Object(Map::new()));
+        write_doc(&file, &doc).unwrap();
+        assert_eq!(read_doc(&file).unwrap(), doc);
+        let below_a_file = file.join("sub").join("mcp.json");
+        let e = write_doc(&below_a_file, &doc).unwrap_err();
+        assert!(matches!(&e, ConfigFileError::CreateDir { dir, .. } if dir == &file.join("sub")));
+        assert!(e
+            .to_string()
+            .starts_with(&format!("cannot create {}: ", file.join("sub").display())));
     }
 
     #[test]

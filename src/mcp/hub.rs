@@ -347,7 +347,7 @@ fn run_start(
     };
     let client = match Client::launch(&slot.spec, project, home, Some(on_change)) {
         Ok(c) => Arc::new(c),
-        Err(e) => return fail(slot, sink, generation, &who, e),
+        Err(e) => return fail(slot, sink, generation, &who, e.to_string()),
     };
     {
         let mut state = lock(&slot.state);
@@ -374,7 +374,7 @@ fn run_start(
                 source: "mcp".into(),
             });
         }
-        Err(e) => fail(slot, sink, generation, &who, e),
+        Err(e) => fail(slot, sink, generation, &who, e.to_string()),
     }
 }
 

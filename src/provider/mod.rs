@@ -275,15 +275,13 @@ pub enum Thinking {
 
 impl Thinking {
     /// Parses `off`, `low`, `medium`, `high`.
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, UnknownThinking> {
         match s.trim().to_ascii_lowercase().as_str() {
             "off" | "none" | "" => Ok(Thinking::Off),
             "low" => Ok(Thinking::Low),
             "medium" => Ok(Thinking::Medium),
             "high" => Ok(Thinking::High),
-            other => Err(format!(
-                "thinking level {other:?} is not one of off, low, medium, high"
-            )),
+            other => Err(UnknownThinking(other.to_string())),
         }
     }
 
@@ -368,6 +366,23 @@ impl std::fmt::Display for ProviderError {
 
 impl std::error::Error for ProviderError {}
 
+/// A thinking level that is not one of `off`, `low`, `medium`, `high`
+/// (trimmed and lower-cased).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownThinking(pub String);
+
+impl std::fmt::Display for UnknownThinking {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "thinking level {:?} is not one of off, low, medium, high",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownThinking {}
+
 /// A model backend.
 pub trait Provider: Send {
     /// `anthropic`, `openai` or `script`.
@@ -436,11 +451,11 @@ pub fn apply_options(
     config: &serde_json::Map<String, Value>,
     no_cache: bool,
     thinking: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), UnknownThinking> {
     settings.no_cache = no_cache || config.get("cache") == Some(&Value::Bool(false));
     settings.no_auto_compact = config.get("auto_compact") == Some(&Value::Bool(false));
     settings.thinking = match thinking {
-        Some(t) => Thinking::parse(t).map_err(|e| format!("--thinking: {e}"))?,
+        Some(t) => Thinking::parse(t)?,
         None => match config.get("thinking").and_then(Value::as_str) {
             Some(t) => Thinking::parse(t).unwrap_or_else(|e| {
                 log::warn!("config \"thinking\": {e}; thinking stays off");

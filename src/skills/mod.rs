@@ -84,6 +84,197 @@ impl Skill {
     }
 }
 
+/// Why a `SKILL.md` was skipped, or a manifest `skills` entry refused.
+#[derive(Debug)]
+pub enum SkillError {
+    /// The file could not be opened (missing, not a regular file) or read.
+    Unreadable {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    /// Over [`MAX_SKILL_BYTES`].
+    TooLarge {
+        file: PathBuf,
+        size: u64,
+    },
+    NotUtf8 {
+        file: PathBuf,
+    },
+    /// The frontmatter could not be read.
+    Frontmatter {
+        file: PathBuf,
+        source: frontmatter::Error,
+    },
+    /// The name is unusable in `/skill:NAME`.
+    BadName {
+        file: PathBuf,
+        name: String,
+        problem: NameProblem,
+    },
+    /// A manifest `skills` entry that is empty or absolute.
+    NotRelative {
+        declared: String,
+    },
+    /// A manifest `skills` entry that climbs out with `..` (or names the
+    /// extension directory itself).
+    Escapes {
+        declared: String,
+    },
+    /// The extension directory could not be resolved; `declared` is the
+    /// entry being checked, if any.
+    ExtensionDir {
+        declared: Option<String>,
+        source: std::io::Error,
+    },
+    Missing {
+        declared: String,
+    },
+    /// The entry could not be resolved for another reason.
+    Unresolvable {
+        declared: String,
+        source: std::io::Error,
+    },
+    /// The entry resolves outside the extension directory.
+    SymlinkEscape {
+        declared: String,
+    },
+    NotADirectory {
+        declared: String,
+    },
+    /// A skill directory or `SKILL.md` under the entry (`path`, relative to
+    /// the extension directory when inside it) is not safe to read.
+    Unsafe {
+        declared: String,
+        path: PathBuf,
+        why: Unsafe,
+    },
+}
+
+/// What is wrong with a skill name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameProblem {
+    /// Empty or over 128 characters.
+    Length,
+    /// A space, slash or control character.
+    Characters,
+}
+
+/// Why a path under a bundled skills directory is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsafe {
+    /// It resolves outside the extension directory.
+    Symlink,
+    /// It cannot be resolved.
+    Dangling,
+}
+
+impl std::fmt::Display for Unsafe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Unsafe::Symlink => "escapes the extension directory through a symlink",
+            Unsafe::Dangling => "cannot be resolved (a dangling symlink?)",
+        })
+    }
+}
+
+impl std::fmt::Display for SkillError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use SkillError::*;
+        let skipped = |f: &mut std::fmt::Formatter<'_>, file: &Path| {
+            write!(f, "skipped skill file {}: ", file.display())
+        };
+        match self {
+            Unreadable { file, source } => {
+                skipped(f, file)?;
+                write!(f, "{source}")
+            }
+            TooLarge { file, size } => {
+                skipped(f, file)?;
+                write!(
+                    f,
+                    "{size} bytes is more than the {MAX_SKILL_BYTES} a skill may have"
+                )
+            }
+            NotUtf8 { file } => {
+                skipped(f, file)?;
+                write!(f, "not UTF-8 text")
+            }
+            Frontmatter { file, source } => {
+                skipped(f, file)?;
+                write!(f, "{source}")
+            }
+            BadName {
+                file,
+                name,
+                problem,
+            } => {
+                skipped(f, file)?;
+                match problem {
+                    NameProblem::Length => {
+                        write!(f, "skill name {name:?} must be 1 to 128 characters")
+                    }
+                    NameProblem::Characters => write!(
+                        f,
+                        "skill name {name:?} contains a space, slash or control character; set a plain name: in its frontmatter"
+                    ),
+                }
+            }
+            NotRelative { declared } => write!(
+                f,
+                "skills path {declared:?} must be a directory relative to the extension directory"
+            ),
+            Escapes { declared } => {
+                write!(
+                    f,
+                    "skills path {declared:?} escapes the extension directory"
+                )
+            }
+            ExtensionDir {
+                declared: Some(declared),
+                source,
+            } => write!(
+                f,
+                "skills path {declared:?}: cannot resolve the extension directory: {source}"
+            ),
+            ExtensionDir {
+                declared: None,
+                source,
+            } => write!(
+                f,
+                "skills: cannot resolve the extension directory: {source}"
+            ),
+            Missing { declared } => write!(f, "skills path {declared:?} does not exist"),
+            Unresolvable { declared, source } => {
+                write!(f, "skills path {declared:?}: {source}")
+            }
+            SymlinkEscape { declared } => write!(
+                f,
+                "skills path {declared:?} escapes the extension directory through a symlink"
+            ),
+            NotADirectory { declared } => {
+                write!(f, "skills path {declared:?} is not a directory")
+            }
+            Unsafe {
+                declared,
+                path,
+                why,
+            } => write!(f, "skills path {declared:?}: {} {why}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for SkillError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SkillError::Unreadable { source, .. }
+            | SkillError::ExtensionDir { source, .. }
+            | SkillError::Unresolvable { source, .. } => Some(source),
+            SkillError::Frontmatter { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
 /// A file that was skipped, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning {
@@ -162,11 +353,11 @@ pub fn discover(
                     set.skills.push(skill);
                 }
             }
-            Err(message) => {
-                log::warn!("{message}");
+            Err(e) => {
+                log::warn!("{e}");
                 set.warnings.push(Warning {
                     extension: c.extension.clone(),
-                    message,
+                    message: e.to_string(),
                 });
             }
         }
@@ -182,9 +373,9 @@ pub fn bundled(m: &Bundle) -> SkillSet {
         match load(&c) {
             Ok(s) if !set.skills.iter().any(|o| o.name == s.name) => set.skills.push(s),
             Ok(_) => {}
-            Err(message) => set.warnings.push(Warning {
+            Err(e) => set.warnings.push(Warning {
                 extension: c.extension,
-                message,
+                message: e.to_string(),
             }),
         }
     }
@@ -253,8 +444,13 @@ fn base_name(p: &Path) -> String {
 
 /// What an extension's manifest `skills` entries were refused for (empty,
 /// absolute, `..`, missing, a symlinked directory or `SKILL.md` that leads
-/// outside the extension directory). Reads metadata only.
+/// outside the extension directory), as messages. Reads metadata only.
 pub fn refusals(m: &Bundle) -> Vec<String> {
+    refused(m).iter().map(ToString::to_string).collect()
+}
+
+/// [`refusals`], typed.
+pub fn refused(m: &Bundle) -> Vec<SkillError> {
     layout(m).1
 }
 
@@ -264,35 +460,37 @@ pub fn refusals(m: &Bundle) -> Vec<String> {
 /// (through a symlink anywhere on the way) outside the symlink-resolved
 /// extension directory. Only metadata is consulted, never file contents.
 /// The result is the canonical path.
-pub fn resolve_skill_dir(dir: &Path, declared: &str) -> Result<PathBuf, String> {
-    let shown = format!("skills path {declared:?}");
+pub fn resolve_skill_dir(dir: &Path, declared: &str) -> Result<PathBuf, SkillError> {
+    let named = || declared.to_string();
     let rel = Path::new(declared.trim());
     if declared.trim().is_empty() || rel.is_absolute() {
-        return Err(format!(
-            "{shown} must be a directory relative to the extension directory"
-        ));
+        return Err(SkillError::NotRelative { declared: named() });
     }
     let inside = match crate::safe_fs::lexically_inside(rel) {
         Some(p) if !p.as_os_str().is_empty() => p,
-        _ => return Err(format!("{shown} escapes the extension directory")),
+        _ => return Err(SkillError::Escapes { declared: named() }),
     };
     let root = dir
         .canonicalize()
-        .map_err(|e| format!("{shown}: cannot resolve the extension directory: {e}"))?;
+        .map_err(|source| SkillError::ExtensionDir {
+            declared: Some(named()),
+            source,
+        })?;
     let real = dir
         .join(&inside)
         .canonicalize()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => format!("{shown} does not exist"),
-            _ => format!("{shown}: {e}"),
+        .map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => SkillError::Missing { declared: named() },
+            _ => SkillError::Unresolvable {
+                declared: named(),
+                source,
+            },
         })?;
     if !real.starts_with(&root) {
-        return Err(format!(
-            "{shown} escapes the extension directory through a symlink"
-        ));
+        return Err(SkillError::SymlinkEscape { declared: named() });
     }
     if !real.is_dir() {
-        return Err(format!("{shown} is not a directory"));
+        return Err(SkillError::NotADirectory { declared: named() });
     }
     Ok(real)
 }
@@ -300,7 +498,7 @@ pub fn resolve_skill_dir(dir: &Path, declared: &str) -> Result<PathBuf, String> 
 /// The bundled `SKILL.md` files of `m` that are safe to read, and the
 /// refusals. Every path is checked against the symlink-resolved extension
 /// directory before anything under it is used.
-fn layout(m: &Bundle) -> (Vec<Candidate>, Vec<String>) {
+fn layout(m: &Bundle) -> (Vec<Candidate>, Vec<SkillError>) {
     let mut found = Vec::new();
     let mut refused = Vec::new();
     if m.skills.is_empty() {
@@ -308,10 +506,11 @@ fn layout(m: &Bundle) -> (Vec<Candidate>, Vec<String>) {
     }
     let root = match m.dir.canonicalize() {
         Ok(r) => r,
-        Err(e) => {
-            refused.push(format!(
-                "skills: cannot resolve the extension directory: {e}"
-            ));
+        Err(source) => {
+            refused.push(SkillError::ExtensionDir {
+                declared: None,
+                source,
+            });
             return (found, refused);
         }
     };
@@ -334,20 +533,17 @@ fn layout(m: &Bundle) -> (Vec<Candidate>, Vec<String>) {
                 continue;
             }
         };
-        let shown = |p: &Path| {
-            p.strip_prefix(&root)
-                .map(|r| r.display().to_string())
-                .unwrap_or_else(|_| p.display().to_string())
+        let refuse = |p: &Path, why: Unsafe| SkillError::Unsafe {
+            declared: declared.clone(),
+            path: p.strip_prefix(&root).unwrap_or(p).to_path_buf(),
+            why,
         };
         let direct = dir.join(SKILL_FILE);
         if direct.symlink_metadata().is_ok() {
             match inside(&root, &direct) {
                 Ok(file) if !file.is_dir() => push(dir.clone(), file),
                 Ok(_) => {}
-                Err(why) => refused.push(format!(
-                    "skills path {declared:?}: {} {why}",
-                    shown(&direct)
-                )),
+                Err(why) => refused.push(refuse(&direct, why)),
             }
             continue;
         }
@@ -365,7 +561,7 @@ fn layout(m: &Bundle) -> (Vec<Candidate>, Vec<String>) {
                 Ok(d) if d.is_dir() => d,
                 Ok(_) => continue,
                 Err(why) => {
-                    refused.push(format!("skills path {declared:?}: {} {why}", shown(&child)));
+                    refused.push(refuse(&child, why));
                     continue;
                 }
             };
@@ -376,10 +572,7 @@ fn layout(m: &Bundle) -> (Vec<Candidate>, Vec<String>) {
             match inside(&root, &file) {
                 Ok(f) if !f.is_dir() => push(child_dir, f),
                 Ok(_) => {}
-                Err(why) => refused.push(format!(
-                    "skills path {declared:?}: {} {why}",
-                    shown(&child.join(SKILL_FILE))
-                )),
+                Err(why) => refused.push(refuse(&child.join(SKILL_FILE), why)),
             }
         }
     }
@@ -387,35 +580,47 @@ fn layout(m: &Bundle) -> (Vec<Candidate>, Vec<String>) {
 }
 
 /// `p` resolved, when that stays under `root`; else why not.
-fn inside(root: &Path, p: &Path) -> Result<PathBuf, &'static str> {
+fn inside(root: &Path, p: &Path) -> Result<PathBuf, Unsafe> {
     match p.canonicalize() {
         Ok(real) if real.starts_with(root) => Ok(real),
-        Ok(_) => Err("escapes the extension directory through a symlink"),
-        Err(_) => Err("cannot be resolved (a dangling symlink?)"),
+        Ok(_) => Err(Unsafe::Symlink),
+        Err(_) => Err(Unsafe::Dangling),
     }
 }
 
 /// Reads and parses one candidate; the error names the file.
-fn load(c: &Candidate) -> Result<Skill, String> {
-    let fail = |why: String| format!("skipped skill file {}: {why}", c.file.display());
+fn load(c: &Candidate) -> Result<Skill, SkillError> {
+    let file = || c.file.clone();
+    let unreadable = |source| SkillError::Unreadable {
+        file: file(),
+        source,
+    };
     // Opened without blocking: a FIFO or a device is refused, by name.
-    let file = crate::safe_fs::open_regular(&c.file).map_err(|e| fail(e.to_string()))?;
-    let size = file.metadata().map_err(|e| fail(e.to_string()))?.len();
+    let handle = crate::safe_fs::open_regular(&c.file).map_err(unreadable)?;
+    let size = handle.metadata().map_err(unreadable)?.len();
     if size > MAX_SKILL_BYTES {
-        return Err(fail(format!(
-            "{size} bytes is more than the {MAX_SKILL_BYTES} a skill may have"
-        )));
+        return Err(SkillError::TooLarge { file: file(), size });
     }
     let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_SKILL_BYTES), &mut bytes)
-        .map_err(|e| fail(e.to_string()))?;
-    let text = String::from_utf8(bytes).map_err(|_| fail("not UTF-8 text".into()))?;
-    let doc = frontmatter::parse(&text).map_err(|e| fail(e.to_string()))?;
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(handle, MAX_SKILL_BYTES),
+        &mut bytes,
+    )
+    .map_err(unreadable)?;
+    let text = String::from_utf8(bytes).map_err(|_| SkillError::NotUtf8 { file: file() })?;
+    let doc = frontmatter::parse(&text).map_err(|source| SkillError::Frontmatter {
+        file: file(),
+        source,
+    })?;
     let name = match doc.name {
         Some(n) if !n.trim().is_empty() => n.trim().to_string(),
         _ => c.fallback.clone(),
     };
-    check_name(&name).map_err(fail)?;
+    check_name(&name).map_err(|problem| SkillError::BadName {
+        file: file(),
+        name: name.clone(),
+        problem,
+    })?;
     Ok(Skill {
         name,
         description: doc.description.unwrap_or_default().trim().to_string(),
@@ -432,17 +637,15 @@ fn load(c: &Candidate) -> Result<Skill, String> {
 }
 
 /// A name must work in `/skill:NAME args`: no spaces, slashes or controls.
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), NameProblem> {
     if name.is_empty() || name.chars().count() > 128 {
-        return Err(format!("skill name {name:?} must be 1 to 128 characters"));
+        return Err(NameProblem::Length);
     }
     if name
         .chars()
         .any(|c| c.is_whitespace() || c.is_control() || c == '/' || c == '\\')
     {
-        return Err(format!(
-            "skill name {name:?} contains a space, slash or control character; set a plain name: in its frontmatter"
-        ));
+        return Err(NameProblem::Characters);
     }
     Ok(())
 }
@@ -651,7 +854,7 @@ mod tests {
             ("missing", "does not exist"),
             ("file", "not a directory"),
         ] {
-            let e = resolve_skill_dir(&ext, p).unwrap_err();
+            let e = resolve_skill_dir(&ext, p).unwrap_err().to_string();
             assert!(e.contains(needle), "{p:?}: {e}");
         }
     }
@@ -749,10 +952,74 @@ mod tests {
     }
 
     #[test]
+    fn skipped_files_and_refused_paths_are_typed_and_keep_their_text() {
+        let t = tempfile::tempdir().unwrap();
+        let ext = t.path().join("ext");
+        let big = skill(&ext, "skills/big", "");
+        std::fs::write(
+            big.join(SKILL_FILE),
+            vec![b'x'; MAX_SKILL_BYTES as usize + 1],
+        )
+        .unwrap();
+        let bin = skill(&ext, "skills/bin", "");
+        std::fs::write(bin.join(SKILL_FILE), [0xff, 0xfe]).unwrap();
+        skill(&ext, "skills/spaced", "---\nname: a b\n---\n");
+        std::os::unix::fs::symlink(t.path(), ext.join("skills/out")).unwrap();
+        let declared = ["skills".to_string(), "../x".to_string()];
+        let m = Bundle {
+            name: "e",
+            dir: &ext,
+            skills: &declared,
+        };
+        let refused = refused(&m);
+        assert!(
+            matches!(&refused[..], [
+                SkillError::Unsafe { declared, path, why: Unsafe::Symlink },
+                SkillError::Escapes { .. },
+            ] if declared == "skills" && path == Path::new("skills/out")),
+            "{refused:?}"
+        );
+        assert_eq!(
+            refusals(&m),
+            [
+                "skills path \"skills\": skills/out escapes the extension directory through a symlink",
+                "skills path \"../x\" escapes the extension directory",
+            ]
+        );
+        let candidates = layout(&m).0;
+        let errors: Vec<SkillError> = candidates.iter().filter_map(|c| load(c).err()).collect();
+        assert!(
+            matches!(&errors[..], [
+                SkillError::TooLarge { size, .. },
+                SkillError::NotUtf8 { .. },
+                SkillError::BadName { problem: NameProblem::Characters, .. },
+            ] if *size == MAX_SKILL_BYTES + 1),
+            "{errors:?}"
+        );
+        let file = |d: &str| ext.canonicalize().unwrap().join(d).join(SKILL_FILE);
+        let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            texts,
+            [
+                format!(
+                    "skipped skill file {}: {} bytes is more than the {MAX_SKILL_BYTES} a skill may have",
+                    file("skills/big").display(),
+                    MAX_SKILL_BYTES + 1
+                ),
+                format!("skipped skill file {}: not UTF-8 text", file("skills/bin").display()),
+                format!(
+                    "skipped skill file {}: skill name \"a b\" contains a space, slash or control character; set a plain name: in its frontmatter",
+                    file("skills/spaced").display()
+                ),
+            ]
+        );
+    }
+
+    #[test]
     fn names_must_be_plain() {
         assert!(check_name("code-review").is_ok());
-        assert!(check_name("a b").is_err());
-        assert!(check_name("a/b").is_err());
-        assert!(check_name("").is_err());
+        assert_eq!(check_name("a b"), Err(NameProblem::Characters));
+        assert_eq!(check_name("a/b"), Err(NameProblem::Characters));
+        assert_eq!(check_name(""), Err(NameProblem::Length));
     }
 }
