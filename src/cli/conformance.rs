@@ -828,7 +828,7 @@ impl Session<'_> {
             };
             if let Err(why) = result {
                 refused += 1;
-                r.fail("registrations", why);
+                r.fail("registrations", why.to_string());
             }
         }
         let commands: Vec<String> = self
@@ -923,7 +923,7 @@ impl Session<'_> {
                 content, is_error, ..
             }) => {
                 if let Err(why) = check_content(&content) {
-                    return r.fail(check, why);
+                    return r.fail(check, why.to_string());
                 }
                 let ms = format!("{}{progress}", started.elapsed().as_millis());
                 if is_error {

@@ -1564,14 +1564,11 @@ impl Dispatcher {
                     format!("unregister_{kind} {gone:?} ignored: it has no such {kind}")
                 };
                 process::log_line(&self.exts[i].log(), &msg);
-                Err(String::new())
+                return;
             }
         };
-        let result = match result {
-            Err(reason) if reason.is_empty() => return,
-            other => other,
-        };
-        if let Err(reason) = result {
+        if let Err(refused) = result {
+            let reason = refused.to_string();
             process::log_line(&self.exts[i].log(), &reason);
             self.record_warning(i, reason, true);
         }

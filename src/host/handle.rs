@@ -705,7 +705,7 @@ impl HostHandle {
                 ..
             })) => {
                 if let Err(why) = crate::host::registry::check_content(&content) {
-                    return Some(fail(why));
+                    return Some(fail(why.to_string()));
                 }
                 return Some(ToolReply {
                     content: normalise_content(content, &extension),

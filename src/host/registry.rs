@@ -60,35 +60,20 @@ pub struct Registry {
 
 impl Registry {
     /// Adds a command, or says why it was refused.
-    pub fn add_command(&mut self, entry: CommandEntry) -> Result<(), String> {
+    pub fn add_command(&mut self, entry: CommandEntry) -> Result<(), Refused> {
         let key = entry.name.to_lowercase();
+        let refused = |why| Err(Refused::Command(entry.name.clone(), why));
         if entry.name.trim().is_empty() || entry.name.contains(char::is_whitespace) {
-            return Err(format!(
-                "command {:?} refused: names cannot be empty or contain spaces",
-                entry.name
-            ));
+            return refused(Why::BadName);
         }
         if crate::commands::is_reserved(&key) {
-            return Err(format!(
-                "command /{} refused: it is a built-in zut command",
-                entry.name
-            ));
+            return refused(Why::BuiltIn);
         }
         if let Some(existing) = self.commands.get(&key) {
-            let whom = if existing.ext == entry.ext {
-                "this extension".to_string()
-            } else {
-                format!("extension {}", existing.extension)
-            };
-            let case = if existing.name != entry.name {
-                format!(" (as /{}; names match case-insensitively)", existing.name)
-            } else {
-                String::new()
-            };
-            return Err(format!(
-                "command /{} refused: already registered by {whom}{case}",
-                entry.name
-            ));
+            return refused(Why::Taken {
+                by: Owner::of(existing.ext, &existing.extension, entry.ext),
+                as_name: (existing.name != entry.name).then(|| existing.name.clone()),
+            });
         }
         self.command_order.push(key.clone());
         self.commands.insert(key, entry);
@@ -96,46 +81,39 @@ impl Registry {
     }
 
     /// Adds a tool, or says why it was refused.
-    pub fn add_tool(&mut self, mut entry: ToolEntry) -> Result<(), String> {
+    pub fn add_tool(&mut self, mut entry: ToolEntry) -> Result<(), Refused> {
         let name = entry.name.as_str();
+        let refused = |why| Err(Refused::Tool(name.to_string(), why));
         let valid = !name.is_empty()
             && name.len() <= 64
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if !valid {
-            return Err(format!(
-                "tool {name:?} refused: names must be 1-64 characters of A-Z a-z 0-9 _ -"
-            ));
+            return refused(Why::BadName);
         }
         if RESERVED_TOOL_NAMES.contains(&name) {
-            return Err(format!("tool {name} refused: the name is reserved by zut"));
+            return refused(Why::BuiltIn);
         }
         match &entry.schema {
             Value::Null => entry.schema = serde_json::json!({"type": "object", "properties": {}}),
             Value::Object(_) => {}
-            _ => return Err(format!("tool {name} refused: schema must be a JSON object")),
+            _ => return refused(Why::SchemaNotObject),
         }
         if entry.description.len() > MAX_TOOL_DESCRIPTION_BYTES {
-            return Err(format!(
-                "tool {name} refused: its description is {} bytes, more than the {} KiB limit",
-                entry.description.len(),
-                MAX_TOOL_DESCRIPTION_BYTES / 1024
-            ));
+            return refused(Why::LongDescription {
+                bytes: entry.description.len(),
+            });
         }
         if let Some(existing) = self.tools.get(name) {
-            let whom = if existing.ext == entry.ext {
-                "this extension".to_string()
-            } else {
-                format!("extension {}", existing.extension)
-            };
-            return Err(format!("tool {name} refused: already registered by {whom}"));
+            return refused(Why::Taken {
+                by: Owner::of(existing.ext, &existing.extension, entry.ext),
+                as_name: None,
+            });
         }
         let owned = self.tools.values().filter(|t| t.ext == entry.ext).count();
         if owned >= MAX_TOOLS_PER_EXTENSION {
-            return Err(format!(
-                "tool {name} refused: an extension may register at most {MAX_TOOLS_PER_EXTENSION} tools"
-            ));
+            return refused(Why::TooManyTools);
         }
         self.tool_order.push(entry.name.clone());
         self.tools.insert(entry.name.clone(), entry);
@@ -222,17 +200,137 @@ impl Registry {
     }
 }
 
+/// A registration the registry refused: the command or tool name as sent,
+/// and why. Shown in the extension's log, `zut ext doctor` and warnings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refused {
+    Command(String, Why),
+    Tool(String, Why),
+}
+
+/// Why a registration was refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Why {
+    /// Empty, or with spaces (commands); outside 1-64 of `A-Z a-z 0-9 _ -`
+    /// (tools).
+    BadName,
+    /// A built-in command, or a tool name zut keeps for itself.
+    BuiltIn,
+    /// Already registered; `as_name` is the spelling of the command that
+    /// holds the name when it differs only in case.
+    Taken {
+        by: Owner,
+        as_name: Option<String>,
+    },
+    SchemaNotObject,
+    LongDescription {
+        bytes: usize,
+    },
+    TooManyTools,
+}
+
+/// Who already holds a name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Owner {
+    ThisExtension,
+    Extension(String),
+}
+
+impl Owner {
+    fn of(holder: u64, holder_name: &str, asking: u64) -> Owner {
+        if holder == asking {
+            Owner::ThisExtension
+        } else {
+            Owner::Extension(holder_name.to_string())
+        }
+    }
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Owner::ThisExtension => f.write_str("this extension"),
+            Owner::Extension(name) => write!(f, "extension {name}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (command, name, why) = match self {
+            Refused::Command(name, why) => (true, name, why),
+            Refused::Tool(name, why) => (false, name, why),
+        };
+        // A bad name is quoted, since it may be empty or hold spaces.
+        match (command, why) {
+            (true, Why::BadName) => write!(f, "command {name:?} refused: ")?,
+            (false, Why::BadName) => write!(f, "tool {name:?} refused: ")?,
+            (true, _) => write!(f, "command /{name} refused: ")?,
+            (false, _) => write!(f, "tool {name} refused: ")?,
+        }
+        match why {
+            Why::BadName if command => f.write_str("names cannot be empty or contain spaces"),
+            Why::BadName => f.write_str("names must be 1-64 characters of A-Z a-z 0-9 _ -"),
+            Why::BuiltIn if command => f.write_str("it is a built-in zut command"),
+            Why::BuiltIn => f.write_str("the name is reserved by zut"),
+            Why::Taken { by, as_name } => {
+                write!(f, "already registered by {by}")?;
+                match as_name {
+                    Some(held) => write!(f, " (as /{held}; names match case-insensitively)"),
+                    None => Ok(()),
+                }
+            }
+            Why::SchemaNotObject => f.write_str("schema must be a JSON object"),
+            Why::LongDescription { bytes } => write!(
+                f,
+                "its description is {bytes} bytes, more than the {} KiB limit",
+                MAX_TOOL_DESCRIPTION_BYTES / 1024
+            ),
+            Why::TooManyTools => write!(
+                f,
+                "an extension may register at most {MAX_TOOLS_PER_EXTENSION} tools"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// A tool result the host cannot pass on: an image whose data is not valid
+/// base64. Says which block (counted from 1) and why, for the error result.
+#[derive(Debug)]
+pub struct BadContent {
+    pub block: usize,
+    pub error: base64::DecodeError,
+}
+
+impl std::fmt::Display for BadContent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "it returned an image (content block {}) whose data is not valid base64: {}",
+            self.block, self.error
+        )
+    }
+}
+
+impl std::error::Error for BadContent {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
 /// Checks what a tool returned: every image must carry valid base64.
-/// The error says which block and why, for the error result.
-pub fn check_content(content: &[ContentBlock]) -> Result<(), String> {
+pub fn check_content(content: &[ContentBlock]) -> Result<(), BadContent> {
     for (i, block) in content.iter().enumerate() {
         if let ContentBlock::Image { data, .. } = block {
-            if let Err(e) = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
+            if let Err(error) =
+                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
             {
-                return Err(format!(
-                    "it returned an image (content block {}) whose data is not valid base64: {e}",
-                    i + 1
-                ));
+                return Err(BadContent {
+                    block: i + 1,
+                    error,
+                });
             }
         }
     }
@@ -269,16 +367,33 @@ mod tests {
         let mut r = Registry::default();
         r.add_command(cmd("Ping", 1)).unwrap();
         let e = r.add_command(cmd("PING", 2)).unwrap_err();
-        assert!(e.contains("extension e1") && e.contains("/Ping"), "{e}");
-        assert!(r
-            .add_command(cmd("ping", 1))
-            .unwrap_err()
-            .contains("this extension"));
+        assert_eq!(
+            e,
+            Refused::Command(
+                "PING".into(),
+                Why::Taken {
+                    by: Owner::Extension("e1".into()),
+                    as_name: Some("Ping".into())
+                }
+            )
+        );
+        assert_eq!(
+            e.to_string(),
+            "command /PING refused: already registered by extension e1 (as /Ping; names match case-insensitively)"
+        );
+        assert_eq!(
+            r.add_command(cmd("ping", 1)).unwrap_err().to_string(),
+            "command /ping refused: already registered by this extension (as /Ping; names match case-insensitively)"
+        );
         assert_eq!(r.command("pInG").unwrap().name, "Ping");
-        assert!(r
-            .add_command(cmd("Reload-Ext", 1))
-            .unwrap_err()
-            .contains("built-in"));
+        assert_eq!(
+            r.add_command(cmd("Reload-Ext", 1)).unwrap_err().to_string(),
+            "command /Reload-Ext refused: it is a built-in zut command"
+        );
+        assert_eq!(
+            r.add_command(cmd("two words", 1)).unwrap_err().to_string(),
+            "command \"two words\" refused: names cannot be empty or contain spaces"
+        );
         r.remove_extension(1, "exited");
         assert!(r.command("ping").is_none());
         assert_eq!(
@@ -292,18 +407,27 @@ mod tests {
     fn tools_reserved_and_duplicates() {
         let mut r = Registry::default();
         for name in ["read", "grep", "python", "web_search", "plan", "skill"] {
-            assert!(
-                r.add_tool(tool(name, 1)).unwrap_err().contains("reserved"),
-                "{name}"
+            assert_eq!(
+                r.add_tool(tool(name, 1)).unwrap_err().to_string(),
+                format!("tool {name} refused: the name is reserved by zut")
             );
         }
-        assert!(r.add_tool(tool("bad name", 1)).is_err());
+        assert_eq!(
+            r.add_tool(tool("bad name", 1)).unwrap_err().to_string(),
+            "tool \"bad name\" refused: names must be 1-64 characters of A-Z a-z 0-9 _ -"
+        );
         r.add_tool(tool("weather", 1)).unwrap();
-        assert!(r.add_tool(tool("weather", 2)).is_err());
+        assert_eq!(
+            r.add_tool(tool("weather", 2)).unwrap_err().to_string(),
+            "tool weather refused: already registered by extension e1"
+        );
         assert_eq!(r.tool("weather").unwrap().schema["type"], "object");
         let mut t = tool("x", 1);
         t.schema = Value::from(3);
-        assert!(r.add_tool(t).is_err());
+        assert_eq!(
+            r.add_tool(t).unwrap_err().to_string(),
+            "tool x refused: schema must be a JSON object"
+        );
         assert_eq!(
             r.tools().map(|t| t.name.as_str()).collect::<Vec<_>>(),
             ["weather"]
@@ -315,10 +439,9 @@ mod tests {
         let mut r = Registry::default();
         let mut long = tool("long", 1);
         long.description = "x".repeat(MAX_TOOL_DESCRIPTION_BYTES + 1);
-        let e = r.add_tool(long).unwrap_err();
-        assert!(
-            e.contains("tool long") && e.contains("16385 bytes") && e.contains("16 KiB"),
-            "{e}"
+        assert_eq!(
+            r.add_tool(long).unwrap_err().to_string(),
+            "tool long refused: its description is 16385 bytes, more than the 16 KiB limit"
         );
         let mut edge = tool("edge", 1);
         edge.description = "x".repeat(MAX_TOOL_DESCRIPTION_BYTES);
@@ -326,10 +449,9 @@ mod tests {
         for i in 1..MAX_TOOLS_PER_EXTENSION {
             r.add_tool(tool(&format!("t{i}"), 1)).unwrap();
         }
-        let e = r.add_tool(tool("one_more", 1)).unwrap_err();
-        assert!(
-            e.contains("one_more") && e.contains("at most 128 tools"),
-            "{e}"
+        assert_eq!(
+            r.add_tool(tool("one_more", 1)).unwrap_err().to_string(),
+            "tool one_more refused: an extension may register at most 128 tools"
         );
         r.add_tool(tool("other", 2)).unwrap();
         r.remove_extension(1, "exited");
@@ -341,6 +463,12 @@ mod tests {
         };
         assert!(check_content(&[ContentBlock::text("a"), image("aGk=")]).is_ok());
         let e = check_content(&[ContentBlock::text("a"), image("not base64!")]).unwrap_err();
-        assert!(e.contains("content block 2") && e.contains("base64"), "{e}");
+        assert_eq!(e.block, 2);
+        assert!(
+            e.to_string().starts_with(
+                "it returned an image (content block 2) whose data is not valid base64: "
+            ),
+            "{e}"
+        );
     }
 }
