@@ -272,3 +272,108 @@ fn an_unwritable_zut_home_warns_once_and_zut_goes_on() {
         stderr(&out)
     );
 }
+
+/// `n` installed extensions `e0`… that do nothing (never started here).
+fn idle_extensions(sb: &Sandbox, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let name = format!("e{i}");
+            let dir = sb.home().join("extensions").join(&name);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("extension.json"),
+                json!({"name": name, "version": "1", "exec": "./run.sh"}).to_string(),
+            )
+            .unwrap();
+            name
+        })
+        .collect()
+}
+
+#[test]
+fn many_zut_processes_changing_config_json_at_once_lose_no_change() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home().join("config.json"),
+        "{\"provider\": \"openai\", \"theme\": \"kept\"}\n",
+    )
+    .unwrap();
+    let names = idle_extensions(&sb, 24);
+    // All started before any is waited for: their read-modify-writes of
+    // the one file overlap.
+    let children: Vec<_> = names
+        .iter()
+        .map(|n| {
+            zut(&sb)
+                .args(["ext", "disable", n, "--global"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let config: Value =
+        serde_json::from_slice(&std::fs::read(sb.home().join("config.json")).unwrap()).unwrap();
+    let recorded = config["extensions_enabled"]["global"].as_object().unwrap();
+    let mut missing: Vec<&String> = names
+        .iter()
+        .filter(|n| recorded.get(*n) != Some(&json!(false)))
+        .collect();
+    missing.sort();
+    assert!(missing.is_empty(), "lost: {missing:?} in {config}");
+    assert_eq!(config["provider"], "openai");
+    assert_eq!(config["theme"], "kept");
+    use std::os::unix::fs::PermissionsExt;
+    let lock = sb.home().join("config.json.lock");
+    let mode = std::fs::metadata(&lock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+#[test]
+fn a_config_change_that_cannot_take_the_lock_says_which_file_and_changes_nothing() {
+    let sb = Sandbox::new();
+    idle_extensions(&sb, 1);
+    let config = sb.home().join("config.json");
+    std::fs::write(&config, "{\"theme\": \"kept\"}\n").unwrap();
+    let lock = sb.home().join("config.json.lock");
+    let held = std::fs::File::create(&lock).unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let out = zut(&sb)
+        .env("ZUT_CONFIG_LOCK_MS", "200")
+        .args(["ext", "disable", "e0", "--global"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&lock.display().to_string()), "{err}");
+    assert!(
+        err.contains("another zut process has held it for 200 ms"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "{\"theme\": \"kept\"}\n"
+    );
+    // Released, the same change goes through.
+    drop(held);
+    let out = zut(&sb)
+        .args(["ext", "disable", "e0", "--global"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read_to_string(&config)
+        .unwrap()
+        .contains("\"e0\": false"));
+}
