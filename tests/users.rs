@@ -377,3 +377,105 @@ fn a_config_change_that_cannot_take_the_lock_says_which_file_and_changes_nothing
         .unwrap()
         .contains("\"e0\": false"));
 }
+
+/// Whether `pid` has ended: gone, or a zombie nobody reaps (an orphan
+/// whose new parent is a container's init that does not reap).
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// The pids written to `files` once all are written (`None` past the
+/// deadline).
+fn pids_from(files: &[std::path::PathBuf]) -> Option<Vec<u32>> {
+    let mut pids = Vec::new();
+    let ok = eventually(std::time::Duration::from_secs(20), || {
+        pids = files
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .filter_map(|t| t.trim().parse().ok())
+            .collect();
+        pids.len() == files.len()
+    });
+    ok.then_some(pids)
+}
+
+/// `kill -9` of zut, then every pid must end within the deadline.
+fn kill_zut_and_expect_gone(mut zut: std::process::Child, pids: &[u32]) {
+    zut.kill().unwrap();
+    zut.wait().unwrap();
+    let gone = eventually(std::time::Duration::from_secs(10), || {
+        pids.iter().all(|&p| ended(p))
+    });
+    let left: Vec<u32> = pids.iter().copied().filter(|&p| !ended(p)).collect();
+    for &p in &left {
+        // SAFETY: plain kill(2) of a process this test started.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+    assert!(gone, "left running after kill -9 of zut: {left:?}");
+}
+
+#[test]
+fn what_a_bash_call_forked_dies_when_zut_is_killed_outright() {
+    let sb = Sandbox::new();
+    // A background job, a shell that forks (it waits for its sleep), and
+    // a pipeline; the pids land in files once everything runs.
+    let command = "sleep 300 & echo $! > bg.pid; \
+                   sh -c 'echo $$ > sh.pid; sleep 300; true' & \
+                   sleep 300 | cat & echo $! > pipe.pid; \
+                   wait";
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [{"id": "c1", "name": "bash", "args": {"command": command, "timeout": 600}}]}),
+            json!({"text": "never"}),
+        ],
+    );
+    let child = zut(&sb)
+        .args(["--provider", "script", "--script", &s, "--yolo", "-p", "go"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let files: Vec<_> = ["bg.pid", "sh.pid", "pipe.pid"]
+        .iter()
+        .map(|f| sb.cwd().join(f))
+        .collect();
+    let Some(pids) = pids_from(&files) else {
+        let mut child = child;
+        let _ = child.kill();
+        panic!("the command never started");
+    };
+    kill_zut_and_expect_gone(child, &pids);
+}
+
+#[test]
+fn what_a_hook_forked_dies_when_zut_is_killed_outright() {
+    let sb = Sandbox::new();
+    let pid_file = sb.path("hook-bg.pid");
+    let command = format!("sleep 300 & echo $! > '{}'; wait", pid_file.display());
+    std::fs::write(
+        sb.home().join("settings.json"),
+        json!({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": command}]}]}})
+            .to_string(),
+    )
+    .unwrap();
+    let s = script(&sb, &[json!({"text": "never"})]);
+    let child = zut(&sb)
+        .env("HOME", sb.path("home"))
+        .args(["--provider", "script", "--script", &s, "-p", "go"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let Some(pids) = pids_from(std::slice::from_ref(&pid_file)) else {
+        let mut child = child;
+        let _ = child.kill();
+        panic!("the hook never started");
+    };
+    kill_zut_and_expect_gone(child, &pids);
+}
