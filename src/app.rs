@@ -405,8 +405,16 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, StartError> {
     };
     // Remembered only once it worked: a prompt that ended well got at least
     // one good provider response (slash commands may not ask the model).
+    // Only the three keys change, in the file as it is now: what other
+    // zut processes wrote during this run stays.
     if let Some(next) = remember.filter(|_| code == EXIT_OK && asks_the_model) {
-        if let Err(e) = crate::config::save(&zut_home, &next) {
+        let changed = crate::config::update(&zut_home, |c| {
+            c.provider = next.provider;
+            c.model = next.model;
+            c.base_url = next.base_url;
+            true
+        });
+        if let Err(e) = changed {
             log::warn!("cannot remember the provider: {e}");
         }
     }

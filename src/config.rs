@@ -17,6 +17,16 @@
 //! naming its path, never silently replaced; writes are atomic (temporary
 //! file in the same directory, then rename), so a crash leaves either the
 //! old or the new file.
+//!
+//! Several zut processes change `config.json` (`zut ext enable|disable`,
+//! `/model`, the terminal's theme, the provider a run remembers): every
+//! change is a read-modify-write ([`update`], [`set_extension_enabled`])
+//! under an exclusive `flock` on `config.json.lock` beside it (created
+//! 0600, never removed, so every process locks the same file), so two at
+//! once never lose one's change. The lock is waited for at most
+//! [`LOCK_WAIT`] (`ZUT_CONFIG_LOCK_MS` sets another, in milliseconds);
+//! then the change fails with an error naming the lock file. Readers take
+//! no lock: the rename makes every read see a whole file.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -69,11 +79,93 @@ pub fn load(home: &Path) -> Result<Config, ConfigError> {
     }
 }
 
-/// Writes `config.json` atomically, creating `$ZUT_HOME` if needed.
+/// Writes `config.json` atomically, creating `$ZUT_HOME` if needed. It
+/// replaces the whole file: to change some keys, use [`update`], which
+/// cannot lose another process's change.
 pub fn save(home: &Path, config: &Config) -> Result<(), ConfigError> {
+    let _lock = ConfigLock::take(home)?;
+    save_unlocked(home, config)
+}
+
+fn save_unlocked(home: &Path, config: &Config) -> Result<(), ConfigError> {
     let path = config_path(home);
     let text = pretty(&path, config)?;
     write_atomic(&path, text.as_bytes(), 0o644)
+}
+
+/// Changes `config.json` in one read-modify-write under the lock (see the
+/// module doc): `change` gets the file as it is now and says whether it
+/// changed anything; only then is the file written. A corrupt file is an
+/// error and is left as it was.
+pub fn update(home: &Path, change: impl FnOnce(&mut Config) -> bool) -> Result<(), ConfigError> {
+    let _lock = ConfigLock::take(home)?;
+    let mut config = load(home)?;
+    if change(&mut config) {
+        save_unlocked(home, &config)?;
+    }
+    Ok(())
+}
+
+/// The longest a change of `config.json` waits for another process's.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `$ZUT_HOME/config.json.lock`.
+pub fn lock_path(home: &Path) -> PathBuf {
+    home.join("config.json.lock")
+}
+
+/// An exclusive `flock` on `config.json.lock`, held until dropped (closing
+/// the file releases it, also when the process dies).
+struct ConfigLock {
+    _file: std::fs::File,
+}
+
+impl ConfigLock {
+    fn take(home: &Path) -> Result<ConfigLock, ConfigError> {
+        use rustix::fs::{flock, FlockOperation};
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = lock_path(home);
+        let fail = |e: &dyn std::fmt::Display| {
+            ConfigError(format!(
+                "cannot lock {} to change {}: {e}",
+                path.display(),
+                config_path(home).display()
+            ))
+        };
+        crate::paths::create_private_dir(home).map_err(|e| fail(&e))?;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(|e| fail(&e))?;
+        let wait = std::env::var("ZUT_CONFIG_LOCK_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(LOCK_WAIT, std::time::Duration::from_millis);
+        let deadline = std::time::Instant::now() + wait;
+        // flock has no timeout: try, then back off (1 ms doubling to 50 ms)
+        // until the deadline.
+        let mut pause = std::time::Duration::from_millis(1);
+        loop {
+            match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => return Ok(ConfigLock { _file: file }),
+                Err(rustix::io::Errno::WOULDBLOCK) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(fail(&e)),
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return Err(fail(&format_args!(
+                    "another zut process has held it for {} ms; try again, or remove the file if no zut is running",
+                    wait.as_millis()
+                )));
+            }
+            std::thread::sleep(pause.min(deadline - now));
+            pause = (pause * 2).min(std::time::Duration::from_millis(50));
+        }
+    }
 }
 
 /// The key of `config.json` that holds what `zut ext enable|disable` chose:
@@ -151,13 +243,14 @@ pub fn extensions_enabled(home: &Path) -> Result<ExtensionsEnabled, ConfigError>
 
 /// Records (`Some`) or forgets (`None`) the enabled/disabled choice for
 /// `key` in `config.json`: read, change that one entry, write atomically
-/// (mode 0600), every other key and its order kept. A corrupt file is an
-/// error and is left as it was.
+/// (mode 0600), every other key and its order kept, all under the lock
+/// (see the module doc). A corrupt file is an error and is left as it was.
 pub fn set_extension_enabled(
     home: &Path,
     key: &ExtensionKey,
     enabled: Option<bool>,
 ) -> Result<(), ConfigError> {
+    let _lock = ConfigLock::take(home)?;
     let path = config_path(home);
     let mut root = load_object(&path)?;
     // Validates what is there before changing it.

@@ -28,5 +28,6 @@ pub mod session;
 pub mod signals;
 pub mod skills;
 pub mod suggest;
+pub mod transcript;
 pub mod trust;
 pub mod walk;

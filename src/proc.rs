@@ -64,6 +64,18 @@ pub struct ChildGuard {
     grace: Duration,
     /// The [`ChildGuard::exit_notice`] thread, joined once the child is reaped.
     notice: Option<JoinHandle<()>>,
+    /// [`ChildGuard::group_dies_with_zut`]'s watchdog, reaped on drop.
+    watchdog: Option<Watchdog>,
+}
+
+/// A `sh` in the child's process group that SIGKILLs the group when the
+/// pipe it reads reaches end of file, which happens when zut's end closes:
+/// on drop, or when zut dies however it dies.
+struct Watchdog {
+    child: Child,
+    /// zut's end of the pipe: never written, close-on-exec, so no other
+    /// program holds it.
+    _alive: OwnedFd,
 }
 
 impl ChildGuard {
@@ -81,6 +93,49 @@ impl ChildGuard {
             status: None,
             grace: kill_grace_from_env(),
             notice: None,
+            watchdog: None,
+        })
+    }
+
+    /// Makes the child's whole process group die with zut, whatever it
+    /// forked (`sleep 300 &`, `sh -c 'sleep 300; true'`, a pipeline): a
+    /// watchdog `sh` joins the group and reads a pipe only zut can write
+    /// to; when zut is gone (even by `kill -9`, which no handler sees) the
+    /// kernel closes that pipe, the read ends and the watchdog SIGKILLs
+    /// the group. It holds none of the child's descriptors (its output is
+    /// `/dev/null`), so it delays no end of file; the group's own end (the
+    /// guard's drop) kills it too.
+    ///
+    /// Compared with [`die_with_zut`] alone it reaches every process that
+    /// stayed in the group, and does not depend on which thread spawned
+    /// the child. Not covered: processes that left the group (`setsid`),
+    /// and a zut that dies in the microseconds between the child's start
+    /// and the watchdog's (then [`die_with_zut`] still kills the child).
+    /// Costs one `sh` per call; if it cannot start, this is logged and
+    /// the child runs without it.
+    pub fn group_dies_with_zut(&mut self) {
+        match self.start_watchdog() {
+            Ok(w) => self.watchdog = Some(w),
+            Err(e) => log::warn!(
+                "cannot start the watchdog of process group {}: {e}",
+                self.pid()
+            ),
+        }
+    }
+
+    fn start_watchdog(&self) -> io::Result<Watchdog> {
+        let (read, alive) = cloexec_pipe()?;
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg("read _; kill -9 0")
+            .stdin(std::process::Stdio::from(read))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(self.pid() as i32)
+            .spawn()?;
+        Ok(Watchdog {
+            child,
+            _alive: alive,
         })
     }
 
@@ -214,6 +269,10 @@ impl Drop for ChildGuard {
         // Whatever is left of the group: background jobs, helpers.
         if self.watch.group_alive() {
             self.signal_group(Signal::KILL);
+        }
+        if let Some(mut w) = self.watchdog.take() {
+            let _ = w.child.kill();
+            let _ = w.child.wait();
         }
         if reaped {
             if let Some(h) = self.notice.take() {
@@ -521,7 +580,8 @@ fn reaped(pid: Pid, options: rustix::process::WaitOptions) -> bool {
 /// the hook runner do (the child is reaped before that thread can end).
 /// It reaches the child and any program the child `exec`s in its place
 /// (`bash -c 'sleep 300'` execs the sleep); processes the child forks are
-/// not covered, since the kernel clears the setting on `fork`.
+/// not covered, since the kernel clears the setting on `fork`: for them,
+/// [`ChildGuard::group_dies_with_zut`].
 ///
 /// It adds a `pre_exec` hook, so the child is started with `fork` rather
 /// than `posix_spawn`: fine for a tool call, not for extension starts (see

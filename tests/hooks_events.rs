@@ -1078,3 +1078,50 @@ fn a_hooks_output_is_capped_at_one_mebibyte() {
     assert_eq!(hidden.len(), 1 << 20);
     assert!(hidden.bytes().all(|b| b == b'x'));
 }
+
+#[test]
+fn suppress_output_hides_the_system_message_and_keeps_the_decision() {
+    let sb = Sandbox::new();
+    let quiet_prompt = r#"{"suppressOutput":true,"systemMessage":"quiet prompt note","hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"context still sent"}}"#;
+    let quiet_deny = r#"{"suppressOutput":true,"systemMessage":"quiet deny note","hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"denied all the same"}}"#;
+    let loud = r#"{"suppressOutput":false,"systemMessage":"loud note"}"#;
+    user_settings(
+        &sb,
+        json!({
+            "UserPromptSubmit": [{"hooks": [h(hook(&sb, "quiet", &["json", quiet_prompt])), h(hook(&sb, "loud", &["json", loud]))]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [h(hook(&sb, "deny", &["json", quiet_deny]))]}]
+        }),
+    );
+    let lines = [calls(vec![bash("c1", "echo never")]), text("done")];
+    // Print mode: no `[hook]` line for the suppressed ones.
+    let r = run(&sb, &lines, "print", &["--yolo", "go"]);
+    let err = r.stderr();
+    assert_eq!(r.out.status.code(), Some(0), "{err}");
+    assert!(err.contains("[hook] loud note"), "{err}");
+    // (The block line names the hook's command, which holds the text.)
+    let shown: Vec<&str> = err.lines().filter(|l| l.starts_with("[hook]")).collect();
+    assert_eq!(shown, ["[hook] loud note"], "{err}");
+    // The decision and the context still apply.
+    assert!(
+        r.requests[0]["hidden_context"]
+            .to_string()
+            .contains("context still sent"),
+        "{:?}",
+        r.requests[0]
+    );
+    assert!(result_text(&r, "c1").contains("denied all the same"));
+    // JSON mode: the hook events carry no system_message for them.
+    let r = run(&sb, &lines, "json", &["--yolo", "go"]);
+    assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
+    let hooks = r.of("hook");
+    assert_eq!(hooks.len(), 3, "{hooks:?}");
+    let messages: Vec<&Value> = hooks
+        .iter()
+        .filter_map(|e| e.get("system_message"))
+        .collect();
+    assert_eq!(messages, [&json!("loud note")], "{hooks:?}");
+    assert!(hooks
+        .iter()
+        .any(|e| e["event"] == "PreToolUse" && e["outcome"] == "block"));
+    assert_eq!(r.of("tool_blocked").len(), 1, "{:?}", r.events);
+}

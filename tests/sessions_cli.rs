@@ -303,3 +303,76 @@ fn listing_a_100_mib_session_reads_it_row_by_row() {
     assert!(stdout(&listed).contains("101"), "{listed:?}");
     assert!(kib < 40 * 1024, "zut sessions peaked at {kib} KiB");
 }
+
+#[test]
+fn continuing_a_100_mib_session_keeps_one_copy_of_it() {
+    let env = Env::new();
+    let mut s = env.store().create().unwrap();
+    s.append_message(&Message::user_text("the first prompt"))
+        .unwrap();
+    let path = s.path().to_path_buf();
+    drop(s);
+    // Rows written straight to the file, as above: this process stays
+    // small, for the peak of a child it spawns starts at its parent's.
+    let row = serde_json::to_string(&json!({
+        "type": "message",
+        "message": Message::user_text("y".repeat(1 << 20)),
+    }))
+    .unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    for _ in 0..100 {
+        writeln!(f, "{row}").unwrap();
+    }
+    drop(f);
+    drop(row);
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 100 << 20, "{size}");
+    let script = env.cwd.join("script.jsonl");
+    std::fs::write(&script, "{\"text\":\"done\"}\n").unwrap();
+    let log = env.cwd.join("requests.jsonl");
+    let (status, kib) = peak_rss_kib(
+        Command::new(env!("CARGO_BIN_EXE_zut"))
+            .current_dir(&env.cwd)
+            .env("ZUT_HOME", &env.home)
+            .stdin(Stdio::null())
+            .args(["-p", "--provider", "script", "--no-extensions", "--script"])
+            .arg(&script)
+            .arg("--script-log")
+            .arg(&log)
+            .args(["--continue", "the next prompt"]),
+    );
+    assert!(status.success(), "{status:?}");
+    // One copy of the transcript (100 MiB of text) plus the program: the
+    // session, the engine's view and the agent share it, and the request
+    // is logged without a second copy in memory. Three copies, or one
+    // more whole-file buffer, would pass 1.6x.
+    let bound = size as i64 * 16 / 10 / 1024;
+    assert!(
+        kib < bound,
+        "zut -p --continue peaked at {kib} KiB on a {} KiB session (bound {bound} KiB)",
+        size / 1024
+    );
+    // The model saw the whole history and the new prompt.
+    let logged = std::fs::read(&log).unwrap();
+    let request: serde_json::Value = serde_json::from_slice(&logged).unwrap();
+    drop(logged);
+    let messages = request["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.len(),
+        102,
+        "first prompt, 100 rows, the next prompt"
+    );
+    assert_eq!(messages[0]["content"][0]["text"], "the first prompt");
+    for m in &messages[1..101] {
+        assert_eq!(m["content"][0]["text"].as_str().unwrap().len(), 1 << 20);
+    }
+    assert_eq!(messages[101]["content"][0]["text"], "the next prompt");
+    // And the answer was recorded in the same session.
+    let again = env
+        .store()
+        .read(&path.file_stem().unwrap().to_string_lossy());
+    assert_eq!(again.unwrap().messages().len(), 103);
+}

@@ -272,3 +272,210 @@ fn an_unwritable_zut_home_warns_once_and_zut_goes_on() {
         stderr(&out)
     );
 }
+
+/// `n` installed extensions `e0`… that do nothing (never started here).
+fn idle_extensions(sb: &Sandbox, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let name = format!("e{i}");
+            let dir = sb.home().join("extensions").join(&name);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("extension.json"),
+                json!({"name": name, "version": "1", "exec": "./run.sh"}).to_string(),
+            )
+            .unwrap();
+            name
+        })
+        .collect()
+}
+
+#[test]
+fn many_zut_processes_changing_config_json_at_once_lose_no_change() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home().join("config.json"),
+        "{\"provider\": \"openai\", \"theme\": \"kept\"}\n",
+    )
+    .unwrap();
+    let names = idle_extensions(&sb, 24);
+    // All started before any is waited for: their read-modify-writes of
+    // the one file overlap.
+    let children: Vec<_> = names
+        .iter()
+        .map(|n| {
+            zut(&sb)
+                .args(["ext", "disable", n, "--global"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let config: Value =
+        serde_json::from_slice(&std::fs::read(sb.home().join("config.json")).unwrap()).unwrap();
+    let recorded = config["extensions_enabled"]["global"].as_object().unwrap();
+    let mut missing: Vec<&String> = names
+        .iter()
+        .filter(|n| recorded.get(*n) != Some(&json!(false)))
+        .collect();
+    missing.sort();
+    assert!(missing.is_empty(), "lost: {missing:?} in {config}");
+    assert_eq!(config["provider"], "openai");
+    assert_eq!(config["theme"], "kept");
+    use std::os::unix::fs::PermissionsExt;
+    let lock = sb.home().join("config.json.lock");
+    let mode = std::fs::metadata(&lock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+#[test]
+fn a_config_change_that_cannot_take_the_lock_says_which_file_and_changes_nothing() {
+    let sb = Sandbox::new();
+    idle_extensions(&sb, 1);
+    let config = sb.home().join("config.json");
+    std::fs::write(&config, "{\"theme\": \"kept\"}\n").unwrap();
+    let lock = sb.home().join("config.json.lock");
+    let held = std::fs::File::create(&lock).unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let out = zut(&sb)
+        .env("ZUT_CONFIG_LOCK_MS", "200")
+        .args(["ext", "disable", "e0", "--global"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&lock.display().to_string()), "{err}");
+    assert!(
+        err.contains("another zut process has held it for 200 ms"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "{\"theme\": \"kept\"}\n"
+    );
+    // Released, the same change goes through.
+    drop(held);
+    let out = zut(&sb)
+        .args(["ext", "disable", "e0", "--global"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read_to_string(&config)
+        .unwrap()
+        .contains("\"e0\": false"));
+}
+
+/// Whether `pid` has ended: gone, or a zombie nobody reaps (an orphan
+/// whose new parent is a container's init that does not reap).
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// The pids written to `files` once all are written (`None` past the
+/// deadline).
+fn pids_from(files: &[std::path::PathBuf]) -> Option<Vec<u32>> {
+    let mut pids = Vec::new();
+    let ok = eventually(std::time::Duration::from_secs(20), || {
+        pids = files
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .filter_map(|t| t.trim().parse().ok())
+            .collect();
+        pids.len() == files.len()
+    });
+    ok.then_some(pids)
+}
+
+/// `kill -9` of zut, then every pid must end within the deadline.
+fn kill_zut_and_expect_gone(mut zut: std::process::Child, pids: &[u32]) {
+    zut.kill().unwrap();
+    zut.wait().unwrap();
+    let gone = eventually(std::time::Duration::from_secs(10), || {
+        pids.iter().all(|&p| ended(p))
+    });
+    let left: Vec<u32> = pids.iter().copied().filter(|&p| !ended(p)).collect();
+    for &p in &left {
+        // SAFETY: plain kill(2) of a process this test started.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+    assert!(gone, "left running after kill -9 of zut: {left:?}");
+}
+
+#[test]
+fn what_a_bash_call_forked_dies_when_zut_is_killed_outright() {
+    let sb = Sandbox::new();
+    // A background job, a shell that forks (it waits for its sleep), and
+    // a pipeline; the pids land in files once everything runs.
+    let command = "sleep 300 & echo $! > bg.pid; \
+                   sh -c 'echo $$ > sh.pid; sleep 300; true' & \
+                   sleep 300 | cat & echo $! > pipe.pid; \
+                   wait";
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [{"id": "c1", "name": "bash", "args": {"command": command, "timeout": 600}}]}),
+            json!({"text": "never"}),
+        ],
+    );
+    let child = zut(&sb)
+        .args(["--provider", "script", "--script", &s, "--yolo", "-p", "go"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let files: Vec<_> = ["bg.pid", "sh.pid", "pipe.pid"]
+        .iter()
+        .map(|f| sb.cwd().join(f))
+        .collect();
+    let Some(pids) = pids_from(&files) else {
+        let mut child = child;
+        let _ = child.kill();
+        panic!("the command never started");
+    };
+    kill_zut_and_expect_gone(child, &pids);
+}
+
+#[test]
+fn what_a_hook_forked_dies_when_zut_is_killed_outright() {
+    let sb = Sandbox::new();
+    let pid_file = sb.path("hook-bg.pid");
+    let command = format!("sleep 300 & echo $! > '{}'; wait", pid_file.display());
+    std::fs::write(
+        sb.home().join("settings.json"),
+        json!({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": command}]}]}})
+            .to_string(),
+    )
+    .unwrap();
+    let s = script(&sb, &[json!({"text": "never"})]);
+    let child = zut(&sb)
+        .env("HOME", sb.path("home"))
+        .args(["--provider", "script", "--script", &s, "-p", "go"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let Some(pids) = pids_from(std::slice::from_ref(&pid_file)) else {
+        let mut child = child;
+        let _ = child.kill();
+        panic!("the hook never started");
+    };
+    kill_zut_and_expect_gone(child, &pids);
+}

@@ -104,19 +104,25 @@ impl Agent {
                 with_after = hidden.iter().chain(&after).cloned().collect();
                 &with_after
             };
-            let req = Request {
-                step,
-                system: &self.system,
-                messages: &self.transcript,
-                tools,
-                hidden_context,
-            };
             let sink = self.sink.clone();
             let mut on_event = |e: StreamEvent<'_>| match e {
                 StreamEvent::TextDelta(_) | StreamEvent::ThinkingDelta(_) if held => {}
                 other => sink.emit(crate::provider::usage::stream_event(other)),
             };
-            match self.provider.complete(&req, &mut on_event, cancel) {
+            // The transcript is read in place for the request, and the
+            // guard is gone before anything appends or compacts.
+            let answer = {
+                let messages = self.transcript.read();
+                let req = Request {
+                    step,
+                    system: &self.system,
+                    messages: &messages,
+                    tools,
+                    hidden_context,
+                };
+                self.provider.complete(&req, &mut on_event, cancel)
+            };
+            match answer {
                 Ok(r) => {
                     let usage = crate::provider::usage::usage_event(&*self.provider, &r.usage);
                     self.sink.emit(usage);
@@ -142,6 +148,7 @@ impl Agent {
     fn estimate(&self, tools: &[ToolDef], hidden: &[String]) -> u64 {
         let messages: usize = self
             .transcript
+            .read()
             .iter()
             .flat_map(|m| &m.content)
             .map(block_chars)
@@ -194,15 +201,17 @@ impl Agent {
             .ok_or("nothing to compact")?;
         let sink = self.sink.clone();
         crate::hooks::agent::pre_compact(&self.opts.hooks, "auto", "", &*sink)?;
-        let mut ask: Vec<Message> = self.transcript[..point.min(self.transcript.len())].to_vec();
+        let mut ask: Vec<Message> = {
+            let messages = self.transcript.read();
+            messages[..point.min(messages.len())].to_vec()
+        };
         ask.push(Message::user_text(SUMMARY_REQUEST));
         let summary = self.complete_once(&ask, cancel)?;
         if summary.trim().is_empty() {
             return Err("the model returned no summary".into());
         }
         let observer = self.observer.as_mut().ok_or("no session")?;
-        let messages = observer.compact(&summary, "auto")?;
-        self.transcript = messages;
+        self.transcript = observer.compact(&summary, "auto")?;
         Ok(crate::hooks::agent::session_start(
             &self.opts.hooks,
             "compact",

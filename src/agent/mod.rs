@@ -27,6 +27,7 @@ use crate::host::HostHandle;
 use crate::provider::{
     Block, Message, Provider, ProviderError, Request, Role, StopReason, StreamEvent, ToolDef,
 };
+use crate::transcript::Transcript;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -137,8 +138,9 @@ pub trait Observer: Send {
         None
     }
     /// Replaces the history before [`Observer::compact_point`] with
-    /// `summary` (reason `auto` or `manual`); returns the new transcript.
-    fn compact(&mut self, _summary: &str, _reason: &str) -> Result<Vec<Message>, String> {
+    /// `summary` (reason `auto` or `manual`); returns the transcript to go
+    /// on with (the session's, compacted in place).
+    fn compact(&mut self, _summary: &str, _reason: &str) -> Result<Transcript, String> {
         Err("no session to compact".into())
     }
 }
@@ -156,7 +158,9 @@ pub struct Agent {
     sink: Arc<dyn EventSink>,
     opts: Options,
     system: String,
-    transcript: Vec<Message>,
+    /// Shared with the session and the engine's view, never copied
+    /// ([`Transcript`]); only this agent appends to it.
+    transcript: Transcript,
     activated: HashSet<String>,
     approved: HashSet<String>,
     next_call: u64,
@@ -187,7 +191,7 @@ impl Agent {
             sink,
             system: String::new(),
             opts,
-            transcript: Vec::new(),
+            transcript: Transcript::default(),
             activated: HashSet::new(),
             approved: HashSet::new(),
             next_call: 0,
@@ -200,13 +204,14 @@ impl Agent {
     }
 
     /// The transcript so far.
-    pub fn transcript(&self) -> &[Message] {
+    pub fn transcript(&self) -> &Transcript {
         &self.transcript
     }
 
-    /// Replaces the transcript (a resumed or switched session).
-    pub fn set_transcript(&mut self, messages: Vec<Message>) {
-        self.transcript = messages;
+    /// Goes on with `transcript` (a resumed or switched session's, shared
+    /// with it): later messages are appended to that list.
+    pub fn set_transcript(&mut self, transcript: Transcript) {
+        self.transcript = transcript;
     }
 
     /// Hidden context for the next provider request only (a

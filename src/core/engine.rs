@@ -85,9 +85,9 @@ struct Shared {
     provider: String,
     /// The active session's identity, for `state()`.
     session: Option<crate::core::frontend::SessionSummary>,
-    /// The transcript of the active branch, kept current by the agent's
-    /// observer, for `state()`.
-    messages: Vec<Message>,
+    /// The transcript of the active branch, for `state()`: the same list
+    /// the session and the agent hold, not a copy.
+    messages: crate::transcript::Transcript,
     /// Sequence of the last job finished (or skipped).
     finished: u64,
     /// [`Core::settled`] receivers, each with the job it waits for.
@@ -114,19 +114,19 @@ struct Recorder {
 }
 
 impl agent::Observer for Recorder {
+    // The agent appends the message to the transcript it shares with the
+    // session and `state()`; only the row is left to write.
     fn message(&mut self, message: &Message) {
-        lock(&self.shared).messages.push(message.clone());
         if let Some(s) = lock(&self.session).as_mut() {
-            if let Err(e) = s.append_message(message) {
+            if let Err(e) = s.record_message(message, None) {
                 log::warn!("session: {e}");
             }
         }
     }
 
     fn message_from(&mut self, message: &Message, extension: &str) {
-        lock(&self.shared).messages.push(message.clone());
         if let Some(s) = lock(&self.session).as_mut() {
-            if let Err(e) = s.append_message_from(message, Some(extension)) {
+            if let Err(e) = s.record_message(message, Some(extension)) {
                 log::warn!("session: {e}");
             }
         }
@@ -154,15 +154,19 @@ impl agent::Observer for Recorder {
         lock(&self.session).as_ref()?.compact_point()
     }
 
-    fn compact(&mut self, summary: &str, reason: &str) -> Result<Vec<Message>, String> {
-        let (info, messages, states) = {
+    fn compact(
+        &mut self,
+        summary: &str,
+        reason: &str,
+    ) -> Result<crate::transcript::Transcript, String> {
+        let (info, transcript, states) = {
             let mut guard = lock(&self.session);
             let s = guard.as_mut().ok_or("no session to compact")?;
             s.compact_with_reason(summary.to_string(), reason)
                 .map_err(|e| e.to_string())?;
-            (s.info(), s.messages().to_vec(), s.states().clone())
+            (s.info(), s.transcript(), s.states().clone())
         };
-        lock(&self.shared).messages = messages.clone();
+        lock(&self.shared).messages = transcript.clone();
         let _ = self.events.send(session_event(&info, "compact"));
         self.host.set_session_with_reason(
             Some(info),
@@ -170,7 +174,7 @@ impl agent::Observer for Recorder {
             reason,
             states.into_iter().collect(),
         );
-        Ok(messages)
+        Ok(transcript)
     }
 }
 
@@ -286,7 +290,7 @@ impl Engine {
         if let Some(s) = lock(&session).as_ref() {
             let mut sh = lock(&shared);
             sh.session = Some(summary_of(s));
-            sh.messages = s.messages().to_vec();
+            sh.messages = s.transcript();
         }
         let store = config.store.clone();
         crate::hooks::announce(&config.hooks, lock(&session).as_ref(), &events);
@@ -893,10 +897,10 @@ impl Worker {
         {
             let mut sh = lock(&self.shared);
             sh.session = Some(summary_of(&session));
-            sh.messages = session.messages().to_vec();
+            sh.messages = session.transcript();
         }
         if let Some(agent) = self.agent.as_mut() {
-            agent.set_transcript(session.messages().to_vec());
+            agent.set_transcript(session.transcript());
         }
         self.emit(session_event(&info, reason));
         *lock(&self.session) = Some(session);
@@ -1004,13 +1008,14 @@ impl Worker {
             let mut guard = lock(&self.session);
             let Some(s) = guard.as_mut() else { return };
             s.compact(summary)
-                .map(|()| (s.info(), s.messages().to_vec(), s.states().clone()))
+                .map(|()| (s.info(), s.transcript(), s.states().clone()))
         };
         match compacted {
-            Ok((info, messages, states)) => {
-                lock(&self.shared).messages = messages.clone();
+            Ok((info, transcript, states)) => {
+                // Compacted in place: the agent and `state()` share it.
+                lock(&self.shared).messages = transcript.clone();
                 if let Some(agent) = self.agent.as_mut() {
-                    agent.set_transcript(messages);
+                    agent.set_transcript(transcript);
                 }
                 self.emit(session_event(&info, "compact"));
                 self.host.set_session_with_reason(

@@ -162,8 +162,10 @@ pub struct CoreState {
     /// filled by the front end from the `sessions` event, never by
     /// [`Core::state`].
     pub sessions: Vec<SessionSummary>,
-    /// The transcript of the active branch, for redrawing after a switch.
-    pub messages: Vec<crate::provider::Message>,
+    /// The transcript of the active branch, for redrawing after a switch:
+    /// the engine's own list, shared rather than copied (a resumed session
+    /// can be large), so it reads as of when it is read.
+    pub messages: crate::transcript::Transcript,
     /// Tokens and cost of this run's provider requests (the footer reads
     /// `usage.footer()`, `tokens_in()`, `cache_share()`, `context_percent()`).
     pub usage: crate::provider::usage::Totals,

@@ -1,7 +1,9 @@
 //! Runs handlers: `sh -c COMMAND` through the child guard, the input on
 //! stdin, stdout and stderr capped at [`OUTPUT_CAP`] each, one thread per
 //! handler, all of one event in parallel, each bounded by its timeout
-//! (then its process group is killed).
+//! (then its process group is killed). The group, with whatever the hook
+//! forked, also dies when zut does, `kill -9` included
+//! ([`ChildGuard::group_dies_with_zut`]).
 
 use super::settings::Handler;
 use crate::proc::ChildGuard;
@@ -71,7 +73,12 @@ pub fn run_one(command: &str, timeout: Duration, input: &[u8], project: &Path) -
         ms: start.elapsed().as_millis() as u64,
     };
     let mut guard = match ChildGuard::spawn(&mut cmd) {
-        Ok(g) => g.with_grace(Duration::ZERO),
+        Ok(g) => {
+            let mut g = g.with_grace(Duration::ZERO);
+            // What the hook forks dies with zut too.
+            g.group_dies_with_zut();
+            g
+        }
         Err(e) => {
             return done(
                 Exit::Crashed(format!("cannot start sh: {e}")),

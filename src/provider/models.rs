@@ -106,14 +106,14 @@ pub fn remember(home: &std::path::Path, provider: &str, model: &str) {
     if provider == "script" || provider.is_empty() {
         return;
     }
-    let Ok(mut saved) = crate::config::load(home) else {
-        return;
-    };
-    if saved.provider.as_deref() != Some(provider) || saved.model.as_deref() == Some(model) {
-        return;
-    }
-    saved.model = Some(model.to_string());
-    if let Err(e) = crate::config::save(home, &saved) {
+    let changed = crate::config::update(home, |saved| {
+        if saved.provider.as_deref() != Some(provider) || saved.model.as_deref() == Some(model) {
+            return false;
+        }
+        saved.model = Some(model.to_string());
+        true
+    });
+    if let Err(e) = changed {
         log::warn!("cannot remember the model: {e}");
     }
 }

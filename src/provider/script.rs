@@ -135,15 +135,17 @@ impl Script {
             tools: req.tools,
             hidden_context: req.hidden_context,
         };
-        let mut json = serde_json::to_string(&line).map_err(|e| log_error(path, &e))?;
-        json.push('\n');
-        let mut file = std::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
             .map_err(|e| log_error(path, &e))?;
-        file.write_all(json.as_bytes())
-            .and_then(|()| file.flush())
+        // Streamed into the file: a large transcript is not copied into
+        // one string first.
+        let mut out = std::io::BufWriter::with_capacity(64 * 1024, file);
+        serde_json::to_writer(&mut out, &line).map_err(|e| log_error(path, &e))?;
+        out.write_all(b"\n")
+            .and_then(|()| out.flush())
             .map_err(|e| log_error(path, &e))
     }
 }

@@ -26,14 +26,19 @@
 //!   dropped, with one warning; a repair at the end of the file is
 //!   written back as a row so the file says what memory holds;
 //! - files are read a row at a time (a 1 GB session never costs 1 GB at
-//!   once for listing), never through a symlink, and created 0600 in
-//!   directories created 0700.
+//!   once for listing, and loading holds one row besides the messages),
+//!   never through a symlink, and created 0600 in directories created 0700;
+//! - the messages are held once: [`Session::transcript`] hands out the
+//!   list itself ([`Transcript`]), which the engine's agent then appends to
+//!   while the session only writes the rows ([`Session::record_message`]),
+//!   so a resumed session costs its messages once, not once per holder.
 
 pub mod clock;
 pub mod repair;
 pub mod row;
 
 use crate::provider::{Block, Message, Role};
+use crate::transcript::Transcript;
 use row::{Header, Peek, RowIn, RowOut};
 use serde::Serialize;
 use serde_json::Value;
@@ -521,7 +526,9 @@ pub struct Session {
     /// The file does not end in a newline (torn last row, failed write):
     /// the next row starts with one so it is not glued to the fragment.
     torn_tail: bool,
-    messages: Vec<Message>,
+    /// The branch's messages, shared with whoever takes
+    /// [`Session::transcript`] (the agent appends to it then).
+    messages: Transcript,
     states: BTreeMap<String, Value>,
     /// States as of the last compaction (empty before any): where
     /// state-at-fork starts.
@@ -561,7 +568,7 @@ impl Session {
             path: path.to_path_buf(),
             file,
             torn_tail: false,
-            messages: Vec::new(),
+            messages: Transcript::default(),
             states: BTreeMap::new(),
             base_states: BTreeMap::new(),
             state_log: Vec::new(),
@@ -574,7 +581,7 @@ impl Session {
             s.rows += 1;
             let ok = match serde_json::from_slice::<RowIn>(line) {
                 Ok(RowIn::Message { message }) => {
-                    s.messages.push(message);
+                    s.messages.write().push(message);
                     true
                 }
                 Ok(RowIn::ExtensionState { extension, state }) => {
@@ -592,7 +599,7 @@ impl Session {
             }
         }
         s.torn_tail = lines.torn_tail;
-        let repairs = repair::repair(&mut s.messages);
+        let repairs = repair::repair(&mut s.messages.write());
         for &at in &repairs.inserted {
             for e in s.state_log.iter_mut().filter(|e| e.messages > at) {
                 e.messages += 1;
@@ -601,7 +608,7 @@ impl Session {
         if let (Some(at), Access::Write) = (repairs.appended, access) {
             // The file ends with the dangling call: the repair belongs
             // right there, so write it and the file says what memory holds.
-            let message = s.messages[at].clone();
+            let message = s.messages.read()[at].clone();
             let _ = s.write_row(&RowOut::Message {
                 message: &message,
                 extension: None,
@@ -661,9 +668,18 @@ impl Session {
         }
     }
 
-    /// The transcript of this branch.
-    pub fn messages(&self) -> &[Message] {
-        &self.messages
+    /// The transcript of this branch, read under its lock: drop the
+    /// guard before anything appends to the session.
+    pub fn messages(&self) -> std::sync::RwLockReadGuard<'_, Vec<Message>> {
+        self.messages.read()
+    }
+
+    /// The transcript itself, shared, not copied: the one list an agent
+    /// sends and appends to, the engine's view, and this session's. Whoever
+    /// takes it appends the messages itself and records each with
+    /// [`Session::record_message`].
+    pub fn transcript(&self) -> Transcript {
+        self.messages.clone()
     }
 
     /// Every extension's current state (cleared ones are absent).
@@ -699,9 +715,20 @@ impl Session {
         message: &Message,
         extension: Option<&str>,
     ) -> Result<(), SessionError> {
-        let written = self.write_row(&RowOut::Message { message, extension });
+        let written = self.record_message(message, extension);
         self.messages.push(message.clone());
         written
+    }
+
+    /// Writes `message`'s row without adding it to the transcript: for a
+    /// caller that appends it to the shared [`Session::transcript`] itself
+    /// (right after, before any state or compaction of this session).
+    pub fn record_message(
+        &mut self,
+        message: &Message,
+        extension: Option<&str>,
+    ) -> Result<(), SessionError> {
+        self.write_row(&RowOut::Message { message, extension })
     }
 
     /// Records `state` as extension `extension`'s state (`null` clears).
@@ -731,6 +758,7 @@ impl Session {
     pub fn compact_point(&self) -> Option<usize> {
         let last = self
             .messages
+            .read()
             .iter()
             .rposition(|m| prompt_text(m).is_some())?;
         (last > 0).then_some(last)
@@ -764,20 +792,17 @@ impl Session {
     /// unchanged. A point right between a tool call and its results moves
     /// past the results, so the pair stays whole.
     pub fn fork(&self, at: Option<usize>) -> Result<Session, SessionError> {
-        let len = self.messages.len();
+        let all = self.messages.read();
+        let len = all.len();
         let mut n = at.unwrap_or(len);
         if n > len {
             return Err(SessionError::ForkOutOfRange { at: n, len });
         }
-        if n > 0
-            && n < len
-            && has_tool_calls(&self.messages[n - 1])
-            && has_tool_results(&self.messages[n])
-        {
+        if n > 0 && n < len && has_tool_calls(&all[n - 1]) && has_tool_results(&all[n]) {
             n += 1;
         }
         let states = self.states_at(n);
-        let messages = &self.messages[..n];
+        let messages = &all[..n];
         create_file(
             self.path.parent().unwrap_or(Path::new(".")),
             Some(self.header.id.clone()),
@@ -822,10 +847,13 @@ impl Session {
     /// Replays a compaction; false (and nothing changed) when `kept` does
     /// not fit this transcript.
     fn apply_compaction(&mut self, summary: &str, kept: usize) -> bool {
-        if kept > self.messages.len() {
-            return false;
+        {
+            let mut messages = self.messages.write();
+            if kept > messages.len() {
+                return false;
+            }
+            messages.splice(..kept, [summary_message(summary)]);
         }
-        self.messages.splice(..kept, [summary_message(summary)]);
         self.base_states = self.states.clone();
         self.state_log.clear();
         true

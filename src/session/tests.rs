@@ -96,7 +96,7 @@ fn round_trip_restores_transcript_states_and_identity() {
     drop(s);
 
     let back = store.open(&id).unwrap();
-    assert_eq!(back.messages(), &transcript);
+    assert_eq!(back.messages().as_slice(), &transcript);
     assert_eq!(
         back.states(),
         &BTreeMap::from([("todo".to_string(), json!({"items": ["a", "b"]}))])
@@ -148,7 +148,7 @@ fn fork_copies_messages_and_state_as_of_the_fork_point() {
     // The child's file says the same when read back, and the parent is
     // untouched by forking.
     let reread = env.store().read(child.id()).unwrap();
-    assert_eq!(reread.messages(), child.messages());
+    assert_eq!(*reread.messages(), *child.messages());
     assert_eq!(reread.states(), child.states());
     assert_eq!(reread.info().parent_id, s.id());
     assert_eq!(reread.info().fork_point, 2);
@@ -490,4 +490,27 @@ fn session_files_and_directories_are_private() {
     assert_eq!(mode(s.path().parent().unwrap()), 0o700);
     assert_eq!(mode(&env.home.join("sessions")), 0o700);
     assert_eq!(mode(&env.home), 0o700);
+}
+
+#[test]
+fn a_handed_over_transcript_is_the_sessions_own_list() {
+    let env = Env::new();
+    let mut s = env.store().create().unwrap();
+    s.append_message(&Message::user_text("one")).unwrap();
+    let shared = s.transcript();
+    assert!(shared.same(&s.transcript()));
+    // The holder appends; the session writes the row only.
+    let two = assistant_text("two");
+    s.record_message(&two, None).unwrap();
+    shared.push(two);
+    s.record_message(&Message::user_text("three"), None)
+        .unwrap();
+    shared.push(Message::user_text("three"));
+    assert_eq!(texts(&s), ["one", "two", "three"]);
+    // A compaction changes the list the holder has.
+    s.compact("sum".into()).unwrap();
+    assert_eq!(shared.len(), 2);
+    // And the file says what memory holds.
+    let back = env.store().read(s.id()).unwrap();
+    assert_eq!(*back.messages(), *shared.read());
 }

@@ -7,9 +7,14 @@
 //! can be signalled together, and it is killed and reaped whatever happens
 //! to the call (an early return or a panic included).
 //!
-//! If zut is killed outright (`kill -9`, the OOM killer) the kernel
-//! SIGKILLs the shell ([`proc::die_with_zut`]), so a `sleep 300` does not
-//! go on under init; what the shell forked itself is not reached.
+//! If zut is killed outright (`kill -9`, the OOM killer) the shell's whole
+//! process group is SIGKILLed ([`ChildGuard::group_dies_with_zut`]: a
+//! watchdog in the group sees zut's pipe close), so neither a `sleep 300`
+//! nor what the shell forked (`sleep 300 &`, a pipeline, `sh -c '…'`) goes
+//! on under init; the shell itself also gets the kernel's SIGKILL
+//! ([`proc::die_with_zut`]). The command runs exactly as before (no
+//! wrapper: its signals, stdin, exit status are the shell's); only a
+//! process that left the group (`setsid`) escapes.
 //!
 //! Threads: the guard's exit notice (a channel that disconnects when the
 //! shell exits), and a reader that `poll`s the pipe (and a stop pipe) and
@@ -232,14 +237,16 @@ impl Job {
 }
 
 /// Starts the shell with both output streams on `output`, in a new
-/// process group.
+/// process group that dies with zut.
 fn spawn_shell(command: &str, cwd: &Path, output: &OwnedFd) -> io::Result<ChildGuard> {
-    match ChildGuard::spawn(&mut shell_command("bash", command, cwd, output)?) {
+    let mut guard = match ChildGuard::spawn(&mut shell_command("bash", command, cwd, output)?) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             ChildGuard::spawn(&mut shell_command("sh", command, cwd, output)?)
         }
         spawned => spawned,
-    }
+    }?;
+    guard.group_dies_with_zut();
+    Ok(guard)
 }
 
 fn shell_command(shell: &str, command: &str, cwd: &Path, output: &OwnedFd) -> io::Result<Command> {

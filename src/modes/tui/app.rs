@@ -1126,7 +1126,7 @@ impl App {
 
     /// Rebuilds the chat from the core's transcript (after a switch).
     fn rebuild_chat(&mut self) {
-        self.chat = transcript_entries(&self.state.messages, &self.state);
+        self.chat = transcript_entries(&self.state.messages.read(), &self.state);
         self.scroll = super::scroll::Scroll::Bottom;
     }
 

@@ -181,18 +181,12 @@ fn app_config(opts: &TuiOptions) -> AppConfig {
 
 /// Stores the alerts switch and the theme under `tui` in `config.json`.
 fn save_settings(zut_home: &std::path::Path, app: &App) {
-    let mut config = match crate::config::load(zut_home) {
-        Ok(c) => c,
-        Err(e) => {
-            log::warn!("settings not saved: {e}");
-            return;
-        }
-    };
-    config.extra.insert(
-        "tui".into(),
-        serde_json::json!({"alerts": app.alerts(), "theme": app.theme_name(), "mouse": app.mouse()}),
-    );
-    if let Err(e) = crate::config::save(zut_home, &config) {
+    let tui = serde_json::json!({"alerts": app.alerts(), "theme": app.theme_name(), "mouse": app.mouse()});
+    let saved = crate::config::update(zut_home, |config| {
+        config.extra.insert("tui".into(), tui);
+        true
+    });
+    if let Err(e) = saved {
         log::warn!("settings not saved: {e}");
     }
 }

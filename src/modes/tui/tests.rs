@@ -961,7 +961,8 @@ fn a_session_switch_redraws_the_transcript_from_the_core() {
                 text: "old answer".into(),
             }],
         },
-    ];
+    ]
+    .into();
     st.session = Some(SessionSummary {
         id: "s-branch".into(),
         ..Default::default()
