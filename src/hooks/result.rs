@@ -60,12 +60,7 @@ pub fn answer(h: &Handler, run: &Run, plain_is_context: bool) -> Answer {
                 return a;
             };
             let s = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
-            // `suppressOutput` hides what the user would see of this
-            // output (zut shows only `systemMessage` of it); decisions and
-            // context still apply.
-            if j.get("suppressOutput") != Some(&Value::Bool(true)) {
-                a.system_message = s(j.get("systemMessage"));
-            }
+            a.system_message = s(j.get("systemMessage"));
             if j.get("continue") == Some(&Value::Bool(false)) {
                 a.stop = Some(s(j.get("stopReason")));
                 a.outcome = "block";
