@@ -264,16 +264,16 @@ fn peak_rss_kib(cmd: &mut Command) -> (std::process::ExitStatus, i64) {
     (std::process::ExitStatus::from_raw(status), usage.ru_maxrss)
 }
 
-#[test]
-fn listing_a_100_mib_session_reads_it_row_by_row() {
-    let env = Env::new();
+/// A session of "the first prompt" and 100 user messages of 1 MiB: its
+/// file and size in bytes. The rows are written straight to the file, so that this
+/// process stays small: the peak of a child it spawns starts at its
+/// parent's.
+fn big_session(env: &Env) -> (std::path::PathBuf, u64) {
     let mut s = env.store().create().unwrap();
     s.append_message(&Message::user_text("the first prompt"))
         .unwrap();
     let path = s.path().to_path_buf();
     drop(s);
-    // Rows written straight to the file: this process stays small, for
-    // the peak of a child it spawns starts at its parent's.
     let row = serde_json::to_string(&json!({
         "type": "message",
         "message": Message::user_text("y".repeat(1 << 20)),
@@ -286,10 +286,15 @@ fn listing_a_100_mib_session_reads_it_row_by_row() {
     for _ in 0..100 {
         writeln!(f, "{row}").unwrap();
     }
-    drop(f);
-    drop(row);
     let size = std::fs::metadata(&path).unwrap().len();
     assert!(size > 100 << 20, "{size}");
+    (path, size)
+}
+
+#[test]
+fn listing_a_100_mib_session_reads_it_row_by_row() {
+    let env = Env::new();
+    big_session(&env);
     let (status, kib) = peak_rss_kib(
         Command::new(env!("CARGO_BIN_EXE_zut"))
             .current_dir(&env.cwd)
@@ -307,29 +312,7 @@ fn listing_a_100_mib_session_reads_it_row_by_row() {
 #[test]
 fn continuing_a_100_mib_session_keeps_one_copy_of_it() {
     let env = Env::new();
-    let mut s = env.store().create().unwrap();
-    s.append_message(&Message::user_text("the first prompt"))
-        .unwrap();
-    let path = s.path().to_path_buf();
-    drop(s);
-    // Rows written straight to the file, as above: this process stays
-    // small, for the peak of a child it spawns starts at its parent's.
-    let row = serde_json::to_string(&json!({
-        "type": "message",
-        "message": Message::user_text("y".repeat(1 << 20)),
-    }))
-    .unwrap();
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap();
-    for _ in 0..100 {
-        writeln!(f, "{row}").unwrap();
-    }
-    drop(f);
-    drop(row);
-    let size = std::fs::metadata(&path).unwrap().len();
-    assert!(size > 100 << 20, "{size}");
+    let (path, size) = big_session(&env);
     let script = env.cwd.join("script.jsonl");
     std::fs::write(&script, "{\"text\":\"done\"}\n").unwrap();
     let log = env.cwd.join("requests.jsonl");
