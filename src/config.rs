@@ -158,7 +158,7 @@ impl ConfigLock {
             let now = std::time::Instant::now();
             if now >= deadline {
                 return Err(fail(&format_args!(
-                    "another zut process has held it for {} ms; try again, or remove the file if no zut is running",
+                    "another zut process has held it for {} ms (a lock ends with its process, so try again when that zut is done)",
                     wait.as_millis()
                 )));
             }
