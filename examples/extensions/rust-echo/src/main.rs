@@ -150,9 +150,12 @@ fn handle(frame: HostFrame, opts: &Options, out: &mut impl Write) -> io::Result<
                     "the host speaks protocol {protocol_version}, this extension {PROTOCOL_VERSION}"
                 )));
             }
+            // One write for the whole announcement: the host reads it in
+            // one wake-up instead of one per frame.
             for frame in registrations(opts) {
-                send(out, &frame)?;
+                out.write_all(&encode_line(&frame))?;
             }
+            out.flush()?;
         }
         HostFrame::CommandInvoked { id, args, .. } => send(
             out,
