@@ -146,6 +146,13 @@ impl ExtState {
             .unwrap_or_default()
     }
 
+    /// Appends a line to its log (nothing before it has a connection).
+    fn log_line(&self, line: &str) {
+        if let Some(c) = &self.conn {
+            c.log_line(line);
+        }
+    }
+
     fn handshaking(&self) -> bool {
         matches!(self.phase, Phase::AwaitingHello | Phase::Registering)
     }
@@ -622,8 +629,9 @@ impl Dispatcher {
             return self.spawn_in_memory(id, m, peers);
         }
         let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
-        let describe = describe(entry, &self.config.zut_home);
-        let fail = |what: String| format!("failed to start: {what}\n{describe}");
+        // Described only when it fails: most starts never need the text.
+        let home = &self.config.zut_home;
+        let fail = |what: String| format!("failed to start: {what}\n{}", describe(entry, home));
         let program = match &m.exec {
             // A launcher (`python3`, `node`) is looked up once per load,
             // not once per extension that names it.
@@ -657,6 +665,9 @@ impl Dispatcher {
                     .map_err(|e| fail(format!("cannot open log: {e}")))?
             }
         };
+        // The host's own lines go through a second descriptor on the same
+        // open file (appends interleave whole), not a fresh open each.
+        let log_file = stderr.try_clone().ok();
         let env = process::python_env(&self.config.zut_home, &m.language, &program);
         let spawned = process::spawn(&program, &m.args, &m.dir, stderr, &env)
             .map_err(|e| fail(format!("spawn: {e}")))?;
@@ -667,13 +678,13 @@ impl Dispatcher {
         let conn = Conn::start(
             ext,
             m.name.clone(),
-            log,
+            (log, log_file),
             spawned,
             self.config.deadlines,
             self.inbox_tx.clone(),
             self.threads.clone(),
         )
-        .map_err(|e| format!("failed to start: cannot start threads: {e}\n{describe}"))?;
+        .map_err(|e| fail(format!("cannot start threads: {e}")))?;
         self.all.push(conn.clone());
         self.pids
             .lock()
@@ -691,7 +702,7 @@ impl Dispatcher {
         peers: super::in_memory::PeerFn,
     ) -> Result<Arc<Conn>, String> {
         let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
-        process::open_log(&log, &m.name, &m.version).map_err(|e| e.to_string())?;
+        let log_file = process::open_log(&log, &m.name, &m.version).map_err(|e| e.to_string())?;
         let ext = ExtId {
             id,
             generation: self.generation,
@@ -699,7 +710,7 @@ impl Dispatcher {
         let (conn, ends) = Conn::start_in_memory(
             ext,
             m.name.clone(),
-            log,
+            (log, Some(log_file)),
             self.config.deadlines,
             self.inbox_tx.clone(),
             self.threads.clone(),
@@ -940,7 +951,7 @@ impl Dispatcher {
                         )
                     };
                     e.ready_by = None;
-                    process::log_line(&e.log(), &msg);
+                    e.log_line(&msg);
                     e.warnings.push(msg);
                     e.phase = Phase::Ready { auto: true };
                     changed = true;
@@ -992,13 +1003,10 @@ impl Dispatcher {
                 }
             }
             match (&m.msg, &conn) {
-                (FromExt::Frame(f), Some(c)) => process::log_line(
-                    &c.log,
-                    &format!(
-                        "{} frame after shutdown began: logged, not shown",
-                        f.type_name()
-                    ),
-                ),
+                (FromExt::Frame(f), Some(c)) => c.log_line(&format!(
+                    "{} frame after shutdown began: logged, not shown",
+                    f.type_name()
+                )),
                 // Calls still waiting on a replaced instance fail now, not
                 // at their deadline.
                 (FromExt::Disconnected { .. }, Some(c)) => c.fail_pending(),
@@ -1027,10 +1035,7 @@ impl Dispatcher {
                     *n += 1;
                     let seen = *n;
                     if seen <= NOISE_LOGGED {
-                        process::log_line(
-                            &self.exts[i].log(),
-                            &format!("frame of unknown type {name:?} ignored"),
-                        );
+                        self.exts[i].log_line(&format!("frame of unknown type {name:?} ignored"));
                     }
                 }
             }
@@ -1046,10 +1051,9 @@ impl Dispatcher {
                     "a {frame_type} frame was dropped: its queue was full (it is not reading its stdin)"
                 );
                 if self.count_noise(i, "dropped frame", warning) <= NOISE_LOGGED {
-                    process::log_line(
-                        &self.exts[i].log(),
-                        &format!("{frame_type} frame dropped: the queue to the extension was full"),
-                    );
+                    self.exts[i].log_line(&format!(
+                        "{frame_type} frame dropped: the queue to the extension was full"
+                    ));
                 }
             }
             FromExt::Exited(status) => {
@@ -1061,10 +1065,9 @@ impl Dispatcher {
     fn stray_reply(&self, i: usize, frame_type: &str, id: &str) {
         // Authors want to know: it usually means a reply came after the
         // deadline or after a tool_cancel.
-        process::log_line(
-            &self.exts[i].log(),
-            &format!("{frame_type} for id {id} ignored: nobody waits for it (late, cancelled or unknown)"),
-        );
+        self.exts[i].log_line(&format!(
+            "{frame_type} for id {id} ignored: nobody waits for it (late, cancelled or unknown)"
+        ));
     }
 
     fn violation(&self, i: usize, why: String) {
@@ -1181,15 +1184,12 @@ impl Dispatcher {
         let seen = self.count_noise(i, kind, warning);
         // A flood must not fill the disk: the first lines are logged, the
         // rest only counted (doctor shows the count).
-        let log = self.exts[i].log();
+        let e = &self.exts[i];
         if seen <= NOISE_LOGGED {
-            process::log_line(&log, &format!("stdout line skipped ({error}): {preview}"));
+            e.log_line(&format!("stdout line skipped ({error}): {preview}"));
         }
         if seen == NOISE_LOGGED {
-            process::log_line(
-                &log,
-                &format!("further {kind} lines are counted, not logged"),
-            );
+            e.log_line(&format!("further {kind} lines are counted, not logged"));
         }
     }
 
@@ -1216,18 +1216,15 @@ impl Dispatcher {
             Self::restart_idle(&mut self.exts[i], &self.config.deadlines, Instant::now());
         }
         match frame {
-            ExtFrame::Hello { .. } => {
-                process::log_line(&self.exts[i].log(), "duplicate hello ignored")
-            }
+            ExtFrame::Hello { .. } => self.exts[i].log_line("duplicate hello ignored"),
             ExtFrame::UnregisterTool { name } => self.unregister(i, name, false),
             ExtFrame::UnregisterCommand { name } => self.unregister(i, name, true),
             ExtFrame::ToolProgress { id, .. } => {
                 // Progress normally reaches its call on the reader; one that
                 // gets here matched no call still waiting.
-                process::log_line(
-                    &self.exts[i].log(),
-                    &format!("tool_progress for id {id} ignored: no such call is running"),
-                )
+                self.exts[i].log_line(&format!(
+                    "tool_progress for id {id} ignored: no such call is running"
+                ))
             }
             ExtFrame::RegisterCommand { name, description } => {
                 self.register(i, Registration::Command { name, description })
@@ -1341,10 +1338,7 @@ impl Dispatcher {
                         },
                     )
                 } else {
-                    process::log_line(
-                        &self.exts[i].log(),
-                        "submit_slash refused: text does not start with '/'",
-                    );
+                    self.exts[i].log_line("submit_slash refused: text does not start with '/'");
                 }
             }
             ExtFrame::OpenPanel { panel } => {
@@ -1443,13 +1437,11 @@ impl Dispatcher {
 
     fn on_subscribe(&mut self, i: usize, events: Vec<String>, intercept: Vec<String>) {
         let e = &mut self.exts[i];
-        let log = e.log();
         for ev in events {
             if !KNOWN_EVENTS.contains(&ev.as_str()) {
-                process::log_line(
-                    &log,
-                    &format!("subscribe: unknown event {ev:?} (kept, never sent)"),
-                );
+                e.log_line(&format!(
+                    "subscribe: unknown event {ev:?} (kept, never sent)"
+                ));
             }
             e.events.insert(ev);
         }
@@ -1459,10 +1451,9 @@ impl Dispatcher {
             {
                 e.intercepts.insert(ev);
             } else {
-                process::log_line(
-                    &log,
-                    &format!("subscribe: event {ev:?} cannot be intercepted (ignored)"),
-                );
+                e.log_line(&format!(
+                    "subscribe: event {ev:?} cannot be intercepted (ignored)"
+                ));
             }
         }
         if e.held.is_none() {
@@ -1563,13 +1554,13 @@ impl Dispatcher {
                 } else {
                     format!("unregister_{kind} {gone:?} ignored: it has no such {kind}")
                 };
-                process::log_line(&self.exts[i].log(), &msg);
+                self.exts[i].log_line(&msg);
                 return;
             }
         };
         if let Err(refused) = result {
             let reason = refused.to_string();
-            process::log_line(&self.exts[i].log(), &reason);
+            self.exts[i].log_line(&reason);
             self.record_warning(i, reason, true);
         }
     }

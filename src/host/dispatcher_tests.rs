@@ -674,3 +674,65 @@ fn progress_restarts_a_calls_deadline_up_to_ten_timeouts() {
     assert!(started.elapsed() >= Duration::from_millis(1400));
     host.shutdown();
 }
+
+#[test]
+fn frames_go_straight_into_the_pipe_until_one_does_not_fit_then_a_writer_takes_over_in_order() {
+    let sb = sandbox(&["direct"], roomy());
+    let (seen_tx, seen_rx) = crossbeam_channel::unbounded::<(String, usize)>();
+    // The extension stops reading after its first call until `go`: the
+    // pipe then fills for certain.
+    let (go_tx, go_rx) = crossbeam_channel::bounded::<()>(1);
+    let (host, _, sink) = start(&sb, move |mut p| {
+        p.hello();
+        p.send(json!({"type": "subscribe", "events": ["turn_end"]}));
+        p.register_tool("t");
+        p.ready();
+        let f = p.expect("tool_call");
+        p.reply(&f, "ok");
+        let _ = go_rx.recv();
+        while let Some(f) = p.recv() {
+            match f["type"].as_str() {
+                Some("event") => {
+                    let text = f["text"].as_str().unwrap_or_default();
+                    let tag = text.split(':').next().unwrap_or_default().to_string();
+                    let _ = seen_tx.send((tag, text.len()));
+                }
+                Some("tool_call") => p.reply(&f, "ok"),
+                Some("shutdown") => return,
+                _ => {}
+            }
+        }
+    });
+    assert_eq!(host.extensions().len(), 1, "{:?}", events(&sink));
+    // The handshake and a call: every frame fits the pipe at once, so
+    // the extension has its reader thread and no writer thread.
+    assert_eq!(text_of(&call(&host, "t", json!({}))), "ok");
+    assert_eq!(host.live_threads(), 1, "a writer thread started early");
+    // 200 KiB is more than a pipe holds: the first part is written
+    // directly, the rest by a writer thread that starts for it, and the
+    // small frame after it must not overtake it.
+    let big = format!("big:{}", "y".repeat(200 * 1024));
+    for text in [big.clone(), "small:1".to_string()] {
+        host.emit_event(&zut_ext::wire::EventPayload {
+            text,
+            ..zut_ext::wire::EventPayload::named("turn_end")
+        });
+    }
+    assert_eq!(host.live_threads(), 2, "no writer thread took over");
+    go_tx.send(()).expect("go");
+    let got: Vec<(String, usize)> = (0..2)
+        .map(|_| {
+            seen_rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("event")
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![("big".to_string(), big.len()), ("small".to_string(), 7)]
+    );
+    // Frames still arrive through the writer.
+    assert_eq!(text_of(&call(&host, "t", json!({}))), "ok");
+    host.shutdown();
+    assert_eq!(host.live_threads(), 0);
+}

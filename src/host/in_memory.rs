@@ -1,8 +1,8 @@
 //! In-memory extensions for the dispatcher's unit tests.
 //!
 //! A test gives the host a [`PeerFn`]; for every extension the dispatcher
-//! would start, it instead opens two OS pipes, runs the usual reader and
-//! writer threads on the host's ends, and calls the function on a new
+//! would start, it instead opens two OS pipes, runs the usual transport
+//! (direct writes, reader and writer threads) on the host's ends, and calls the function on a new
 //! thread with a [`Peer`] holding the other ends. The peer plays the
 //! extension line by line, so everything from framing to the request table
 //! and the dispatcher is the production code; only the process is missing.

@@ -16,7 +16,7 @@
 
 use super::handle::{normalise_content, wait_reply, Wait};
 use super::transport::CallKind;
-use super::{process, EventOut, HostHandle, ViewExt};
+use super::{EventOut, HostHandle, ViewExt};
 use crate::cancel::CancelToken;
 use crate::events::Event;
 use serde_json::Value;
@@ -113,13 +113,10 @@ impl HostHandle {
                     }
                 }
                 Wait::TimedOut => {
-                    process::log_line(
-                        &ext.conn.log,
-                        &format!(
-                            "intercept {event} timed out after {} ms; allowing",
-                            timeout.as_millis()
-                        ),
-                    );
+                    ext.conn.log_line(&format!(
+                        "intercept {event} timed out after {} ms; allowing",
+                        timeout.as_millis()
+                    ));
                     breaker.missed(&ext.name, event, timeout);
                 }
                 Wait::Reply(Err(_)) | Wait::Cancelled => {}
@@ -159,9 +156,7 @@ impl HostHandle {
                     ("ask", Confirm::Ask(_)) | ("approve", Confirm::Ask(_) | Confirm::Approve(_)) | ("", _) => {}
                     ("ask", _) => confirm = Confirm::Ask(ext.name.clone()),
                     ("approve", _) => confirm = Confirm::Approve(ext.name.clone()),
-                    (other, _) => process::log_line(
-                        &ext.conn.log,
-                        &format!("decision {other:?} for {tool_name} ignored: it must be \"approve\" or \"ask\""),
+                    (other, _) => ext.conn.log_line(&format!("decision {other:?} for {tool_name} ignored: it must be \"approve\" or \"ask\""),
                     ),
                 }
                 match modified_args {
@@ -172,7 +167,7 @@ impl HostHandle {
                             "modified_args for {tool_name} ignored: it must be a JSON object, got {}",
                             json_kind(&other)
                         );
-                        process::log_line(&ext.conn.log, &msg);
+                        ext.conn.log_line(&msg);
                     }
                 }
                 true
@@ -373,10 +368,10 @@ impl HostHandle {
                             *current.borrow_mut() = normalise_content(content, &ext.name);
                             replaced_by = Some(ext.name.clone());
                         }
-                        Err(why) => process::log_line(
-                            &ext.conn.log,
-                            &format!("replace_content for {} ignored: {why}", result.name),
-                        ),
+                        Err(why) => ext.conn.log_line(&format!(
+                            "replace_content for {} ignored: {why}",
+                            result.name
+                        )),
                     }
                 }
                 push_context(&mut parts, &ext.name, &context);

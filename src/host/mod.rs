@@ -17,8 +17,9 @@
 //!   reader completes it straight from the request table.
 //!
 //! The path of a `tool_call`: `HostHandle::call_tool` → route from the
-//! view → `Conn::expect` (request table) → `Conn::send_tracked` (writer
-//! queue) → writer thread writes the line → extension → reader thread reads
+//! view → `Conn::expect` (request table) → `Conn::send_tracked` (written
+//! straight into the pipe, or queued for the writer thread once the pipe
+//! has been full) → extension → reader thread reads
 //! `tool_result` → `Conn::resolve` → the caller's `select!` wakes.
 //!
 //! Front ends hear host events (`ext_loaded`, notes, status, panels…) on the

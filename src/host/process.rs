@@ -63,14 +63,20 @@ pub fn open_log(path: &Path, name: &str, version: &str) -> io::Result<File> {
 
 /// Appends one `[zut] `-prefixed line to an extension log; best effort.
 pub fn log_line(path: &Path, line: &str) {
-    if let Ok(mut f) = OpenOptions::new()
+    if let Ok(f) = OpenOptions::new()
         .create(true)
         .append(true)
         .mode(LOG_MODE)
         .open(path)
     {
-        let _ = f.write_all(format!("[zut] {line}\n").as_bytes());
+        append_line(&f, line);
     }
+}
+
+/// Appends one `[zut] `-prefixed line to an open log, in one write;
+/// best effort.
+pub fn append_line(mut log: &File, line: &str) {
+    let _ = log.write_all(format!("[zut] {line}\n").as_bytes());
 }
 
 /// The Python SDK (`zut_ext`) this build carries; `zut ext new` writes it

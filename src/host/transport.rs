@@ -1,16 +1,23 @@
-//! The transport of one extension: its process, its two threads, its
-//! request table. It frames, queues and correlates, and it *reports* what
-//! happens on the pipes; the dispatcher *decides* what that means (phases,
-//! what the user is told, when waiting calls fail).
+//! The transport of one extension: its process, its reader and writer
+//! threads, its request table. It frames, queues and correlates, and it
+//! *reports* what happens on the pipes; the dispatcher *decides* what that
+//! means (phases, what the user is told, when waiting calls fail).
 //!
-//! - The **writer** thread owns the child's stdin and drains a bounded queue
-//!   of pre-encoded frames (256 frames / 16 MiB); each write is bounded by
-//!   the write deadline. Producers on the agent's threads that find the
-//!   queue full wait for room (backpressure) up to the write deadline: a
-//!   healthy extension that reads slower than a burst arrives is never
-//!   disconnected for it. Nothing that must not wait does: the dispatcher
-//!   queues with [`Conn::try_send`] (a full queue disconnects) and the
-//!   terminal with [`Conn::offer`] (a full queue drops the frame and warns).
+//! - **Writing** starts direct: while the pipe to the child's stdin takes
+//!   each frame whole (it is non-blocking, so this cannot wait), the
+//!   sender writes it there itself, under the state lock so frames keep
+//!   their order. Most extensions never fill their 64 KiB pipe, so they
+//!   never need a writer thread, and a start-up or a call costs no thread
+//!   wake-up. The first frame the pipe does not take whole starts the
+//!   **writer** thread with what is left of it; from then on the writer
+//!   owns stdin and drains a bounded queue of pre-encoded frames (256
+//!   frames / 16 MiB), each write bounded by the write deadline. Producers
+//!   on the agent's threads that find the queue full wait for room
+//!   (backpressure) up to the write deadline: a healthy extension that
+//!   reads slower than a burst arrives is never disconnected for it.
+//!   Nothing that must not wait does: the dispatcher queues with
+//!   [`Conn::try_send`] (a full queue disconnects) and the terminal with
+//!   [`Conn::offer`] (a full queue drops the frame and warns).
 //! - The **reader** thread owns stdout, splits lines (at most
 //!   [`MAX_FRAME_BYTES`]) and decodes frames. A reply completes its waiting
 //!   call directly through the request table (the fast path: one channel
@@ -34,15 +41,18 @@
 //!   on it fail then, not at a deadline.
 //! - The peer is usually a process (`Peer::Process`). Unit tests run the
 //!   dispatcher against peers on threads of this process talking over OS
-//!   pipes (`Peer::InMemory`): the same two threads and the same framing,
+//!   pipes (`Peer::InMemory`): the same threads and the same framing,
 //!   with nothing to signal or reap (their end is EOF).
 //!
 //! State: what only one thread touches lives in that thread (the pipes,
 //! the line buffer, the child guard, whether the stream ended before a
 //! shutdown). The rest is one `Mutex<State>`, a leaf lock never held
-//! across I/O, a wait or a channel send, with one condition variable for
-//! producers waiting for room. The only other shared field is the
-//! write-once `tool_cancel` flag, read lock-free on every cancellation.
+//! across a wait, with one condition variable for producers waiting for
+//! room. It is held across the non-blocking direct write of one frame and,
+//! once, across starting the writer thread and handing it the rest of that
+//! frame: both are bounded and keep the frames in order. The only other
+//! shared field is the write-once `tool_cancel` flag, read lock-free on
+//! every cancellation.
 
 use super::deadlines::{
     Deadlines, EXIT_DRAINED, EXIT_SETTLE, MAX_FRAME_BYTES, QUEUE_BYTES, QUEUE_FRAMES,
@@ -264,7 +274,26 @@ struct State {
     handled: u64,
     /// The dispatcher has handled this instance's last message (`Exited`).
     exited_seen: bool,
+    /// Who writes the child's stdin now.
+    writer: Writer,
     threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// Who writes the child's stdin.
+enum Writer {
+    /// No writer thread yet: a sender writes its frame straight into the
+    /// pipe (non-blocking, so it cannot wait), holding the state lock so
+    /// that frames keep their order. The receiving end of the queue waits
+    /// here for the thread that will drain it.
+    Direct {
+        stdin: File,
+        queue: Receiver<ToWriter>,
+    },
+    /// The writer thread owns stdin and drains the queue.
+    Thread,
+    /// Stdin is closed (the connection ended before a thread was needed,
+    /// or `shutdown` was written directly).
+    Closed,
 }
 
 /// The live connection to one extension process, shared by its two
@@ -273,13 +302,21 @@ pub struct Conn {
     pub ext: ExtId,
     pub name: String,
     pub log: PathBuf,
+    /// The log, open for appending (`None`: it could not be opened, and
+    /// [`Conn::log_line`] tries the path).
+    log_file: Option<File>,
     /// The process id (`0` for an in-memory peer).
     pub pid: u32,
     deadlines: Deadlines,
     /// Unbounded channel; the spec's bounds are kept in [`State`], which
     /// lets the writer wait on this channel alone (the cheapest wake-up)
-    /// and lets `Stop` and `shutdown` always get through.
+    /// and lets `Stop` and `shutdown` always get through. Used once the
+    /// writer thread runs ([`Writer::Thread`]).
     queue: Sender<ToWriter>,
+    /// This connection, for the writer thread started on demand.
+    me: std::sync::Weak<Conn>,
+    /// The host's live-thread count, for that thread.
+    threads: ThreadCount,
     /// Fired (for good) when the connection closes or `shutdown` has been
     /// written: wakes both threads out of their polls.
     wake: Wake,
@@ -313,7 +350,7 @@ impl Conn {
     pub fn start(
         ext: ExtId,
         name: String,
-        log: PathBuf,
+        log: (PathBuf, Option<File>),
         spawned: process::Spawned,
         deadlines: Deadlines,
         inbox: Sender<Inbound>,
@@ -339,7 +376,7 @@ impl Conn {
     pub(crate) fn start_in_memory(
         ext: ExtId,
         name: String,
-        log: PathBuf,
+        log: (PathBuf, Option<File>),
         deadlines: Deadlines,
         inbox: Sender<Inbound>,
         threads: ThreadCount,
@@ -372,7 +409,7 @@ impl Conn {
     fn start_with(
         ext: ExtId,
         name: String,
-        log: PathBuf,
+        (log, log_file): (PathBuf, Option<File>),
         peer: Peer,
         stdin: File,
         stdout: File,
@@ -394,14 +431,17 @@ impl Conn {
                 return Err(e);
             }
         };
-        let conn = Arc::new(Conn {
+        let conn = Arc::new_cyclic(|me| Conn {
             ext,
             pid: child.as_ref().map_or(0, ChildGuard::pid),
             watch: child.as_ref().map(ChildGuard::watch),
             name,
             log,
+            log_file,
             deadlines,
             queue,
+            me: me.clone(),
+            threads: threads.clone(),
             wake,
             inbox,
             state: Mutex::new(State {
@@ -415,40 +455,22 @@ impl Conn {
                 posted: 0,
                 handled: 0,
                 exited_seen: false,
+                writer: Writer::Direct {
+                    stdin,
+                    queue: queue_rx,
+                },
                 threads: Vec::new(),
             }),
             room: Condvar::new(),
             tool_cancel: AtomicBool::new(false),
         });
-        let name = &conn.name;
-        let w = {
-            let (conn, threads) = (conn.clone(), threads.clone());
-            threads.fetch_add(1, Ordering::SeqCst);
-            std::thread::Builder::new()
-                .name(format!("zut-w-{name}"))
-                .stack_size(WRITER_STACK)
-                .spawn(move || {
-                    let _g = ThreadGuard(threads);
-                    conn.write_loop(stdin, queue_rx);
-                })
-        };
-        let w = match w {
-            Ok(h) => h,
-            Err(e) => {
-                threads.fetch_sub(1, Ordering::SeqCst);
-                if let Some(c) = child.as_mut() {
-                    c.kill_now();
-                }
-                return Err(e);
-            }
-        };
         // The guard goes to the reader; if the thread cannot start, the
         // closure is dropped and the guard with it, which kills and reaps.
         let r = {
             let (conn, threads) = (conn.clone(), threads.clone());
             threads.fetch_add(1, Ordering::SeqCst);
             std::thread::Builder::new()
-                .name(format!("zut-r-{name}"))
+                .name(format!("zut-r-{}", conn.name))
                 .stack_size(READER_STACK)
                 .spawn(move || {
                     let _g = ThreadGuard(threads);
@@ -456,15 +478,22 @@ impl Conn {
                 })
         };
         match r {
-            Ok(r) => conn.lock().threads.extend([w, r]),
+            Ok(r) => conn.lock().threads.push(r),
             Err(e) => {
                 threads.fetch_sub(1, Ordering::SeqCst);
                 conn.close("cannot start its reader thread", Some(false));
-                let _ = w.join();
                 return Err(e);
             }
         }
         Ok(conn)
+    }
+
+    /// Appends one `[zut] `-prefixed line to its log; best effort.
+    pub fn log_line(&self, line: &str) {
+        match &self.log_file {
+            Some(f) => process::append_line(f, line),
+            None => process::log_line(&self.log, line),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -520,15 +549,35 @@ impl Conn {
             if s.gone.is_some() {
                 return;
             }
-            s.queued_frames += 1;
-            s.queued_bytes += bytes.len();
+            log::debug!("{} <- shutdown", self.name);
+            let out = Outgoing {
+                bytes,
+                ticket: None,
+                close_after: true,
+            };
+            match self.write_direct(&mut s, out) {
+                Direct::Written => {
+                    // Closing stdin is the extension's EOF; the grace
+                    // starts now that it can read `shutdown`.
+                    s.writer = Writer::Closed;
+                    s.shutdown = Shutdown::Written(Instant::now() + self.deadlines.shutdown_grace);
+                    drop(s);
+                    self.wake.wake();
+                }
+                Direct::HandedOver => {}
+                Direct::Failed(reason) => {
+                    drop(s);
+                    self.disconnect(&reason);
+                }
+                Direct::Queue(out) => {
+                    // Queued past the bounds on purpose: it must always
+                    // get through.
+                    s.queued_frames += 1;
+                    s.queued_bytes += out.bytes.len();
+                    let _ = self.queue.send(ToWriter::Frame(out));
+                }
+            }
         }
-        log::debug!("{} <- shutdown", self.name);
-        let _ = self.queue.send(ToWriter::Frame(Outgoing {
-            bytes,
-            ticket: None,
-            close_after: true,
-        }));
     }
 
     fn send_bytes(
@@ -543,9 +592,21 @@ impl Conn {
             ticket,
             close_after: false,
         };
+        let mut s = self.lock();
+        if let Some(r) = &s.gone {
+            return Err(SendError::Disconnected(r.clone()));
+        }
+        let out = match self.write_direct(&mut s, out) {
+            Direct::Written | Direct::HandedOver => return Ok(()),
+            Direct::Failed(reason) => {
+                drop(s);
+                self.disconnect(&reason);
+                return Err(SendError::Disconnected(reason));
+            }
+            Direct::Queue(out) => out,
+        };
         let len = out.bytes.len();
         let mut deadline = Instant::now() + self.deadlines.write;
-        let mut s = self.lock();
         let mut taken = s.taken;
         loop {
             if let Some(r) = &s.gone {
@@ -606,10 +667,92 @@ impl Conn {
         }
     }
 
-    /// Tells the writer to stop after the frame it is writing, if any.
+    /// Tells the writer to stop after the frame it is writing, if any;
+    /// without a writer thread, closes stdin.
     fn stop_writer(&self) {
+        let closed = {
+            let mut s = self.lock();
+            match s.writer {
+                Writer::Thread => None,
+                _ => Some(std::mem::replace(&mut s.writer, Writer::Closed)),
+            }
+        };
+        drop(closed);
         let _ = self.queue.send(ToWriter::Stop);
         self.wake.wake();
+    }
+
+    /// Without a writer thread, writes `out` straight into the pipe, as
+    /// far as the pipe takes it now. A frame the pipe does not take whole
+    /// (full pipe, partial write, or an error the writer has the words
+    /// for) goes to a writer thread started here with what is left of it,
+    /// ahead of anything queued later; from then on frames are queued
+    /// (`Queue`: the caller queues it within the bounds).
+    fn write_direct(&self, s: &mut MutexGuard<'_, State>, mut out: Outgoing) -> Direct {
+        let Writer::Direct { stdin, .. } = &mut s.writer else {
+            return Direct::Queue(out);
+        };
+        let n = write_now(stdin, &out.bytes);
+        if n == out.bytes.len() {
+            s.taken += 1;
+            if let Some(t) = &out.ticket {
+                t.state.store(WRITTEN, Ordering::SeqCst);
+                let _ = t.done_tx.try_send(());
+            }
+            return Direct::Written;
+        }
+        if n > 0 {
+            // Begun: a withdrawal can no longer take it back.
+            out.bytes.drain(..n);
+            if let Some(t) = &out.ticket {
+                t.state.store(WRITING, Ordering::SeqCst);
+            }
+        }
+        if let Err(e) = self.start_writer(s) {
+            return Direct::Failed(format!(
+                "disconnected: cannot start its stdin writer thread: {e}"
+            ));
+        }
+        // Sent under the lock: nothing queued later can overtake it. The
+        // queue was empty, so the bounds have room for it.
+        s.queued_frames += 1;
+        s.queued_bytes += out.bytes.len();
+        let _ = self.queue.send(ToWriter::Frame(out));
+        Direct::HandedOver
+    }
+
+    /// Starts the writer thread on the stdin and queue kept in `s`. The
+    /// lock is held across the thread's creation (no wait): the thread
+    /// starts with nothing to do until the lock is released.
+    fn start_writer(&self, s: &mut State) -> io::Result<()> {
+        let Writer::Direct { stdin, queue } = std::mem::replace(&mut s.writer, Writer::Thread)
+        else {
+            return Ok(());
+        };
+        let Some(conn) = self.me.upgrade() else {
+            s.writer = Writer::Closed;
+            return Err(io::Error::other("the connection is being dropped"));
+        };
+        let threads = self.threads.clone();
+        threads.fetch_add(1, Ordering::SeqCst);
+        let started = std::thread::Builder::new()
+            .name(format!("zut-w-{}", self.name))
+            .stack_size(WRITER_STACK)
+            .spawn(move || {
+                let _g = ThreadGuard(threads);
+                conn.write_loop(stdin, queue);
+            });
+        match started {
+            Ok(h) => {
+                s.threads.push(h);
+                Ok(())
+            }
+            Err(e) => {
+                self.threads.fetch_sub(1, Ordering::SeqCst);
+                s.writer = Writer::Closed;
+                Err(e)
+            }
+        }
     }
 
     /// Registers a pending call and returns its reply receiver.
@@ -721,7 +864,7 @@ impl Conn {
             by_shutdown.unwrap_or(s.shutdown != Shutdown::No)
         };
         self.room.notify_all();
-        process::log_line(&self.log, reason);
+        self.log_line(reason);
         log::info!("extension {} {reason}", self.name);
         self.stop_writer();
         let told = self.post(FromExt::Disconnected {
@@ -748,7 +891,7 @@ impl Conn {
         }
     }
 
-    /// Joins both threads; call after [`Conn::shutdown`] or a disconnect.
+    /// Joins its threads; call after [`Conn::shutdown`] or a disconnect.
     pub fn join(&self) {
         let handles: Vec<_> = self.lock().threads.drain(..).collect();
         for h in handles {
@@ -759,7 +902,7 @@ impl Conn {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "a panic".into());
                 log::error!("a thread of extension {} panicked: {what}", self.name);
-                process::log_line(&self.log, &format!("zut: a host thread panicked: {what}"));
+                self.log_line(&format!("zut: a host thread panicked: {what}"));
             }
         }
     }
@@ -785,9 +928,10 @@ impl Conn {
                 }
             }
             if let Some(t) = &out.ticket {
-                if t.state
-                    .compare_exchange(QUEUED, WRITING, Ordering::SeqCst, Ordering::SeqCst)
-                    .is_err()
+                // `WRITING` already: its first bytes were written directly.
+                if let Err(WITHDRAWN) =
+                    t.state
+                        .compare_exchange(QUEUED, WRITING, Ordering::SeqCst, Ordering::SeqCst)
                 {
                     continue; // withdrawn while queued
                 }
@@ -1100,10 +1244,11 @@ impl Conn {
             self.signal_group(Signal::KILL);
         }
         if let Some(s) = status {
-            process::log_line(
-                &self.log,
-                &format!("{} ended: {}", self.name, process::describe_exit(s)),
-            );
+            self.log_line(&format!(
+                "{} ended: {}",
+                self.name,
+                process::describe_exit(s)
+            ));
         }
         self.stop_writer();
         let _ = self.post(FromExt::Exited(status));
@@ -1136,6 +1281,34 @@ impl Conn {
             }
         }
     }
+}
+
+/// What became of a frame offered to [`Conn::write_direct`].
+enum Direct {
+    /// Written whole into the pipe.
+    Written,
+    /// What is left of it went to the writer thread started for it.
+    HandedOver,
+    /// The writer thread runs: the frame is for its queue.
+    Queue(Outgoing),
+    /// The writer thread could not start: the disconnect reason.
+    Failed(String),
+}
+
+/// Writes what the non-blocking `stdin` takes now; the count written. A
+/// full pipe or an error ends it early: the writer thread, which can wait
+/// and has the words for each failure, takes over from there.
+fn write_now(stdin: &mut File, mut buf: &[u8]) -> usize {
+    let total = buf.len();
+    while !buf.is_empty() {
+        match stdin.write(buf) {
+            Ok(0) => break,
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    total - buf.len()
 }
 
 /// What a producer does when the queue is full.
