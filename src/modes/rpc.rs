@@ -331,7 +331,7 @@ impl<'a> Server<'a> {
         match serde_json::to_vec(value) {
             Ok(mut line) => {
                 line.push(b'\n');
-                self.write_line(&line);
+                self.write_line(line);
             }
             Err(e) => log::error!("rpc: cannot encode a line: {e}"),
         }
@@ -341,13 +341,15 @@ impl<'a> Server<'a> {
     /// `list_tools` are serialised once, straight from their types.
     fn write_ok(&mut self, id: &Value, kind: &str, data: &[u8]) {
         match ok_line(id, kind, data) {
-            Ok(line) => self.write_line(&line),
+            Ok(line) => self.write_line(line),
             Err(e) => log::error!("rpc: cannot encode a response: {e}"),
         }
     }
 
-    fn write_line(&mut self, line: &[u8]) {
-        self.out.send(line.to_vec());
+    /// Hands a finished line to the writer (moved, not copied: a
+    /// transcript can be large).
+    fn write_line(&mut self, line: Vec<u8>) {
+        self.out.send(line);
     }
 
     /// An event line: written if the client has room for it, else dropped
