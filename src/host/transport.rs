@@ -219,6 +219,26 @@ impl Drop for ThreadGuard {
     }
 }
 
+/// Starts a host thread counted in `threads` while it lives. If it cannot
+/// start, `f` is dropped unrun (with whatever it owns) and the count is
+/// restored.
+fn spawn_counted(
+    threads: &ThreadCount,
+    name: String,
+    stack: usize,
+    f: impl FnOnce() + Send + 'static,
+) -> io::Result<std::thread::JoinHandle<()>> {
+    threads.fetch_add(1, Ordering::SeqCst);
+    let guard = ThreadGuard(threads.clone());
+    std::thread::Builder::new()
+        .name(name)
+        .stack_size(stack)
+        .spawn(move || {
+            let _g = guard;
+            f();
+        })
+}
+
 /// The other end of a connection.
 enum Peer {
     /// An extension process: its exit is watched, it is signalled past
@@ -466,21 +486,16 @@ impl Conn {
         });
         // The guard goes to the reader; if the thread cannot start, the
         // closure is dropped and the guard with it, which kills and reaps.
-        let r = {
-            let (conn, threads) = (conn.clone(), threads.clone());
-            threads.fetch_add(1, Ordering::SeqCst);
-            std::thread::Builder::new()
-                .name(format!("zut-r-{}", conn.name))
-                .stack_size(READER_STACK)
-                .spawn(move || {
-                    let _g = ThreadGuard(threads);
-                    conn.read_loop(stdout, child);
-                })
-        };
+        let reader = conn.clone();
+        let r = spawn_counted(
+            &threads,
+            format!("zut-r-{}", conn.name),
+            READER_STACK,
+            move || reader.read_loop(stdout, child),
+        );
         match r {
             Ok(r) => conn.lock().threads.push(r),
             Err(e) => {
-                threads.fetch_sub(1, Ordering::SeqCst);
                 conn.close("cannot start its reader thread", Some(false));
                 return Err(e);
             }
@@ -733,22 +748,18 @@ impl Conn {
             s.writer = Writer::Closed;
             return Err(io::Error::other("the connection is being dropped"));
         };
-        let threads = self.threads.clone();
-        threads.fetch_add(1, Ordering::SeqCst);
-        let started = std::thread::Builder::new()
-            .name(format!("zut-w-{}", self.name))
-            .stack_size(WRITER_STACK)
-            .spawn(move || {
-                let _g = ThreadGuard(threads);
-                conn.write_loop(stdin, queue);
-            });
+        let started = spawn_counted(
+            &self.threads,
+            format!("zut-w-{}", self.name),
+            WRITER_STACK,
+            move || conn.write_loop(stdin, queue),
+        );
         match started {
             Ok(h) => {
                 s.threads.push(h);
                 Ok(())
             }
             Err(e) => {
-                self.threads.fetch_sub(1, Ordering::SeqCst);
                 s.writer = Writer::Closed;
                 Err(e)
             }
