@@ -987,6 +987,13 @@ impl Dispatcher {
             }
             c.handled_one();
         }
+        if exited {
+            // Instances that are over and whose threads have ended are
+            // let go (those still ending go at a later exit, or at the
+            // end of the run).
+            self.all
+                .retain(|c| !(c.exited_seen() && c.join_if_finished()));
+        }
     }
 
     fn handle_inbound(&mut self, m: Inbound) {

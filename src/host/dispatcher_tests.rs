@@ -736,3 +736,25 @@ fn frames_go_straight_into_the_pipe_until_one_does_not_fit_then_a_writer_takes_o
     host.shutdown();
     assert_eq!(host.live_threads(), 0);
 }
+
+#[test]
+fn reloads_let_go_of_the_connections_they_ended() {
+    let sb = sandbox(&["svc"], roomy());
+    let (host, _, _) = start(&sb, plain);
+    let first = Arc::downgrade(&host.view().exts[0].conn);
+    // The first instance's connection (its pipes, log descriptor and
+    // thread handles) must be dropped once it has ended and a later
+    // instance ends too; it must not live as long as the host.
+    let mut reloads = 0;
+    while first.upgrade().is_some() {
+        assert!(
+            reloads < 5,
+            "the first connection is still held after {reloads} reloads"
+        );
+        assert_eq!(host.reload().generation, reloads + 1);
+        reloads += 1;
+    }
+    assert_eq!(text_of(&call(&host, "t", json!({}))), "svc");
+    host.shutdown();
+    assert_eq!(host.live_threads(), 0);
+}

@@ -905,6 +905,26 @@ impl Conn {
     /// Joins its threads; call after [`Conn::shutdown`] or a disconnect.
     pub fn join(&self) {
         let handles: Vec<_> = self.lock().threads.drain(..).collect();
+        self.join_all(handles);
+    }
+
+    /// Joins its threads if every one has ended (it never waits); true
+    /// when none is left. The dispatcher drops finished connections with
+    /// it, so a session of many reloads does not keep every old
+    /// connection's descriptors and thread stacks.
+    pub fn join_if_finished(&self) -> bool {
+        let handles: Vec<_> = {
+            let mut s = self.lock();
+            if !s.threads.iter().all(std::thread::JoinHandle::is_finished) {
+                return false;
+            }
+            s.threads.drain(..).collect()
+        };
+        self.join_all(handles);
+        true
+    }
+
+    fn join_all(&self, handles: Vec<std::thread::JoinHandle<()>>) {
         for h in handles {
             if let Err(panic) = h.join() {
                 let what = panic
