@@ -652,22 +652,26 @@ impl Dispatcher {
         };
         // A read-only $ZUT_HOME (a container, a locked-down home) must not
         // stop extensions: their stderr then goes nowhere.
-        let stderr = match process::open_log(&log, &m.name, &m.version) {
-            Ok(file) => file,
+        // The host's own lines go through a second descriptor on the same
+        // open file (appends interleave whole), not a fresh open each.
+        let (stderr, log_file) = match process::open_log(&log, &m.name, &m.version) {
+            Ok(file) => {
+                let kept = file.try_clone().ok();
+                (file, kept)
+            }
             Err(e) => {
                 log::warn!(
                     "cannot open {}: {e}; the extension's stderr is discarded",
                     log.display()
                 );
-                std::fs::OpenOptions::new()
+                let null = std::fs::OpenOptions::new()
                     .write(true)
                     .open("/dev/null")
-                    .map_err(|e| fail(format!("cannot open log: {e}")))?
+                    .map_err(|e| fail(format!("cannot open log: {e}")))?;
+                // Its own lines still try the log's path each time.
+                (null, None)
             }
         };
-        // The host's own lines go through a second descriptor on the same
-        // open file (appends interleave whole), not a fresh open each.
-        let log_file = stderr.try_clone().ok();
         let env = process::python_env(&self.config.zut_home, &m.language, &program);
         let spawned = process::spawn(&program, &m.args, &m.dir, stderr, &env)
             .map_err(|e| fail(format!("spawn: {e}")))?;
