@@ -371,24 +371,41 @@ fn pidfd_open(_pid: Pid) -> Option<OwnedFd> {
     None
 }
 
-/// A self-pipe: [`Wake::wake`] makes the read end readable for good. It
-/// interrupts a thread blocked in [`wait_ready`] without closing any
-/// descriptor under its feet.
+/// A wake-up descriptor: [`Wake::wake`] makes it readable for good (it
+/// is never read). It interrupts a thread blocked in [`wait_ready`]
+/// without closing any descriptor under its feet. On Linux it is one
+/// eventfd; elsewhere a self-pipe (two descriptors). Every descriptor the
+/// host holds is copied into each child it spawns and closed again by the
+/// child's exec, so one per extension instead of two is paid by every
+/// later start.
 pub struct Wake {
     read: OwnedFd,
+    #[cfg(not(target_os = "linux"))]
     write: OwnedFd,
 }
 
 impl Wake {
+    #[cfg(target_os = "linux")]
+    pub fn new() -> io::Result<Wake> {
+        use rustix::event::{eventfd, EventfdFlags};
+        let read = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+        Ok(Wake { read })
+    }
+
+    #[cfg(not(target_os = "linux"))]
     pub fn new() -> io::Result<Wake> {
         use rustix::pipe::{pipe_with, PipeFlags};
         let (read, write) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
         Ok(Wake { read, write })
     }
 
-    /// Wakes every current and future wait on this pipe.
+    /// Wakes every current and future wait on this descriptor.
     pub fn wake(&self) {
-        // A full pipe is already readable: a failed write changes nothing.
+        // A counter at its maximum (or a full pipe) is already readable:
+        // a failed write changes nothing.
+        #[cfg(target_os = "linux")]
+        let _ = rustix::io::write(&self.read, &1u64.to_ne_bytes());
+        #[cfg(not(target_os = "linux"))]
         let _ = rustix::io::write(&self.write, b"x");
     }
 

@@ -144,10 +144,19 @@ pub fn paired_ratio(a: &Samples, b: &Samples) -> f64 {
 /// CPU time (user + system) used so far by this process, all its threads
 /// included and its children excluded.
 pub fn cpu_time() -> Duration {
+    rusage(libc::RUSAGE_SELF)
+}
+
+/// CPU time (user + system) of the children this process has reaped.
+pub fn children_cpu_time() -> Duration {
+    rusage(libc::RUSAGE_CHILDREN)
+}
+
+fn rusage(who: libc::c_int) -> Duration {
     // SAFETY: getrusage fills the zeroed struct we own.
     let ru = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        libc::getrusage(who, &mut ru);
         ru
     };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
