@@ -67,7 +67,10 @@ pub fn truncate(s: &str, max: usize) -> String {
 }
 
 /// Splits `text` into rows of at most `max` columns: on newlines, then at
-/// the last space that fits, else mid-word. Tabs are expanded. An empty
+/// the last space that fits, else mid-word. Tabs are expanded. A line that
+/// starts indented keeps its indent on the rows it wraps onto (a hanging
+/// indent, as long as it takes at most half the width), so a wrapped list
+/// item or `key: value` row still reads as part of its block. An empty
 /// text is one empty row.
 pub fn wrap(text: &str, max: usize) -> Vec<String> {
     let max = max.max(1);
@@ -78,16 +81,26 @@ pub fn wrap(text: &str, max: usize) -> Vec<String> {
             rows.push(line);
             continue;
         }
+        let indent_len = line.len() - line.trim_start_matches(' ').len();
+        let indent = if indent_len * 2 <= max {
+            &line[..indent_len]
+        } else {
+            ""
+        };
+        // Every row starts with `indent`: the first has it from the line.
         let mut row = String::new();
         let mut used = 0;
-        // Byte index in `row` just after the last space, and the width up to it.
+        // The leading spaces of the current row, which are never a break.
+        let mut lead = indent_len;
+        // Byte index in `row` just after the last space past the lead,
+        // and the width up to it.
         let mut last_space: Option<(usize, usize)> = None;
         for c in line.chars() {
             let w = char_width(c);
             if used + w > max && c == ' ' {
                 // The overflowing space is the break itself.
-                rows.push(std::mem::take(&mut row).trim_end().to_string());
-                used = 0;
+                rows.push(row.trim_end().to_string());
+                (row, used, lead) = (indent.to_string(), indent.len(), indent.len());
                 last_space = None;
                 continue;
             }
@@ -96,19 +109,20 @@ pub fn wrap(text: &str, max: usize) -> Vec<String> {
                     Some((at, w_at)) if at < row.len() => {
                         let rest = row.split_off(at);
                         rows.push(row.trim_end().to_string());
-                        row = rest;
-                        used -= w_at;
+                        used = used - w_at + indent.len();
+                        row = format!("{indent}{rest}");
                     }
                     _ => {
-                        rows.push(std::mem::take(&mut row));
-                        used = 0;
+                        rows.push(row.trim_end().to_string());
+                        (row, used) = (indent.to_string(), indent.len());
                     }
                 }
+                lead = indent.len();
                 last_space = None;
             }
             row.push(c);
             used += w;
-            if c == ' ' {
+            if c == ' ' && row.len() > lead {
                 last_space = Some((row.len(), used));
             }
         }
@@ -152,6 +166,26 @@ mod tests {
         );
         for row in wrap("some long words that wrap in a narrow column", 7) {
             assert!(width(&row) <= 7, "{row:?}");
+        }
+    }
+
+    #[test]
+    fn wrapped_rows_keep_the_indent_of_their_line() {
+        assert_eq!(
+            wrap("    tools: alpha, beta, gamma", 20),
+            vec!["    tools: alpha,", "    beta, gamma"]
+        );
+        // Mid-word breaks keep it too.
+        assert_eq!(wrap("  abcdefghij", 6), vec!["  abcd", "  efgh", "  ij"]);
+        // A space right at the edge is the break; the next row is indented.
+        assert_eq!(wrap("  ab cd ef", 5), vec!["  ab", "  cd", "  ef"]);
+        // An indent wider than half the row is not repeated (no progress
+        // otherwise), and the indent itself is never a break point.
+        assert_eq!(wrap("      abcdef", 8), vec!["      ab", "cdef"]);
+        for max in 1..12 {
+            for row in wrap("   some long words\tthat wrap   in a column", max) {
+                assert!(width(&row) <= max, "{max}: {row:?}");
+            }
         }
     }
 
