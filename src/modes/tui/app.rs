@@ -474,6 +474,18 @@ impl App {
         }
         self.busy = self.busy || state.busy;
         self.state = state;
+        // Tools registered late (an MCP server still starting when a
+        // session was resumed) get their source shown once they are known.
+        for entry in &mut self.chat {
+            if let Entry::Tool {
+                name, extension, ..
+            } = entry
+            {
+                if extension.is_none() {
+                    *extension = tool_source(&self.state, name);
+                }
+            }
+        }
         match then {
             Then::Nothing => {}
             Then::Rebuild => self.rebuild_chat(),
@@ -715,16 +727,10 @@ impl App {
             Event::ToolCall { id, name, args } => {
                 self.close_assistant();
                 self.note_call(&id, &name, &args);
-                let extension = self
-                    .state
-                    .tools
-                    .iter()
-                    .find(|t| t.name == name)
-                    .and_then(|t| t.extension.clone());
                 self.chat.push(Entry::Tool {
                     id,
+                    extension: tool_source(&self.state, &name),
                     name: strip_controls(&name),
-                    extension: extension.map(|e| strip_controls(&e)),
                     args: args_line(&args),
                     state: ToolState::Running(String::new()),
                 });
@@ -1855,12 +1861,8 @@ fn transcript_entries(messages: &[Message], state: &CoreState) -> Vec<Entry> {
                 (_, Block::ToolCall { id, name, args }) => out.push(Entry::Tool {
                     id: id.clone(),
                     name: strip_controls(name),
-                    extension: state
-                        .tools
-                        .iter()
-                        .find(|t| t.name == *name)
-                        .and_then(|t| t.extension.clone()),
-                    args: strip_controls(&args.to_string()).replace('\n', " "),
+                    extension: tool_source(state, name),
+                    args: args_line(args),
                     state: ToolState::Running(String::new()),
                 }),
                 (
@@ -1940,6 +1942,17 @@ pub fn progress_text(message: Option<&str>, progress: Option<f64>, total: Option
 
 /// A call's arguments on its line: compact JSON on one line, nothing for
 /// none; control characters stripped.
+/// Who provides the tool `name` (an extension, `mcp:SERVER`), sanitised
+/// for the screen; `None` for built-ins and tools not registered (now).
+fn tool_source(state: &CoreState, name: &str) -> Option<String> {
+    state
+        .tools
+        .iter()
+        .find(|t| t.name == name)
+        .and_then(|t| t.extension.as_deref())
+        .map(strip_controls)
+}
+
 fn args_line(args: &serde_json::Value) -> String {
     match args {
         serde_json::Value::Object(m) if m.is_empty() => String::new(),

@@ -1759,3 +1759,33 @@ fn ctrl_o_unfolds_the_last_turn_only() {
     a.on_key(ctrl('o'));
     assert!(!screen(&a).contains("second-hidden"));
 }
+
+#[test]
+fn a_resumed_call_shows_its_source_once_the_tool_registers() {
+    use crate::provider::{Block, Message, Role};
+    let mut a = app();
+    let mut s = state();
+    s.messages = crate::transcript::Transcript::new(vec![
+        Message::user_text("what time is it"),
+        Message {
+            role: Role::Assistant,
+            content: vec![Block::ToolCall {
+                id: "c1".into(),
+                name: "mcp__clock__now".into(),
+                args: serde_json::json!({}),
+            }],
+        },
+    ]);
+    // Resumed while the MCP server is still starting: not registered yet.
+    a.set_state(s.clone(), Then::Rebuild);
+    let shown = screen(&a);
+    assert!(shown.contains("⚙ mcp__clock__now\n"), "{shown}");
+    s.tools.push(ToolSummary {
+        name: "mcp__clock__now".into(),
+        description: "d".into(),
+        extension: Some("mcp:clock".into()),
+    });
+    a.set_state(s, Then::Nothing);
+    let shown = screen(&a);
+    assert!(shown.contains("⚙ mcp__clock__now (mcp:clock)"), "{shown}");
+}
