@@ -151,6 +151,10 @@ fn project_extensions_start_only_in_a_trusted_directory() {
     let trust = zut(&sb).args(["ext", "trust"]).output().unwrap();
     assert_eq!(trust.status.code(), Some(0), "{}", stderr(&trust));
     assert!(stderr(&trust).contains(&format!("trusted {}", real.display())));
+    // It says everything trust lets start, not only extensions.
+    for what in [".zut/extensions", ".mcp.json", ".claude/settings.json"] {
+        assert!(stderr(&trust).contains(what), "{}", stderr(&trust));
+    }
     let stored: Vec<String> =
         serde_json::from_slice(&std::fs::read(sb.home().join("trust.json")).unwrap()).unwrap();
     assert_eq!(stored, [real.display().to_string()]);

@@ -1,5 +1,6 @@
-//! `zut ext trust [DIR]` and `zut ext untrust [DIR]`: allow or forbid the
-//! project extensions of DIR (default: the project directory) to start.
+//! `zut ext trust [DIR]` and `zut ext untrust [DIR]`: allow or forbid what
+//! DIR (default: the project directory) brings to start: its project
+//! extensions, its `.mcp.json` servers and its `.claude` hooks.
 //!
 //! The store and its rules live in [`crate::trust`]; this module only turns
 //! a command line into a change and one message on stderr. Both commands
@@ -28,7 +29,9 @@ pub(crate) fn run_trust(dir: Option<&Path>, ctx: &CliContext, io: &mut Io<'_>) -
     let _ = if new {
         writeln!(
             io.err,
-            "trusted {}: its project extensions ({}) will start",
+            "trusted {}: its project extensions ({}), the MCP servers of its \
+             .mcp.json and the Claude Code hooks of its .claude/settings.json \
+             will start",
             real.display(),
             exts.display()
         )
@@ -45,7 +48,8 @@ pub(crate) fn run_untrust(dir: Option<&Path>, ctx: &CliContext, io: &mut Io<'_>)
     let _ = if was {
         writeln!(
             io.err,
-            "no longer trusted: {}; its project extensions will not start",
+            "no longer trusted: {}; its project extensions, .mcp.json servers \
+             and .claude hooks will not start",
             real.display()
         )
     } else {
