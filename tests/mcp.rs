@@ -647,6 +647,14 @@ fn zut_mcp_add_list_get_remove_edit_the_files_and_keep_other_keys() {
     assert_eq!(listed["servers"][2]["source"], "global");
     let (_, out, _) = zut_mcp(&sb, &["list"]);
     assert!(out.contains("fake  project  python3"), "{out}");
+    // `zut ext list` points at them: only the global one would start
+    // (the project is not trusted).
+    let ext = zut(&sb).args(["ext", "list"]).output().unwrap();
+    let err = String::from_utf8_lossy(&ext.stderr);
+    assert!(
+        err.contains("note: 1 MCP server also starts with zut; see zut mcp list"),
+        "{err}"
+    );
 
     let (code, out, _) = zut_mcp(&sb, &["get", "fake"]);
     assert_eq!(code, Some(0));

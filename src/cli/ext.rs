@@ -148,6 +148,9 @@ fn run_list(json: bool, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
             project.display()
         );
     }
+    if !json {
+        mcp_note(ctx, io);
+    }
     let text = if json {
         list::render_json(&rows)
     } else if rows.is_empty() {
@@ -163,6 +166,27 @@ fn run_list(json: bool, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
     io.out
         .write_all(text.as_bytes())
         .map_err(logs::stdout_error)
+}
+
+/// MCP servers load beside extensions but are listed by `zut mcp list`:
+/// one line on stderr says how many would start, so a user looking here
+/// for everything that loads is pointed there.
+fn mcp_note(ctx: &CliContext, io: &mut Io<'_>) {
+    let loaded = crate::mcp::config::load(&crate::mcp::config::Sources {
+        cwd: ctx.cwd.clone(),
+        zut_home: ctx.zut_home.clone(),
+        files: Vec::new(),
+        none: false,
+    });
+    let n = loaded.servers.iter().filter(|s| s.enabled).count();
+    if n > 0 {
+        let _ = writeln!(
+            io.err,
+            "note: {n} MCP server{} also start{} with zut; see zut mcp list",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "s" } else { "" }
+        );
+    }
 }
 
 fn run_install(c: &args::Install, ctx: &CliContext, io: &mut Io<'_>) -> Outcome {
