@@ -139,6 +139,53 @@ impl Hooks {
     }
 }
 
+/// Characters of a hook's command shown to a person (a one-line script
+/// can be a screen long); events carry more (see [`Event::Hook`]).
+const SHOWN_COMMAND_CHARS: usize = 72;
+
+/// A hook's command as a person reads it in a message: its first line,
+/// each path in it shortened to `…/` and its file name (hooks are mostly
+/// `"$CLAUDE_PROJECT_DIR"/.claude/hooks/check.sh`: the name is what tells
+/// them apart), cut with `…` at [`SHOWN_COMMAND_CHARS`].
+pub fn shown_command(command: &str) -> String {
+    let trimmed = command.trim();
+    let first = trimmed.lines().next().unwrap_or("");
+    let short: Vec<String> = first.split(' ').map(short_path).collect();
+    let short = short.join(" ");
+    let more_lines = trimmed.contains('\n');
+    if short.chars().count() <= SHOWN_COMMAND_CHARS && !more_lines {
+        return short;
+    }
+    let kept: String = short.chars().take(SHOWN_COMMAND_CHARS - 1).collect();
+    format!("{}…", kept.trim_end())
+}
+
+/// `'/a/b/check.sh'` → `'…/check.sh'`; a word that is not a path of two or
+/// more parts (`a/b`, `/etc`) is returned as it is.
+fn short_path(word: &str) -> String {
+    let quote = |c: char| c == '\'' || c == '"';
+    let inner = word.trim_matches(quote);
+    match inner.rsplit_once('/') {
+        Some((dir, name)) if !name.is_empty() && dir.contains('/') => {
+            // Quotes around the whole word stay; a quote inside it
+            // (`"$DIR"/x.sh`) goes with the directory.
+            let quoted = word.len() > 1 && word.starts_with(quote) && word.ends_with(quote);
+            let q = if quoted { &word[..1] } else { "" };
+            format!("{q}…/{name}{q}")
+        }
+        _ => word.to_string(),
+    }
+}
+
+/// A tool_blocked `extension` as a person reads it: `hook COMMAND` gets
+/// its command shortened, anything else is returned as it is.
+pub fn shown_blocker(extension: &str) -> std::borrow::Cow<'_, str> {
+    match extension.strip_prefix("hook ") {
+        Some(cmd) => format!("hook {}", shown_command(cmd)).into(),
+        None => extension.into(),
+    }
+}
+
 /// At engine start: the session the hooks' input names, and every
 /// settings warning as an `ext_warning` of `hooks`.
 pub fn announce(
@@ -152,5 +199,31 @@ pub fn announce(
             extension: "hooks".into(),
             message: w.clone(),
         });
+    }
+}
+
+#[cfg(test)]
+mod shown_tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_shown_short_and_on_one_line() {
+        assert_eq!(shown_command("  ./check.sh  "), "./check.sh");
+        assert_eq!(
+            shown_command("python3 '/home/me/p/.claude/hooks/gate.py' --strict"),
+            "python3 '…/gate.py' --strict"
+        );
+        assert_eq!(
+            shown_command("\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/fmt.sh a/b"),
+            "…/fmt.sh a/b"
+        );
+        assert_eq!(shown_command("cat /etc"), "cat /etc");
+        let long = format!("python3 -c \"{}\"", "x".repeat(80));
+        let shown = shown_command(&long);
+        assert_eq!(shown.chars().count(), SHOWN_COMMAND_CHARS);
+        assert!(shown.starts_with("python3 -c \"xx") && shown.ends_with('…'));
+        assert_eq!(shown_command("set -e\nmake lint"), "set -e…");
+        assert_eq!(shown_blocker("hook set -e\nmake"), "hook set -e…");
+        assert_eq!(shown_blocker("guard"), "guard");
     }
 }

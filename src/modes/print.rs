@@ -199,7 +199,10 @@ impl super::Front for Printer {
                 extension,
                 ..
             } => match extension.strip_prefix("hook ") {
-                Some(cmd) => format!("zut: hook {cmd:?} blocked the {name} call: {reason}"),
+                Some(cmd) => format!(
+                    "zut: hook {:?} blocked the {name} call: {reason}",
+                    crate::hooks::shown_command(cmd)
+                ),
                 None => format!("zut: extension {extension} blocked the {name} call: {reason}"),
             },
             Event::PromptContinued { extension, reason } => {
@@ -262,9 +265,10 @@ impl super::Front for Printer {
                     // The tool_blocked line names the tool.
                     "block" if event == "PreToolUse" => {}
                     "block" => lines.push(hook_block_line(event, command, reason)),
-                    "error" | "timeout" => {
-                        lines.push(format!("zut: hook {command:?} ({event}) failed: {reason}"))
-                    }
+                    "error" | "timeout" => lines.push(format!(
+                        "zut: hook {:?} ({event}) failed: {reason}",
+                        crate::hooks::shown_command(command)
+                    )),
                     _ => {}
                 }
                 if lines.is_empty() {
@@ -328,6 +332,7 @@ fn hook_block_line(event: &str, command: &str, reason: &str) -> String {
         // Exit 2 cannot block these; the reason is only shown.
         _ => "said",
     };
+    let command = crate::hooks::shown_command(command);
     match reason.trim() {
         "" => format!("zut: hook {command:?} {what}"),
         r => format!("zut: hook {command:?} {what}: {r}"),

@@ -742,8 +742,8 @@ impl App {
                 extension,
                 args,
             } => {
-                let blocked =
-                    ToolState::Blocked(strip_controls(&format!("by {extension}: {reason}")));
+                let by = crate::hooks::shown_blocker(&extension);
+                let blocked = ToolState::Blocked(strip_controls(&format!("by {by}: {reason}")));
                 match self.tool_state(&id) {
                     Some(state) => *state = blocked,
                     // A call refused by an interceptor never gets its
@@ -871,7 +871,10 @@ impl App {
                     self.add_notes(
                         "hook",
                         "warning",
-                        &format!("{command}: {outcome}: {reason}"),
+                        &format!(
+                            "{}: {outcome}: {reason}",
+                            crate::hooks::shown_command(&command)
+                        ),
                     );
                 }
             }
