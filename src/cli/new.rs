@@ -40,9 +40,9 @@ impl Lang {
         match s.trim().to_ascii_lowercase().as_str() {
             "python" | "py" => Ok(Lang::Python),
             "typescript" | "ts" => Ok(Lang::TypeScript),
-            "javascript" | "js" => Ok(Lang::JavaScript),
+            "javascript" | "js" | "node" => Ok(Lang::JavaScript),
             "rust" | "rs" => Ok(Lang::Rust),
-            "sh" => Ok(Lang::Sh),
+            "sh" | "shell" => Ok(Lang::Sh),
             other => Err(format!(
                 "unknown language {other:?}: choose rust, python, typescript, javascript or sh"
             )),
@@ -420,6 +420,26 @@ mod tests {
         assert!(check_name(&"x".repeat(60), Lang::Python).is_err());
         assert!(check_name("2fa", Lang::Python).is_ok());
         assert!(check_name("2fa", Lang::Rust).is_err());
+    }
+
+    #[test]
+    fn languages_take_their_usual_names() {
+        for (given, lang) in [
+            ("Python", Lang::Python),
+            ("py", Lang::Python),
+            ("ts", Lang::TypeScript),
+            ("node", Lang::JavaScript),
+            ("js", Lang::JavaScript),
+            ("rs", Lang::Rust),
+            ("shell", Lang::Sh),
+        ] {
+            assert_eq!(Lang::parse(given), Ok(lang), "{given}");
+        }
+        let err = Lang::parse("cobol").unwrap_err();
+        assert!(
+            err.contains("\"cobol\"") && err.contains("javascript"),
+            "{err}"
+        );
     }
 
     #[test]
