@@ -22,13 +22,13 @@
 //! blocks come back as [`Block::Thinking`] / [`Block::RedactedThinking`]
 //! with their signatures and are sent back unchanged.
 
-use super::http::{self, HttpClient, Post, Sink};
+use super::api::{Api, Endpoint};
+use super::http::{self, Sink};
 use super::sse::SseEvent;
 use super::{
-    usage, Block, CallIds, ContentBlock, Message, Provider, ProviderError, Request, Response, Role,
-    Settings, StopReason, StreamEvent, Thinking, ToolCall, ToolDef, Usage,
+    Block, CallIds, ContentBlock, Message, ProviderError, Request, Response, Role, Settings,
+    StopReason, Thinking, ToolCall, ToolDef, Usage,
 };
-use crate::cancel::CancelToken;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -45,12 +45,9 @@ pub const KEY_ENV: &str = "ANTHROPIC_API_KEY";
 
 /// The Anthropic provider.
 pub struct Anthropic {
-    model: String,
-    url: String,
+    at: Endpoint,
     api_key: String,
-    http: HttpClient,
     options: BodyOptions,
-    pricing: usage::Pricing,
 }
 
 /// What shapes a request body besides the request itself.
@@ -71,24 +68,16 @@ impl Anthropic {
             .ok_or_else(|| http::missing_key("Anthropic", KEY_ENV, "anthropic", home))?;
         let base = http::base_url(settings.base_url.as_deref(), DEFAULT_BASE_URL)?;
         Ok(Anthropic {
-            model: settings
-                .model
-                .clone()
-                .filter(|m| !m.trim().is_empty())
-                .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
-            url: messages_url(&base),
+            at: Endpoint::new(settings, DEFAULT_MODEL, &base, messages_url(&base))?,
             api_key,
-            http: HttpClient::for_url(&base, settings.timeouts)?,
             options: BodyOptions {
                 cache: !settings.no_cache,
                 thinking: settings.thinking,
             },
-            pricing: settings.pricing.clone(),
         })
     }
 }
 
-/// `<base>/v1/messages`; a base that already ends in `/v1` is not doubled.
 fn messages_url(base: &str) -> String {
     if base.ends_with("/v1") {
         format!("{base}/messages")
@@ -97,7 +86,14 @@ fn messages_url(base: &str) -> String {
     }
 }
 
-impl Anthropic {
+impl Api for Anthropic {
+    const NAME: &'static str = "anthropic";
+    type Parser<'m> = StreamState<'m>;
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.at
+    }
+
     /// The key and API version every request carries.
     fn headers(&self) -> Vec<(&'static str, String)> {
         vec![
@@ -105,44 +101,18 @@ impl Anthropic {
             ("anthropic-version", API_VERSION.to_string()),
         ]
     }
-}
 
-impl Provider for Anthropic {
-    fn name(&self) -> &str {
-        "anthropic"
+    fn models_url(&self) -> String {
+        let base = self.at.url.trim_end_matches("/messages");
+        format!("{base}/models?limit=1000")
     }
 
-    fn model(&self) -> &str {
-        &self.model
+    fn body(&self, req: &Request<'_>) -> Value {
+        request_body(&self.at.model, req, self.options)
     }
 
-    fn model_info(&self) -> Option<usage::ModelInfo> {
-        self.pricing.info(&self.model)
-    }
-
-    fn list_models(&mut self) -> Result<Vec<String>, ProviderError> {
-        let base = self.url.trim_end_matches("/messages");
-        let list = self
-            .http
-            .get_json(&format!("{base}/models?limit=1000"), &self.headers())?;
-        Ok(super::models::ids(&list))
-    }
-
-    fn complete(
-        &mut self,
-        req: &Request<'_>,
-        on_event: &mut dyn FnMut(StreamEvent<'_>),
-        cancel: &CancelToken,
-    ) -> Result<Response, ProviderError> {
-        let headers = self.headers();
-        let post = Post::json(
-            self.url.clone(),
-            headers,
-            &request_body(&self.model, req, self.options),
-        );
-        self.http.stream_events(&post, cancel, on_event, || {
-            StreamState::new(CallIds::after(req.messages))
-        })
+    fn parser(messages: &[Message]) -> StreamState<'_> {
+        StreamState::new(CallIds::after(messages))
     }
 }
 
@@ -321,7 +291,7 @@ struct ToolBlock {
 }
 
 /// Everything one stream has said so far.
-struct StreamState<'a> {
+pub(crate) struct StreamState<'a> {
     ids: CallIds<'a>,
     text: String,
     /// Thinking blocks by content index, in the order they appeared.

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 pub use zut_ext::wire::ContentBlock;
 
 pub mod anthropic;
+mod api;
 mod http;
 pub mod models;
 pub mod openai;

@@ -21,13 +21,13 @@
 //! object, `stop` with tool calls, a missing `[DONE]` after a finish reason,
 //! and error objects mid-stream (a model error).
 
-use super::http::{self, HttpClient, Post, Sink};
+use super::api::{Api, Endpoint};
+use super::http::{self, Sink};
 use super::sse::SseEvent;
 use super::{
-    usage, Block, CallIds, ContentBlock, Message, Provider, ProviderError, Request, Response, Role,
-    Settings, StopReason, StreamEvent, Thinking, ToolCall, ToolDef, Usage,
+    Block, CallIds, ContentBlock, Message, ProviderError, Request, Response, Role, Settings,
+    StopReason, Thinking, ToolCall, ToolDef, Usage,
 };
-use crate::cancel::CancelToken;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -40,12 +40,9 @@ pub const KEY_ENV: &str = "OPENAI_API_KEY";
 
 /// The OpenAI-compatible provider.
 pub struct OpenAi {
-    model: String,
-    url: String,
+    at: Endpoint,
     api_key: Option<String>,
-    http: HttpClient,
     thinking: Thinking,
-    pricing: usage::Pricing,
 }
 
 impl OpenAi {
@@ -60,22 +57,23 @@ impl OpenAi {
         if api_key.is_none() && base == DEFAULT_BASE_URL {
             return Err(http::missing_key("OpenAI", KEY_ENV, "openai", home));
         }
+        let url = format!("{base}/chat/completions");
         Ok(OpenAi {
-            model: settings
-                .model
-                .clone()
-                .filter(|m| !m.trim().is_empty())
-                .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
-            url: format!("{base}/chat/completions"),
+            at: Endpoint::new(settings, DEFAULT_MODEL, &base, url)?,
             api_key,
-            http: HttpClient::for_url(&base, settings.timeouts)?,
             thinking: settings.thinking,
-            pricing: settings.pricing.clone(),
         })
     }
 }
 
-impl OpenAi {
+impl Api for OpenAi {
+    const NAME: &'static str = "openai";
+    type Parser<'m> = StreamState<'m>;
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.at
+    }
+
     /// The bearer key, when one is configured (a local server may need none).
     fn headers(&self) -> Vec<(&'static str, String)> {
         self.api_key
@@ -83,44 +81,18 @@ impl OpenAi {
             .map(|k| ("authorization", format!("Bearer {k}")))
             .collect()
     }
-}
 
-impl Provider for OpenAi {
-    fn name(&self) -> &str {
-        "openai"
+    fn models_url(&self) -> String {
+        let base = self.at.url.trim_end_matches("/chat/completions");
+        format!("{base}/models")
     }
 
-    fn model(&self) -> &str {
-        &self.model
+    fn body(&self, req: &Request<'_>) -> Value {
+        request_body(&self.at.model, req, self.thinking)
     }
 
-    fn model_info(&self) -> Option<usage::ModelInfo> {
-        self.pricing.info(&self.model)
-    }
-
-    fn list_models(&mut self) -> Result<Vec<String>, ProviderError> {
-        let base = self.url.trim_end_matches("/chat/completions");
-        let list = self
-            .http
-            .get_json(&format!("{base}/models"), &self.headers())?;
-        Ok(super::models::ids(&list))
-    }
-
-    fn complete(
-        &mut self,
-        req: &Request<'_>,
-        on_event: &mut dyn FnMut(StreamEvent<'_>),
-        cancel: &CancelToken,
-    ) -> Result<Response, ProviderError> {
-        let headers = self.headers();
-        let post = Post::json(
-            self.url.clone(),
-            headers,
-            &request_body(&self.model, req, self.thinking),
-        );
-        self.http.stream_events(&post, cancel, on_event, || {
-            StreamState::new(CallIds::after(req.messages))
-        })
+    fn parser(messages: &[Message]) -> StreamState<'_> {
+        StreamState::new(CallIds::after(messages))
     }
 }
 
@@ -280,7 +252,7 @@ struct PartialCall {
 }
 
 /// Everything one stream has said so far.
-struct StreamState<'a> {
+pub(crate) struct StreamState<'a> {
     ids: CallIds<'a>,
     text: String,
     calls: BTreeMap<u64, PartialCall>,
@@ -588,7 +560,7 @@ mod tests {
             ..Settings::default()
         };
         let p = OpenAi::new(&local).expect("no key needed for a local server");
-        assert_eq!(p.url, "http://localhost:11434/v1/chat/completions");
+        assert_eq!(p.at.url, "http://localhost:11434/v1/chat/completions");
         assert!(p.api_key.is_none());
         let err = match OpenAi::new(&Settings::default()) {
             Err(e) => e.to_string(),
