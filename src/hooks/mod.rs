@@ -146,7 +146,7 @@ const SHOWN_COMMAND_CHARS: usize = 72;
 /// A hook's command as a person reads it in a message: its first line,
 /// each path in it shortened to `…/` and its file name (hooks are mostly
 /// `"$CLAUDE_PROJECT_DIR"/.claude/hooks/check.sh`: the name is what tells
-/// them apart), cut with `…` at [`SHOWN_COMMAND_CHARS`].
+/// them apart), cut with `…` at 72 characters.
 pub fn shown_command(command: &str) -> String {
     let trimmed = command.trim();
     let first = trimmed.lines().next().unwrap_or("");

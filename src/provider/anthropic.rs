@@ -1,6 +1,6 @@
 //! Anthropic Messages API provider (`--provider anthropic`).
 //!
-//! One [`Provider::complete`] is one streamed `POST <base>/v1/messages`.
+//! One [`Provider::complete`](super::Provider::complete) is one streamed `POST <base>/v1/messages`.
 //! The transcript is converted block by block (text, base64 images,
 //! `tool_use`, `tool_result` inside user messages); the request's hidden
 //! context is appended to the system prompt of that request only.

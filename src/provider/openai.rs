@@ -1,6 +1,6 @@
 //! OpenAI-compatible Chat Completions provider (`--provider openai`).
 //!
-//! One [`Provider::complete`] is one streamed `POST <base>/chat/completions`,
+//! One [`Provider::complete`](super::Provider::complete) is one streamed `POST <base>/chat/completions`,
 //! where `<base>` includes `/v1`: OpenAI itself, or through `--base-url` any
 //! compatible server (Ollama, llama.cpp, vLLM, OpenRouter…). The key is
 //! optional once `--base-url` is given, since local servers need none.
