@@ -146,23 +146,19 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
             ratio(sequential.median(), bare_t.median())
         ),
     );
+    let per_ext = |host: &Samples, bare: &Samples| {
+        let each = |s: &Samples| fmt(s.median() / N as u32);
+        format!("host {}   bare {}", each(host), each(bare))
+    };
     r.line(
         "CPU in this process per extension (median)",
-        format!(
-            "host {}   bare {}",
-            fmt(host_cpu.median() / N as u32),
-            fmt(bare_cpu.median() / N as u32)
-        ),
+        per_ext(&host_cpu, &bare_cpu),
     );
     // The extensions' side: what the handshake costs them is CPU the
     // machine's cores cannot spend on starting the others.
     r.line(
         "children's CPU per extension, to exit (median)",
-        format!(
-            "host {}   bare {}",
-            fmt(host_kids.median() / N as u32),
-            fmt(bare_kids.median() / N as u32)
-        ),
+        per_ext(&host_kids, &bare_kids),
     );
     r.goal(
         paired <= 1.2,
