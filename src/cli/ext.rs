@@ -178,7 +178,8 @@ fn mcp_note(ctx: &CliContext, io: &mut Io<'_>) {
         files: Vec::new(),
         none: false,
     });
-    let n = loaded.servers.iter().filter(|s| s.enabled).count();
+    // Disabled and untrusted entries are not among the servers.
+    let n = loaded.servers.len();
     if n > 0 {
         let _ = writeln!(
             io.err,

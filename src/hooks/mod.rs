@@ -150,10 +150,12 @@ const SHOWN_COMMAND_CHARS: usize = 72;
 pub fn shown_command(command: &str) -> String {
     let trimmed = command.trim();
     let first = trimmed.lines().next().unwrap_or("");
-    let short: Vec<String> = first.split(' ').map(short_path).collect();
-    let short = short.join(" ");
-    let more_lines = trimmed.contains('\n');
-    if short.chars().count() <= SHOWN_COMMAND_CHARS && !more_lines {
+    let short = first
+        .split(' ')
+        .map(short_path)
+        .collect::<Vec<_>>()
+        .join(" ");
+    if short.chars().count() <= SHOWN_COMMAND_CHARS && first.len() == trimmed.len() {
         return short;
     }
     let kept: String = short.chars().take(SHOWN_COMMAND_CHARS - 1).collect();

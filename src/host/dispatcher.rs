@@ -146,7 +146,8 @@ impl ExtState {
             .unwrap_or_default()
     }
 
-    /// Appends a line to its log (nothing before it has a connection).
+    /// Appends a line to its log through its connection; an entry that
+    /// never started has no connection and its line is dropped.
     fn log_line(&self, line: &str) {
         if let Some(c) = &self.conn {
             c.log_line(line);

@@ -2,10 +2,11 @@
 //!
 //! A test gives the host a [`PeerFn`]; for every extension the dispatcher
 //! would start, it instead opens two OS pipes, runs the usual transport
-//! (direct writes, reader and writer threads) on the host's ends, and calls the function on a new
-//! thread with a [`Peer`] holding the other ends. The peer plays the
-//! extension line by line, so everything from framing to the request table
-//! and the dispatcher is the production code; only the process is missing.
+//! (direct writes, reader and writer threads) on the host's ends, and
+//! calls the function on a new thread with a [`Peer`] holding the other
+//! ends. The peer plays the extension line by line, so everything from
+//! framing to the request table and the dispatcher is the production code;
+//! only the process is missing.
 //!
 //! A peer ends by returning: dropping its ends is EOF on both pipes, which
 //! the host treats as the extension closing its stdout.

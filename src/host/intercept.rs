@@ -156,8 +156,9 @@ impl HostHandle {
                     ("ask", Confirm::Ask(_)) | ("approve", Confirm::Ask(_) | Confirm::Approve(_)) | ("", _) => {}
                     ("ask", _) => confirm = Confirm::Ask(ext.name.clone()),
                     ("approve", _) => confirm = Confirm::Approve(ext.name.clone()),
-                    (other, _) => ext.conn.log_line(&format!("decision {other:?} for {tool_name} ignored: it must be \"approve\" or \"ask\""),
-                    ),
+                    (other, _) => ext.conn.log_line(&format!(
+                        "decision {other:?} for {tool_name} ignored: it must be \"approve\" or \"ask\""
+                    )),
                 }
                 match modified_args {
                     Some(v @ Value::Object(_)) => *current.borrow_mut() = v,

@@ -1,9 +1,10 @@
 //! Anthropic Messages API provider (`--provider anthropic`).
 //!
-//! One [`Provider::complete`](super::Provider::complete) is one streamed `POST <base>/v1/messages`.
-//! The transcript is converted block by block (text, base64 images,
-//! `tool_use`, `tool_result` inside user messages); the request's hidden
-//! context is appended to the system prompt of that request only.
+//! One [`Provider::complete`](super::Provider::complete) is one streamed
+//! `POST <base>/v1/messages`. The transcript is converted block by block
+//! (text, base64 images, `tool_use`, `tool_result` inside user messages);
+//! the request's hidden context is appended to the system prompt of that
+//! request only.
 //!
 //! The event stream is folded into a [`Response`]: text deltas reach the
 //! caller as they arrive, tool-input JSON is accumulated per content block

@@ -1,9 +1,10 @@
 //! OpenAI-compatible Chat Completions provider (`--provider openai`).
 //!
-//! One [`Provider::complete`](super::Provider::complete) is one streamed `POST <base>/chat/completions`,
-//! where `<base>` includes `/v1`: OpenAI itself, or through `--base-url` any
-//! compatible server (Ollama, llama.cpp, vLLM, OpenRouter…). The key is
-//! optional once `--base-url` is given, since local servers need none.
+//! One [`Provider::complete`](super::Provider::complete) is one streamed
+//! `POST <base>/chat/completions`, where `<base>` includes `/v1`: OpenAI
+//! itself, or through `--base-url` any compatible server (Ollama,
+//! llama.cpp, vLLM, OpenRouter…). The key is optional once `--base-url` is
+//! given, since local servers need none.
 //!
 //! Conversion: the system prompt (plus this request's hidden context) is the
 //! first `system` message; assistant tool calls become `tool_calls` with

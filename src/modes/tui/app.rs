@@ -1943,8 +1943,6 @@ pub fn progress_text(message: Option<&str>, progress: Option<f64>, total: Option
     }
 }
 
-/// A call's arguments on its line: compact JSON on one line, nothing for
-/// none; control characters stripped.
 /// Who provides the tool `name` (an extension, `mcp:SERVER`), sanitised
 /// for the screen; `None` for built-ins and tools not registered (now).
 fn tool_source(state: &CoreState, name: &str) -> Option<String> {
@@ -1956,6 +1954,8 @@ fn tool_source(state: &CoreState, name: &str) -> Option<String> {
         .map(strip_controls)
 }
 
+/// A call's arguments on its line: compact JSON on one line, nothing for
+/// none; control characters stripped.
 fn args_line(args: &serde_json::Value) -> String {
     match args {
         serde_json::Value::Object(m) if m.is_empty() => String::new(),
