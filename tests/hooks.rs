@@ -104,6 +104,44 @@ fn a_real_projects_hooks_behave_as_in_claude_code() {
 }
 
 #[test]
+fn print_mode_says_which_hook_blocked_and_why() {
+    let sb = Sandbox::new();
+    settings(&sb);
+    let s = script(
+        &sb,
+        &[
+            json!({"tool_calls": [
+                {"id": "c1", "name": "bash", "args": {"command": "rm -rf /tmp/nothing", "timeout": 5}}
+            ]}),
+            json!({"text": "done"}),
+            json!({"text": "tests pass"}),
+        ],
+    );
+    let out = zut(&sb)
+        .env("HOME", sb.path("home"))
+        .env("ZUT_TRUST_ALL", "1")
+        .args(["--provider", "script", "--script", &s, "--yolo", "-p", "go"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "tests pass");
+    // Each hook is named by its command with the path cut to its file name.
+    assert!(
+        err.contains(
+            "zut: hook \"sh …/bash_validator.sh\" blocked the bash call: rm -rf is not allowed here"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "zut: hook \"sh …/stop_once.sh\" did not let the agent stop: run the tests first"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn untrusted_projects_and_no_hooks_run_nothing() {
     let sb = Sandbox::new();
     settings(&sb);

@@ -944,7 +944,9 @@ impl Agent {
         // block > ask > approve > allow, extensions and hooks alike.
         let asked_by = match (&ext_confirm, &perm) {
             (crate::host::Confirm::Ask(ext), _) => Some(format!("extension {ext}")),
-            (_, Some((false, cmd))) => Some(format!("the hook {cmd}")),
+            (_, Some((false, cmd))) => {
+                Some(format!("the hook {}", crate::hooks::shown_command(cmd)))
+            }
             _ => None,
         };
         let approved = matches!(ext_confirm, crate::host::Confirm::Approve(_))

@@ -33,7 +33,7 @@ pub fn pre_tool_use(h: &Hooks, id: &str, name: &str, args: Value, sink: &dyn Eve
     }
     if let Some((cmd, reason)) = v.block.or(v.stop) {
         let reason = if reason.is_empty() {
-            format!("blocked by hook {cmd}")
+            format!("blocked by hook {}", super::shown_command(&cmd))
         } else {
             reason
         };
@@ -99,6 +99,7 @@ pub fn post_tool_use(
 fn halt(h: &Hooks, cmd: &str, reason: &str) {
     if let Ok(mut slot) = h.halt.lock() {
         if slot.is_none() {
+            let cmd = super::shown_command(cmd);
             *slot = Some(match reason.trim() {
                 "" => format!("stopped by hook {cmd}"),
                 r => format!("{r} (stopped by hook {cmd})"),
@@ -157,10 +158,13 @@ pub fn pre_compact(
         json!({"trigger": trigger, "custom_instructions": instructions}),
         sink,
     );
-    match v.block.or(v.stop) {
-        Some((cmd, reason)) if reason.trim().is_empty() => Err(format!("cancelled by hook {cmd}")),
-        Some((cmd, reason)) => Err(format!("cancelled by hook {cmd}: {}", reason.trim())),
-        None => Ok(()),
+    let Some((cmd, reason)) = v.block.or(v.stop) else {
+        return Ok(());
+    };
+    let cmd = super::shown_command(&cmd);
+    match reason.trim() {
+        "" => Err(format!("cancelled by hook {cmd}")),
+        r => Err(format!("cancelled by hook {cmd}: {r}")),
     }
 }
 
@@ -174,6 +178,7 @@ pub fn prompt_submit(h: &Hooks, prompt: &str, sink: &dyn EventSink) -> Result<Ve
     }
     let v = h.fire("UserPromptSubmit", None, json!({"prompt": prompt}), sink);
     if let Some((cmd, reason)) = v.block.or(v.stop) {
+        let cmd = super::shown_command(&cmd);
         return Err(if reason.is_empty() {
             format!("blocked by hook {cmd}")
         } else {

@@ -179,6 +179,26 @@ fn short_path(word: &str) -> String {
     }
 }
 
+/// What a person reads when a hook blocked, after the word "hook":
+/// `"CMD" did not let the agent stop: REASON`, worded by event. The
+/// command is quoted as it is (no escapes: a person reads it). A `PreToolUse` block is told by
+/// the blocked call instead, which names the tool.
+pub fn shown_block(event: &str, command: &str, reason: &str) -> String {
+    let what = match event {
+        "Stop" => "did not let the agent stop",
+        "UserPromptSubmit" => "blocked the prompt",
+        "PostToolUse" | "PostToolUseFailure" => "objected to the tool result",
+        "PreCompact" => "cancelled the compaction",
+        // Exit 2 cannot block these; the reason is only shown.
+        _ => "said",
+    };
+    let command = shown_command(command);
+    match reason.trim() {
+        "" => format!("\"{command}\" {what}"),
+        r => format!("\"{command}\" {what}: {r}"),
+    }
+}
+
 /// A tool_blocked `extension` as a person reads it: `hook COMMAND` gets
 /// its command shortened, anything else is returned as it is.
 pub fn shown_blocker(extension: &str) -> std::borrow::Cow<'_, str> {

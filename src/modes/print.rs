@@ -200,7 +200,7 @@ impl super::Front for Printer {
                 ..
             } => match extension.strip_prefix("hook ") {
                 Some(cmd) => format!(
-                    "zut: hook {:?} blocked the {name} call: {reason}",
+                    "zut: hook \"{}\" blocked the {name} call: {reason}",
                     crate::hooks::shown_command(cmd)
                 ),
                 None => format!("zut: extension {extension} blocked the {name} call: {reason}"),
@@ -264,9 +264,12 @@ impl super::Front for Printer {
                 match outcome.as_str() {
                     // The tool_blocked line names the tool.
                     "block" if event == "PreToolUse" => {}
-                    "block" => lines.push(hook_block_line(event, command, reason)),
+                    "block" => lines.push(format!(
+                        "zut: hook {}",
+                        crate::hooks::shown_block(event, command, reason)
+                    )),
                     "error" | "timeout" => lines.push(format!(
-                        "zut: hook {:?} ({event}) failed: {reason}",
+                        "zut: hook \"{}\" ({event}) failed: {reason}",
                         crate::hooks::shown_command(command)
                     )),
                     _ => {}
@@ -319,23 +322,6 @@ impl super::Front for Printer {
         } else {
             crate::core::EXIT_OK
         }
-    }
-}
-
-/// What a blocking hook of `event` did, for stderr.
-fn hook_block_line(event: &str, command: &str, reason: &str) -> String {
-    let what = match event {
-        "Stop" => "did not let the agent stop",
-        "UserPromptSubmit" => "blocked the prompt",
-        "PostToolUse" | "PostToolUseFailure" => "objected to the tool result",
-        "PreCompact" => "cancelled the compaction",
-        // Exit 2 cannot block these; the reason is only shown.
-        _ => "said",
-    };
-    let command = crate::hooks::shown_command(command);
-    match reason.trim() {
-        "" => format!("zut: hook {command:?} {what}"),
-        r => format!("zut: hook {command:?} {what}: {r}"),
     }
 }
 

@@ -858,6 +858,7 @@ impl App {
                 self.add_notes(&extension, &level, &message);
             }
             Event::Hook {
+                event,
                 outcome,
                 reason,
                 system_message,
@@ -867,15 +868,36 @@ impl App {
                 if !system_message.is_empty() {
                     self.add_notes("hook", "info", &system_message);
                 }
-                if matches!(outcome.as_str(), "error" | "timeout") {
-                    self.add_notes(
+                match outcome.as_str() {
+                    "error" | "timeout" => self.add_notes(
                         "hook",
                         "warning",
                         &format!(
                             "{}: {outcome}: {reason}",
                             crate::hooks::shown_command(&command)
                         ),
-                    );
+                    ),
+                    // The reason goes to the model as a user message: the
+                    // transcript shows it where it goes, as an extension's
+                    // continuation does. Without one the agent stops.
+                    "block" if event == "Stop" => {
+                        if !reason.trim().is_empty() {
+                            self.close_assistant();
+                            self.chat.push(Entry::User(format!(
+                                "[hook] {}",
+                                strip_controls(reason.trim())
+                            )));
+                        }
+                    }
+                    // The blocked call tells a PreToolUse block; a refused
+                    // prompt ends the turn with its reason.
+                    "block" if event == "PreToolUse" || event == "UserPromptSubmit" => {}
+                    "block" => self.add_notes(
+                        "hook",
+                        "warning",
+                        &crate::hooks::shown_block(&event, &command, &reason),
+                    ),
+                    _ => {}
                 }
             }
             Event::ExtDisplay { extension, text } => {

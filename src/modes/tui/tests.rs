@@ -1723,6 +1723,37 @@ fn hooks_show_their_messages_failures_and_blocks() {
 }
 
 #[test]
+fn a_hook_that_keeps_the_agent_going_or_objects_says_so() {
+    let mut a = app();
+    a.on_event(Event::UserMessage { text: "go".into() });
+    let hook = |event: &str, command: &str, reason: &str| Event::Hook {
+        event: event.into(),
+        command: command.into(),
+        exit: Some(0),
+        outcome: "block".into(),
+        reason: reason.into(),
+        ms: 3,
+        system_message: String::new(),
+    };
+    a.on_event(hook(
+        "PostToolUse",
+        "/home/me/.claude/hooks/lint.sh",
+        "lint fails",
+    ));
+    a.on_event(hook("Stop", "./stop.sh", "run the tests first"));
+    // A block without a reason does not keep the agent going: nothing to show.
+    a.on_event(hook("Stop", "./quiet.sh", " "));
+    let s = screen(&a);
+    assert!(
+        s.contains("\"…/lint.sh\" objected to the tool result: lint fails"),
+        "{s}"
+    );
+    // The reason the model gets, where it goes in the transcript.
+    assert!(s.contains("› [hook] run the tests first"), "{s}");
+    assert!(!s.contains("quiet"), "{s}");
+}
+
+#[test]
 fn ctrl_o_unfolds_the_last_turn_only() {
     let mut a = app();
     for (turn, out) in [("1", "first\nfirst-hidden"), ("2", "second\nsecond-hidden")] {
