@@ -41,6 +41,9 @@ pub fn to_markdown(chat: &[Entry], session: &str) -> String {
                             "```"
                         };
                         let what = if *is_error { "error" } else { "result" };
+                        // Output's own last newline would leave a blank line
+                        // before the closing fence.
+                        let output = output.trim_end_matches(['\n', '\r']);
                         out.push_str(&format!("\n{what}:\n\n{fence}\n{output}\n{fence}\n"));
                     }
                 }
@@ -145,10 +148,39 @@ mod tests {
                 open: false,
                 blocked: None,
             },
+            Entry::Tool {
+                id: "c1".into(),
+                name: "bash".into(),
+                extension: None,
+                args: r#"{"command":"ls"}"#.into(),
+                state: ToolState::Done {
+                    is_error: false,
+                    output: "a.txt\n".into(),
+                },
+            },
+            Entry::Tool {
+                id: "c2".into(),
+                name: "read".into(),
+                extension: None,
+                args: r#"{"path":"x.md"}"#.into(),
+                state: ToolState::Done {
+                    is_error: true,
+                    output: "```\ncode\n```".into(),
+                },
+            },
         ];
         let md = to_markdown(&chat, "s1");
         assert!(
             md.contains("## You\n\nq\n") && md.contains("## zut\n\n**a**\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("**tool `bash`** `{\"command\":\"ls\"}`\n\nresult:\n\n```\na.txt\n```\n"),
+            "{md}"
+        );
+        // Output holding a fence is fenced with tildes.
+        assert!(
+            md.contains("error:\n\n~~~~\n```\ncode\n```\n~~~~\n"),
             "{md}"
         );
     }
