@@ -207,6 +207,54 @@ fn show_names_the_parent_warns_about_torn_rows_and_cleans_control_characters() {
 }
 
 #[test]
+fn a_unique_part_of_an_id_works_where_an_id_does() {
+    let env = Env::new();
+    let (root, branch) = two_sessions(&env);
+    let full = root.id().to_string();
+    // The terminal's footer shows the id without its date.
+    let (short, last) = (&full[9..], &full[full.len() - 4..]);
+    for q in [short, last] {
+        let out = env.zut(&["show", q]);
+        assert!(out.status.success(), "{q}: {}", stderr(&out));
+        assert!(
+            stdout(&out).starts_with(&format!("session {full}\n")),
+            "{q}"
+        );
+    }
+    // A resumed session by its last part: the model sees its transcript.
+    let script = env.cwd.join("s.jsonl");
+    std::fs::write(&script, "{\"text\":\"again\"}\n").unwrap();
+    let log = env.cwd.join("req.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_zut"))
+        .current_dir(&env.cwd)
+        .env("ZUT_HOME", &env.home)
+        .args([
+            "--no-extensions",
+            "--no-mcp",
+            "--no-hooks",
+            "--provider",
+            "script",
+        ])
+        .arg("--script")
+        .arg(&script)
+        .arg("--script-log")
+        .arg(&log)
+        .args(["--session", last, "-p", "more"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "again");
+    let sent = std::fs::read_to_string(&log).unwrap();
+    assert!(sent.contains("what is in main.rs?"), "{sent}");
+
+    let out = env.zut(&["rm", short]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), format!("removed session {full}\n"));
+    assert!(!root.path().exists() && branch.path().exists());
+}
+
+#[test]
 fn rm_removes_one_session_and_unknown_ids_fail() {
     let env = Env::new();
     let (root, branch) = two_sessions(&env);

@@ -43,7 +43,7 @@ struct ListArgs {}
 /// Print one session as readable text.
 #[argh(subcommand, name = "show")]
 struct ShowArgs {
-    /// the session id
+    /// the session id, or a unique part of it (the footer's short id)
     #[argh(positional)]
     id: String,
 }
@@ -52,7 +52,7 @@ struct ShowArgs {
 /// Remove one session's file (branches forked from it stay).
 #[argh(subcommand, name = "rm")]
 struct RmArgs {
-    /// the session id
+    /// the session id, or a unique part of it (the footer's short id)
     #[argh(positional)]
     id: String,
 }
@@ -89,8 +89,8 @@ pub fn run_io(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut 
     let result = match parsed.sub {
         None | Some(Sub::List(_)) => list(&store, out, err),
         Some(Sub::Show(a)) => show(&store, &a.id, out, err),
-        Some(Sub::Rm(a)) => store.delete(&a.id).map(|()| {
-            let _ = writeln!(err, "removed session {}", a.id);
+        Some(Sub::Rm(a)) => store.delete(&a.id).map(|full| {
+            let _ = writeln!(err, "removed session {full}");
         }),
     };
     match result {

@@ -95,6 +95,9 @@ pub fn open_session(
                     ),
                 ))
             }
+            Err(e @ crate::session::SessionError::Ambiguous { .. }) => {
+                return Err((EXIT_USAGE, e.to_string()))
+            }
             Err(e) => return Err(fail(e)),
         },
         SessionChoice::Continue => match store.latest() {

@@ -945,6 +945,11 @@ impl Worker {
 
     fn switch(&mut self, id: &str) {
         let Ok(store) = self.store() else { return };
+        let id = match store.resolve(id) {
+            Ok(full) => full,
+            Err(e) => return self.fail(format!("cannot switch: {e}")),
+        };
+        let id = id.as_str();
         // The active session is already open (and locked) here: switching
         // to it re-activates it rather than opening it a second time.
         let current = lock(&self.session).take_if(|s| s.id() == id);

@@ -71,6 +71,8 @@ pub enum SessionError {
     Io { path: PathBuf, error: io::Error },
     /// No session with this id in this project (or not a valid id).
     Unknown { id: String },
+    /// A partial id that more than one session's id starts or ends with.
+    Ambiguous { id: String, matches: Vec<String> },
     /// The file's first row is not a session header.
     NotSession { path: PathBuf },
     /// A fork point past the end of the transcript.
@@ -88,6 +90,16 @@ impl fmt::Display for SessionError {
         match self {
             SessionError::Io { path, error } => write!(f, "{}: {error}", path.display()),
             SessionError::Unknown { id } => write!(f, "no session {id:?} for this project"),
+            SessionError::Ambiguous { id, matches } => {
+                let shown = matches.iter().take(3).cloned().collect::<Vec<_>>();
+                let more = if matches.len() > 3 { ", …" } else { "" };
+                write!(
+                    f,
+                    "{id:?} matches {} sessions ({}{more}); give more of its id",
+                    matches.len(),
+                    shown.join(", ")
+                )
+            }
             SessionError::NotSession { path } => write!(
                 f,
                 "{} is not a session file: its first row is not a session header",
@@ -258,6 +270,37 @@ impl Store {
         valid_id(id).then(|| self.dir.join(format!("{id}.jsonl")))
     }
 
+    /// The full id that `id` names: itself when that session exists, else
+    /// the one session whose id ends or starts with it (at least
+    /// [`MIN_PARTIAL_ID`] characters), so the short id the terminal shows
+    /// (`171141-2f8f`), its last part (`2f8f`) or a date prefix work
+    /// wherever an id is asked for.
+    pub fn resolve(&self, id: &str) -> Result<String, SessionError> {
+        let unknown = || SessionError::Unknown { id: id.to_string() };
+        let path = self.path_of(id).ok_or_else(unknown)?;
+        if path.is_file() || id.len() < MIN_PARTIAL_ID {
+            return Ok(id.to_string());
+        }
+        let mut matches: Vec<String> = self
+            .files()
+            .into_iter()
+            .map(|(full, _)| full)
+            .filter(|full| full.ends_with(id) || full.starts_with(id))
+            .collect();
+        match matches.len() {
+            0 => Ok(id.to_string()),
+            1 => Ok(matches.remove(0)),
+            _ => {
+                // Newest first, as `zut sessions` lists them.
+                matches.sort_unstable_by(|a, b| b.cmp(a));
+                Err(SessionError::Ambiguous {
+                    id: id.to_string(),
+                    matches,
+                })
+            }
+        }
+    }
+
     /// Starts a new, empty session: its file holds the header.
     pub fn create(&self) -> Result<Session, SessionError> {
         let cwd = self.cwd.to_string_lossy().into_owned();
@@ -268,7 +311,7 @@ impl Store {
     /// [`Session::warning`].
     pub fn open(&self, id: &str) -> Result<Session, SessionError> {
         let unknown = || SessionError::Unknown { id: id.to_string() };
-        let path = self.path_of(id).ok_or_else(unknown)?;
+        let path = self.path_of(&self.resolve(id)?).ok_or_else(unknown)?;
         match Session::load(&path) {
             Err(SessionError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
                 Err(unknown())
@@ -281,7 +324,7 @@ impl Store {
     /// read while another process has it open; it must not be written.
     pub fn read(&self, id: &str) -> Result<Session, SessionError> {
         let unknown = || SessionError::Unknown { id: id.to_string() };
-        let path = self.path_of(id).ok_or_else(unknown)?;
+        let path = self.path_of(&self.resolve(id)?).ok_or_else(unknown)?;
         match Session::load_as(&path, Access::ReadOnly) {
             Err(SessionError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
                 Err(unknown())
@@ -310,13 +353,14 @@ impl Store {
         out
     }
 
-    /// Removes session `id`'s file. Branches forked from it keep their own
-    /// copies and stay.
-    pub fn delete(&self, id: &str) -> Result<(), SessionError> {
+    /// Removes session `id`'s file and returns its full id. Branches
+    /// forked from it keep their own copies and stay.
+    pub fn delete(&self, id: &str) -> Result<String, SessionError> {
+        let full = self.resolve(id)?;
         let path = self
-            .path_of(id)
+            .path_of(&full)
             .ok_or_else(|| SessionError::Unknown { id: id.into() })?;
-        fs::remove_file(&path).map_err(|error| {
+        fs::remove_file(&path).map(|()| full).map_err(|error| {
             if error.kind() == io::ErrorKind::NotFound {
                 SessionError::Unknown { id: id.into() }
             } else {
@@ -378,6 +422,10 @@ pub fn cwd_key(cwd: &Path) -> String {
 }
 
 /// Ids name files: letters, digits, `-` and `_` only, at most 128.
+/// The fewest characters of an id that [`Store::resolve`] completes: fewer
+/// would let `zut sessions rm 2` pick a session by one digit.
+pub const MIN_PARTIAL_ID: usize = 4;
+
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 128

@@ -363,6 +363,54 @@ fn list_latest_open_and_delete() {
 }
 
 #[test]
+fn a_unique_part_of_an_id_names_its_session() {
+    let env = Env::new();
+    let store = env.store();
+    let made = store.create().unwrap();
+    let real = made.id().to_string();
+    drop(made);
+    // Only file names matter to resolving: copies under chosen ids.
+    let ids = [
+        "20261203-171141-2f8f",
+        "20261203-171141-aaaa",
+        "20261204-090000-bbbb",
+    ];
+    for id in ids {
+        fs::copy(store.path_of(&real).unwrap(), store.path_of(id).unwrap()).unwrap();
+    }
+    let resolve = |q: &str| store.resolve(q).map_err(|e| e.to_string());
+    assert_eq!(resolve(&real).unwrap(), real, "a full id is itself");
+    assert_eq!(
+        resolve("171141-2f8f").unwrap(),
+        ids[0],
+        "the footer's short id"
+    );
+    assert_eq!(resolve("2f8f").unwrap(), ids[0], "its last part");
+    assert_eq!(resolve("20261204").unwrap(), ids[2], "a date prefix");
+    let shared = resolve("20261203-171141").unwrap_err();
+    assert!(
+        shared.contains("matches 2 sessions (20261203-171141-aaaa, 20261203-171141-2f8f)")
+            && shared.contains("give more of its id"),
+        "{shared}"
+    );
+    // Too short to complete, or matching nothing: unknown, as before.
+    assert!(matches!(
+        store.open("f8f"),
+        Err(SessionError::Unknown { .. })
+    ));
+    assert!(matches!(
+        store.open("zzzz"),
+        Err(SessionError::Unknown { .. })
+    ));
+    assert_eq!(
+        store.read("bbbb").unwrap().path(),
+        store.path_of(ids[2]).unwrap()
+    );
+    assert_eq!(store.delete("aaaa").unwrap(), ids[1]);
+    assert!(!store.path_of(ids[1]).unwrap().exists());
+}
+
+#[test]
 fn empty_sessions_can_be_discarded() {
     let env = Env::new();
     let s = env.store().create().unwrap();
