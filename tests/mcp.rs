@@ -827,6 +827,11 @@ fn zut_ext_doctor_lists_mcp_servers_with_state_tools_and_log() {
         text.contains("mcp:good [mcp] ok") && !text.contains("mcp:bad"),
         "{text}"
     );
+    // Servers are counted apart from extensions (there are none here).
+    assert!(
+        text.contains("\n0 extensions and 1 MCP server: 1 ok, 0 with warnings"),
+        "{text}"
+    );
 }
 
 #[test]
