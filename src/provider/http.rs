@@ -371,7 +371,7 @@ impl HttpClient {
         }
         let response = request
             .call()
-            .map_err(|e| ProviderError::Transport(one_line(&e.to_string())))?;
+            .map_err(|e| ProviderError::Transport(request_error(url, &e)))?;
         let status = response.status().as_u16();
         let text = response
             .into_body()
@@ -621,7 +621,7 @@ fn run_exchange(agent: &ureq::Agent, post: &Post, tx: &Sender<Piece>) {
         Err(e) => {
             let _ = tx.send(Piece::Failed {
                 retryable: error_is_retryable(&e),
-                message: one_line(&e.to_string()),
+                message: request_error(&post.url, &e),
             });
             return;
         }
@@ -667,6 +667,26 @@ fn pump(mut reader: impl Read, tx: &Sender<Piece>) {
             return;
         }
     }
+}
+
+/// A failed request on one line, naming where it went: `ureq`'s own text
+/// (`io: Connection refused (os error 111)`) does not say which server
+/// refused, and a wrong `--base-url` is the usual cause.
+fn request_error(url: &str, e: &ureq::Error) -> String {
+    // scheme://host:port, without the path (or any credentials in it).
+    let origin = match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority = rest.split('/').next().unwrap_or(rest);
+            let host = authority.rsplit('@').next().unwrap_or(authority);
+            format!("{scheme}://{host}")
+        }
+        None => url.to_string(),
+    };
+    let what = match e {
+        ureq::Error::Io(io) => io.to_string(),
+        other => other.to_string(),
+    };
+    one_line(&format!("{origin}: {what}"))
 }
 
 /// Connection-level failures that another attempt may cure.
@@ -948,6 +968,25 @@ mod tests {
             while sse.next_event().map_err(read_error)?.is_some() {}
             Ok(())
         })
+    }
+
+    #[test]
+    fn a_refused_connection_names_the_server_but_not_its_credentials() {
+        // A port that was just free: nothing listens on it.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("http://user:secret@127.0.0.1:{port}/v1/messages");
+        match run(&client(1000), url, &CancelToken::never()) {
+            Err(ProviderError::Transport(m)) => {
+                assert!(m.starts_with(&format!("http://127.0.0.1:{port}: ")), "{m}");
+                assert!(m.to_lowercase().contains("refused"), "{m}");
+                assert!(!m.contains("secret") && !m.contains("/v1/messages"), "{m}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
