@@ -80,8 +80,10 @@ impl App {
         let chat_w = rail.map_or(w, |r| w - r - 1);
         let chat_area = Rect::new(area.x, area.y, chat_w as u16, chat_h as u16);
         f.render_widget(Paragraph::new(self.chat_window(chat_w, chat_h)), chat_area);
-        if let (Some(l), true) = (self.first_screen(chat_w), chat_h > 0) {
-            f.render_widget(Paragraph::new(l), rect(0, 1));
+        let first = self.first_screen(chat_w);
+        if !first.is_empty() && chat_h > 0 {
+            let rows = first.len().min(chat_h);
+            f.render_widget(Paragraph::new(first), rect(0, rows));
         }
         if let Some(r) = rail {
             let x = area.x + (w - r - 1) as u16;

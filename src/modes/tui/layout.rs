@@ -252,39 +252,63 @@ impl App {
 
     /// The first screen's line: how to start and what loaded (shown while
     /// the chat is empty).
-    pub(super) fn first_screen(&self, w: usize) -> Option<Line<'static>> {
+    pub(super) fn first_screen(&self, w: usize) -> Vec<Line<'static>> {
         let empty = self.chat.is_empty()
             && self.notes.is_empty()
             && self.sheet.is_none()
             && self.load_errors.is_empty()
             && self.editor.is_empty();
         if !empty {
-            return None;
+            return Vec::new();
         }
         let provider = match (self.state.provider.as_str(), self.state.model.as_str()) {
             ("", _) => "no provider".to_string(),
             (p, "") => p.to_string(),
             (p, m) => format!("{p} {m}"),
         };
-        let n = self.state.extensions.len();
-        let loaded = match n {
-            0 => "no extensions".to_string(),
-            1 => "1 extension".to_string(),
-            n => format!("{n} extensions"),
+        let count = |n: usize, one: &str, many: &str| match n {
+            1 => format!("1 {one}"),
+            n => format!("{n} {many}"),
         };
-        let skills = match self.state.skills.len() {
-            0 => String::new(),
-            k => format!(", {k} skill(s)"),
-        };
-        Some(Line::styled(
-            truncate(
-                &format!(
-                    "Type a prompt, Enter to send · /help for keys and commands · {provider} · {loaded}{skills} loaded"
-                ),
-                w,
-            ),
-            self.fg(self.theme.muted),
-        ))
+        let servers = self
+            .state
+            .extensions
+            .iter()
+            .filter(|e| e.source == "mcp")
+            .count();
+        let exts = self.state.extensions.len() - servers;
+        let mut what = Vec::new();
+        match (exts, servers) {
+            (0, 0) => what.push("no extensions".to_string()),
+            (0, _) => {}
+            (n, _) => what.push(count(n, "extension", "extensions")),
+        }
+        if servers > 0 {
+            what.push(count(servers, "MCP server", "MCP servers"));
+        }
+        if !self.state.skills.is_empty() {
+            what.push(count(self.state.skills.len(), "skill", "skills"));
+        }
+        let pieces = [
+            "Type a prompt, Enter to send".to_string(),
+            "/help for keys and commands".to_string(),
+            provider,
+            format!("{} loaded", what.join(", ")),
+        ];
+        // Pieces wrap whole onto the next row rather than being cut.
+        let mut rows: Vec<String> = Vec::new();
+        for piece in pieces {
+            match rows.last_mut() {
+                Some(row) if row.chars().count() + 3 + piece.chars().count() <= w => {
+                    row.push_str(" · ");
+                    row.push_str(&piece);
+                }
+                _ => rows.push(piece),
+            }
+        }
+        rows.into_iter()
+            .map(|r| Line::styled(truncate(&r, w), self.fg(self.theme.muted)))
+            .collect()
     }
 
     /// Whether symbols are drawn in ASCII (`TERM=linux`).

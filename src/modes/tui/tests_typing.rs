@@ -418,6 +418,45 @@ fn the_first_screen_says_how_to_start() {
 }
 
 #[test]
+fn the_first_screen_wraps_whole_pieces_and_counts_mcp_servers_apart() {
+    let mut a = app();
+    let ext = |name: &str, source: &str| ExtensionSummary {
+        name: name.into(),
+        source: source.into(),
+        ..Default::default()
+    };
+    a.set_state(
+        CoreState {
+            provider: "script".into(),
+            extensions: vec![
+                ext("todo", "flag"),
+                ext("mcp:a", "mcp"),
+                ext("mcp:b", "mcp"),
+            ],
+            ..Default::default()
+        },
+        Then::Nothing,
+    );
+    let (rows, _) = draw(&a, 100, 20);
+    assert_eq!(
+        rows[0],
+        "Type a prompt, Enter to send · /help for keys and commands · script"
+    );
+    assert_eq!(rows[1], "1 extension, 2 MCP servers loaded");
+    // Narrow: no piece is cut, each row holds what fits.
+    let (rows, _) = draw(&a, 36, 20);
+    assert_eq!(
+        rows[..4],
+        [
+            "Type a prompt, Enter to send",
+            "/help for keys and commands · script",
+            "1 extension, 2 MCP servers loaded",
+            ""
+        ]
+    );
+}
+
+#[test]
 fn ascii_mode_draws_no_box_drawing_or_symbols() {
     let mut a = app_with(true);
     open_panel(&mut a, 3, Some(1));
