@@ -10,7 +10,7 @@
 
 use super::app::{App, Entry, ToolState, STATUS_ROWS, WIDGET_ROWS};
 use super::layout::{Place, BELOW_ROWS};
-use super::text::{truncate, width, wrap};
+use super::text::{truncate, width, wrap, wrap_columns};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -405,7 +405,16 @@ impl App {
             self.fg(self.theme.accent).add_modifier(Modifier::BOLD),
         )];
         for l in &s.lines {
-            out.extend(prefixed(l, "  ", "  ", w, self.fg(self.theme.fg)));
+            let style = self.fg(self.theme.fg);
+            match w.checked_sub(2).filter(|&avail| avail > 1) {
+                // Help's `/name  description` rows wrap under the description.
+                Some(avail) => out.extend(
+                    wrap_columns(l, avail)
+                        .into_iter()
+                        .map(|r| Line::styled(format!("  {r}"), style)),
+                ),
+                None => out.extend(prefixed(l, "  ", "  ", w, style)),
+            }
         }
         out.push(Line::styled(
             truncate("  (Esc closes)", w),

@@ -73,6 +73,32 @@ pub fn truncate(s: &str, max: usize) -> String {
 /// item or `key: value` row still reads as part of its block. An empty
 /// text is one empty row.
 pub fn wrap(text: &str, max: usize) -> Vec<String> {
+    wrap_hanging(text, max, None)
+}
+
+/// [`wrap`] for one two-column row (`/name   what it does`): the rows it
+/// wraps onto start under the second column, when that column is at most
+/// half the width. Anything else (several lines, one column) wraps as
+/// [`wrap`] does.
+pub fn wrap_columns(text: &str, max: usize) -> Vec<String> {
+    wrap_hanging(text, max, second_column(text))
+}
+
+/// Where the second column of `term  description` starts: after the
+/// first run of two or more spaces past the indent (a term may hold
+/// single spaces: `PageUp / PageDown  scroll`).
+fn second_column(text: &str) -> Option<usize> {
+    if text.contains('\n') {
+        return None;
+    }
+    let text = expand_tabs(text);
+    let indent = text.len() - text.trim_start_matches(' ').len();
+    let gap = indent + text[indent..].find("  ")?;
+    let end = text.len() - text[gap..].trim_start_matches(' ').len();
+    (end < text.len()).then(|| width(&text[..end]))
+}
+
+fn wrap_hanging(text: &str, max: usize, hang: Option<usize>) -> Vec<String> {
     let max = max.max(1);
     let mut rows = Vec::new();
     for line in text.split('\n') {
@@ -82,11 +108,9 @@ pub fn wrap(text: &str, max: usize) -> Vec<String> {
             continue;
         }
         let indent_len = line.len() - line.trim_start_matches(' ').len();
-        let indent = if indent_len * 2 <= max {
-            &line[..indent_len]
-        } else {
-            ""
-        };
+        let hang = hang.unwrap_or(indent_len);
+        let spaces = " ".repeat(hang);
+        let indent = if hang * 2 <= max { spaces.as_str() } else { "" };
         // Every row starts with `indent`: the first has it from the line.
         let mut row = String::new();
         let mut used = 0;
@@ -134,6 +158,35 @@ pub fn wrap(text: &str, max: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_two_column_row_wraps_under_its_second_column() {
+        let row = "/switch      switch to a session or branch of this project";
+        assert_eq!(
+            wrap_columns(row, 40),
+            [
+                "/switch      switch to a session or",
+                "             branch of this project"
+            ]
+        );
+        // A term may hold single spaces.
+        assert_eq!(
+            wrap_columns("PageUp / PageDown  scroll the chat by a screen", 40),
+            [
+                "PageUp / PageDown  scroll the chat by a",
+                "                   screen"
+            ]
+        );
+        // One column, or a second column past half the width: as wrap.
+        assert_eq!(
+            wrap_columns("one two three four", 9),
+            wrap("one two three four", 9)
+        );
+        assert_eq!(
+            wrap_columns("/a-very-long-name  does things", 20),
+            wrap("/a-very-long-name  does things", 20)
+        );
+    }
 
     #[test]
     fn strip_controls_removes_every_kind_of_sequence() {
