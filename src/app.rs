@@ -263,6 +263,26 @@ impl From<&str> for StartError {
     }
 }
 
+/// zut's subcommands, for the hint of [`mistyped_command`].
+const SUBCOMMANDS: &[&str] = &["ext", "mcp", "skills", "hooks", "sessions", "models"];
+
+/// `zut sesions` starts no terminal with the prompt "sesions": a lone
+/// word close to a subcommand (and not one, or it would have run) is
+/// taken for a typo. `-p WORD` still sends it as a prompt.
+fn mistyped_command(prompt: &[String]) -> Option<String> {
+    let [word] = prompt else { return None };
+    if word.contains(char::is_whitespace) {
+        return None;
+    }
+    let close = crate::suggest::suggestions(word, SUBCOMMANDS.iter().copied());
+    (!close.is_empty()).then(|| {
+        format!(
+            "{word:?} is not a zut command{} (to send it to the model: zut -p {word})",
+            crate::suggest::did_you_mean(&close)
+        )
+    })
+}
+
 fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, StartError> {
     if cli.max_steps == Some(0) {
         return Err("--max-steps must be at least 1".into());
@@ -281,6 +301,9 @@ fn run(cli: Cli, zut_home: PathBuf) -> Result<i32, StartError> {
         }
         (false, Some("rpc")) => Mode::Json,
         (false, None) => {
+            if let Some(hint) = mistyped_command(&cli.prompt) {
+                return Err(hint.into());
+            }
             if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
                 return Err("the interactive terminal needs a terminal on stdin and stdout; use -p PROMPT (print mode) or --mode json in a pipeline".into());
             }

@@ -83,6 +83,31 @@ fn a_mistyped_flag_gets_a_did_you_mean() {
 }
 
 #[test]
+fn a_mistyped_subcommand_gets_a_did_you_mean_not_a_terminal() {
+    let sb = Sandbox::new();
+    let out = zut(&sb).arg("sesions").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "zut: \"sesions\" is not a zut command; did you mean \"sessions\"? (to send it to the model: zut -p sesions)\n"
+    );
+    let out = zut(&sb).args(["mcp", "ad", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("zut mcp: unknown subcommand \"ad\"; did you mean \"add\"?\n"),
+        "{}",
+        stderr(&out)
+    );
+    // A prompt of several words, or one far from any command, is a prompt.
+    let out = zut(&sb).args(["fix", "sessions"]).output().unwrap();
+    assert!(
+        stderr(&out).contains("needs a terminal"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn a_mistyped_ext_path_is_a_usage_error_naming_it() {
     let sb = Sandbox::new();
     let out = zut(&sb)

@@ -42,7 +42,12 @@ pub fn run(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut dyn
         "remove" | "rm" => remove(rest, ctx, err),
         "doctor" => doctor(rest, ctx, out, err),
         "serve" => serve(rest, ctx),
-        other => Err(Fail::Usage(format!("unknown subcommand {other:?}"))),
+        other => {
+            let names = ["add", "list", "get", "remove", "doctor", "serve"];
+            let hint = crate::suggest::did_you_mean(&crate::suggest::suggestions(other, names));
+            let _ = writeln!(err, "zut mcp: unknown subcommand {other:?}{hint}\n{USAGE}");
+            return 2;
+        }
     };
     match result {
         Ok(code) => code,
