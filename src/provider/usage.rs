@@ -232,6 +232,13 @@ impl Totals {
 
     /// The footer's text: `40k in (75% cached) · 2k out · $6.00 · 21% ctx`.
     pub fn footer(&self) -> String {
+        self.footer_parts().concat().join(" · ")
+    }
+
+    /// The pieces of [`Totals::footer`], each with how long a narrow
+    /// footer keeps it: `[tokens in, tokens out]` first (dropped first),
+    /// then `[cost, context use]`.
+    pub fn footer_parts(&self) -> [Vec<String>; 2] {
         let mut parts = Vec::new();
         let cache = match self.cache_read_tokens {
             0 => String::new(),
@@ -239,13 +246,14 @@ impl Totals {
         };
         parts.push(format!("{} in{cache}", short_count(self.tokens_in())));
         parts.push(format!("{} out", short_count(self.output_tokens)));
+        let mut kept = Vec::new();
         if let Some(c) = self.cost_usd {
-            parts.push(format!("${c:.2}"));
+            kept.push(format!("${c:.2}"));
         }
         if let Some(p) = self.context_percent() {
-            parts.push(format!("{p:.0}% ctx"));
+            kept.push(format!("{p:.0}% ctx"));
         }
-        parts.join(" · ")
+        [parts, kept]
     }
 }
 

@@ -473,18 +473,24 @@ impl App {
         } else {
             format!("session {}", super::footer::short_session(&self.session_id))
         };
-        let usage = self.usage_text();
+        // Each piece with how long a narrow footer keeps it (the lowest
+        // goes first): the provider is implied by its model, the session
+        // and token counts matter less than the cost and the context use.
         // The script provider has no model: nothing is shown for it.
-        let left = [
-            self.state.provider.as_str(),
-            &self.state.model,
-            &session,
-            &usage,
-        ]
-        .into_iter()
-        .filter(|part| !part.is_empty())
-        .collect::<Vec<_>>()
-        .join(" · ");
+        let mut pieces: Vec<(u8, String)> = vec![
+            (
+                if self.state.model.is_empty() { 6 } else { 0 },
+                self.state.provider.clone(),
+            ),
+            (6, self.state.model.clone()),
+            (1, session),
+        ];
+        if self.usage.requests > 0 {
+            let [tokens, kept] = self.usage.footer_parts();
+            pieces.extend(tokens.into_iter().map(|p| (2, p)));
+            pieces.extend(kept.into_iter().zip([5, 4]).map(|(p, rank)| (rank, p)));
+        }
+        pieces.retain(|(_, p)| !p.is_empty());
         let mut right = String::new();
         // Extensions and MCP servers still starting: the terminal does not
         // wait for them (the first prompt does).
@@ -515,6 +521,19 @@ impl App {
             });
         }
         let rw = width(&right);
+        let room = if rw + 4 >= w { w } else { w - rw - 1 };
+        let join = |pieces: &[(u8, String)]| {
+            let texts: Vec<&str> = pieces.iter().map(|(_, p)| p.as_str()).collect();
+            texts.join(" · ")
+        };
+        while pieces.len() > 1 && width(&join(&pieces)) > room {
+            // The last of the lowest rank goes.
+            let low = pieces.iter().map(|(r, _)| *r).min().unwrap_or(0);
+            if let Some(i) = pieces.iter().rposition(|(r, _)| *r == low) {
+                pieces.remove(i);
+            }
+        }
+        let left = join(&pieces);
         if rw + 4 >= w {
             return Line::styled(truncate(&left, w), self.fg(t.muted));
         }

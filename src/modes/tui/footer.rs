@@ -1,9 +1,8 @@
-//! The footer's cost line: tokens in and out, the cache's share of the
-//! input, the price so far and how full the model's context window is,
-//! from the provider's own totals and wording ([`crate::provider::usage`]);
-//! and the session's short id.
-
-use super::app::App;
+//! The session's short id, as the footer and file names show it. The
+//! footer's cost pieces (tokens in and out, the cache's share, the price,
+//! the context use) are the provider's own wording
+//! ([`crate::provider::usage`]); the footer drops the least needed
+//! pieces first when they do not fit.
 
 /// A session id short enough for the footer and file names: without the
 /// date of a `YYYYMMDD-HHMMSS-xxxx` id, else its first 8 characters.
@@ -16,18 +15,6 @@ pub fn short_session(id: &str) -> String {
             rest.to_string()
         }
         _ => id.chars().take(8).collect(),
-    }
-}
-
-impl App {
-    /// The session's usage (`40k in (75% cached) · 2.0k out · $0.12 ·
-    /// 21% ctx`, the provider's one wording), or empty before the first
-    /// `usage` event.
-    pub(super) fn usage_text(&self) -> String {
-        match self.usage.requests {
-            0 => String::new(),
-            _ => self.usage.footer(),
-        }
     }
 }
 

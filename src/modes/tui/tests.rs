@@ -1298,6 +1298,49 @@ fn help_ext_and_skills_sheets_close_with_esc() {
 }
 
 #[test]
+fn a_narrow_footer_drops_the_least_needed_pieces_whole() {
+    let mut a = app();
+    a.on_event(Event::Session {
+        id: "20261203-174746-c67b".into(),
+        parent_id: None,
+        path: "/x".into(),
+        fork_point: None,
+        reason: "new".into(),
+    });
+    a.on_event(Event::Usage {
+        input_tokens: 1200,
+        output_tokens: 250,
+        cache_read_tokens: 8000,
+        cache_write_tokens: 500,
+        cost_usd: Some(0.01),
+        context_window: 200_000,
+    });
+    let footer = |w: u16| {
+        screen_of(&a, w, 12)
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(
+        footer(120),
+        "script · scripted-model · session 174746-c67b · 9.7k in (82% cached) · 250 out · $0.01 · 5% ctx"
+    );
+    // The provider first (its model names it), then the session, then the
+    // token counts; the cost and the context use stay longest.
+    assert_eq!(
+        footer(90),
+        "scripted-model · session 174746-c67b · 9.7k in (82% cached) · 250 out · $0.01 · 5% ctx"
+    );
+    assert_eq!(
+        footer(60),
+        "scripted-model · 9.7k in (82% cached) · $0.01 · 5% ctx"
+    );
+    assert_eq!(footer(40), "scripted-model · $0.01 · 5% ctx");
+    assert_eq!(footer(12), "scripted...");
+}
+
+#[test]
 fn the_footer_names_extensions_and_mcp_servers_still_starting() {
     let core = FakeCore::default();
     let starting =
