@@ -86,13 +86,19 @@ pub fn wrap_columns(text: &str, max: usize) -> Vec<String> {
 
 /// Where the second column of `term  description` starts: after the
 /// first run of two or more spaces past the indent (a term may hold
-/// single spaces: `PageUp / PageDown  scroll`).
+/// single spaces: `PageUp / PageDown  scroll`), or after the `key: ` of a
+/// `key: value` row.
 fn second_column(text: &str) -> Option<usize> {
     if text.contains('\n') {
         return None;
     }
     let text = expand_tabs(text);
     let indent = text.len() - text.trim_start_matches(' ').len();
+    let first_word = text[indent..].split(' ').next().unwrap_or("");
+    if first_word.len() > 1 && first_word.ends_with(':') {
+        let end = indent + first_word.len() + 1;
+        return (end < text.len()).then(|| width(&text[..end]));
+    }
     let gap = indent + text[indent..].find("  ")?;
     let end = text.len() - text[gap..].trim_start_matches(' ').len();
     (end < text.len()).then(|| width(&text[..end]))
@@ -168,6 +174,11 @@ mod tests {
                 "/switch      switch to a session or",
                 "             branch of this project"
             ]
+        );
+        // A `key: value` row hangs under its value.
+        assert_eq!(
+            wrap_columns("  tools: alpha, beta, gamma", 20),
+            ["  tools: alpha,", "         beta, gamma"]
         );
         // A term may hold single spaces.
         assert_eq!(
