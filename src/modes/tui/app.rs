@@ -163,6 +163,8 @@ pub struct OpenPanel {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Confirmation {
     pub request_id: u64,
+    /// The call it asks about: its tool line says it waits for an answer.
+    pub tool_id: String,
     pub tool_name: String,
     pub preview: String,
     /// Its diff, whole command or arguments, scope and scroll position.
@@ -813,6 +815,7 @@ impl App {
                 let detail = super::approve::Detail::new(&tool_name, detail.args, detail.diff);
                 self.confirmations.push_back(Confirmation {
                     request_id,
+                    tool_id: tool_id.clone(),
                     tool_name: strip_controls(&tool_name),
                     preview: strip_controls(&preview),
                     detail,

@@ -297,7 +297,13 @@ impl App {
                     parts.push((format!(" {args}"), self.fg(t.tool_out)));
                 }
                 out.push(fit(parts, w));
+                let asking = self.confirmations.iter().any(|c| c.tool_id == *id);
                 match state {
+                    // Nothing runs before the dialog is answered.
+                    ToolState::Running(_) if asking => out.push(Line::styled(
+                        "  ⎿ waiting for your answer…",
+                        self.fg(t.warning),
+                    )),
                     ToolState::Running(p) if p.is_empty() => {
                         out.push(Line::styled("  ⎿ running…", self.fg(t.muted)))
                     }

@@ -587,6 +587,30 @@ fn confirmation_dialog_answers_y_a_n_and_esc() {
 }
 
 #[test]
+fn a_call_waiting_for_its_answer_says_so_not_running() {
+    let mut a = app();
+    a.on_event(Event::UserMessage { text: "go".into() });
+    a.on_event(Event::ToolCall {
+        id: "t7".into(),
+        name: "bash".into(),
+        args: serde_json::json!({"command": "rm -rf build"}),
+    });
+    a.on_event(confirm_event(7));
+    let s = screen(&a);
+    assert!(
+        s.contains("⎿ waiting for your answer…") && !s.contains("running…"),
+        "{s}"
+    );
+    screen(&a);
+    a.on_key(key(KeyCode::Char('y')));
+    let s = screen(&a);
+    assert!(
+        s.contains("⎿ running…") && !s.contains("waiting for"),
+        "{s}"
+    );
+}
+
+#[test]
 fn confirmations_are_answered_in_order_and_take_priority_over_a_panel() {
     let mut a = app();
     a.on_event(Event::ExtOpenPanel {
