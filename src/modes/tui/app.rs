@@ -883,15 +883,14 @@ impl App {
                     // The reason goes to the model as a user message: the
                     // transcript shows it where it goes, as an extension's
                     // continuation does. Without one the agent stops.
-                    "block" if event == "Stop" => {
-                        if !reason.trim().is_empty() {
-                            self.close_assistant();
-                            self.chat.push(Entry::User(format!(
-                                "[hook] {}",
-                                strip_controls(reason.trim())
-                            )));
-                        }
+                    "block" if event == "Stop" && !reason.trim().is_empty() => {
+                        self.close_assistant();
+                        self.chat.push(Entry::User(format!(
+                            "[hook] {}",
+                            strip_controls(reason.trim())
+                        )));
                     }
+                    "block" if event == "Stop" => {}
                     // The blocked call tells a PreToolUse block; a refused
                     // prompt ends the turn with its reason.
                     "block" if event == "PreToolUse" || event == "UserPromptSubmit" => {}
