@@ -181,22 +181,23 @@ fn short_path(word: &str) -> String {
 
 /// What a person reads when a hook blocked, after the word "hook":
 /// `"CMD" did not let the agent stop: REASON`, worded by event. The
-/// command is quoted as it is (no escapes: a person reads it). A `PreToolUse` block is told by
-/// the blocked call instead, which names the tool.
-pub fn shown_block(event: &str, command: &str, reason: &str) -> String {
+/// command is quoted as it is (no escapes: a person reads it). `None`
+/// where what was blocked says it already, naming the hook: the call of
+/// a `PreToolUse` block, the refused prompt of `UserPromptSubmit`, the
+/// failed compaction of `PreCompact`.
+pub fn shown_block(event: &str, command: &str, reason: &str) -> Option<String> {
     let what = match event {
+        "PreToolUse" | "UserPromptSubmit" | "PreCompact" => return None,
         "Stop" => "did not let the agent stop",
-        "UserPromptSubmit" => "blocked the prompt",
         "PostToolUse" | "PostToolUseFailure" => "objected to the tool result",
-        "PreCompact" => "cancelled the compaction",
         // Exit 2 cannot block these; the reason is only shown.
         _ => "said",
     };
     let command = shown_command(command);
-    match reason.trim() {
+    Some(match reason.trim() {
         "" => format!("\"{command}\" {what}"),
         r => format!("\"{command}\" {what}: {r}"),
-    }
+    })
 }
 
 /// A tool_blocked `extension` as a person reads it: `hook COMMAND` gets
@@ -247,5 +248,21 @@ mod shown_tests {
         assert_eq!(shown_command("set -e\nmake lint"), "set -e…");
         assert_eq!(shown_blocker("hook set -e\nmake"), "hook set -e…");
         assert_eq!(shown_blocker("guard"), "guard");
+    }
+
+    #[test]
+    fn a_block_is_told_once() {
+        assert_eq!(
+            shown_block("Stop", "sh /p/.claude/stop.sh", "run the tests").as_deref(),
+            Some("\"sh …/stop.sh\" did not let the agent stop: run the tests")
+        );
+        assert_eq!(
+            shown_block("PostToolUse", "./lint.sh", " ").as_deref(),
+            Some("\"./lint.sh\" objected to the tool result")
+        );
+        // What they blocked fails naming the hook: no second line.
+        for event in ["PreToolUse", "UserPromptSubmit", "PreCompact"] {
+            assert_eq!(shown_block(event, "./x.sh", "no"), None, "{event}");
+        }
     }
 }

@@ -262,12 +262,10 @@ impl super::Front for Printer {
                     lines.push(format!("[hook] {system_message}"));
                 }
                 match outcome.as_str() {
-                    // The tool_blocked line names the tool.
-                    "block" if event == "PreToolUse" => {}
-                    "block" => lines.push(format!(
-                        "zut: hook {}",
+                    "block" => lines.extend(
                         crate::hooks::shown_block(event, command, reason)
-                    )),
+                            .map(|text| format!("zut: hook {text}")),
+                    ),
                     "error" | "timeout" => lines.push(format!(
                         "zut: hook \"{}\" ({event}) failed: {reason}",
                         crate::hooks::shown_command(command)

@@ -891,14 +891,11 @@ impl App {
                         )));
                     }
                     "block" if event == "Stop" => {}
-                    // The blocked call tells a PreToolUse block; a refused
-                    // prompt ends the turn with its reason.
-                    "block" if event == "PreToolUse" || event == "UserPromptSubmit" => {}
-                    "block" => self.add_notes(
-                        "hook",
-                        "warning",
-                        &crate::hooks::shown_block(&event, &command, &reason),
-                    ),
+                    "block" => {
+                        if let Some(text) = crate::hooks::shown_block(&event, &command, &reason) {
+                            self.add_notes("hook", "warning", &text);
+                        }
+                    }
                     _ => {}
                 }
             }
