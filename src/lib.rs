@@ -31,3 +31,4 @@ pub mod suggest;
 pub mod transcript;
 pub mod trust;
 pub mod walk;
+pub mod words;

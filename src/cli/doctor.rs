@@ -366,15 +366,14 @@ pub fn render_text(reports: &[Report]) -> String {
         }
     }
     let count = |st: &str| reports.iter().filter(|r| r.status == st).count();
-    let plural =
-        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     // MCP servers are counted apart: "2 extensions" when none is installed
     // would contradict `zut ext list`.
+    use crate::words::plural;
     let servers = reports.iter().filter(|r| r.source == "mcp").count();
-    let exts = plural(reports.len() - servers, "extension", "extensions");
+    let exts = plural(reports.len() - servers, "extension");
     let who = match servers {
         0 => exts,
-        n => format!("{exts} and {}", plural(n, "MCP server", "MCP servers")),
+        n => format!("{exts} and {}", plural(n, "MCP server")),
     };
     s.push_str(&format!(
         "\n{who}: {} ok, {} with warnings, {} failed, {} disabled, {} shadowed, {} theme-only\n",

@@ -183,8 +183,8 @@ fn mcp_note(ctx: &CliContext, io: &mut Io<'_>) {
     if n > 0 {
         let _ = writeln!(
             io.err,
-            "note: {n} MCP server{} also start{} with zut; see zut mcp list",
-            if n == 1 { "" } else { "s" },
+            "note: {} also start{} with zut; see zut mcp list",
+            crate::words::plural(n, "MCP server"),
             if n == 1 { "s" } else { "" }
         );
     }

@@ -167,7 +167,7 @@ pub struct CoreState {
     /// can be large), so it reads as of when it is read.
     pub messages: crate::transcript::Transcript,
     /// Tokens and cost of this run's provider requests (the footer reads
-    /// `usage.footer()`, `tokens_in()`, `cache_share()`, `context_percent()`).
+    /// `usage.footer_parts()`, `tokens_in()`, `cache_share()`, `context_percent()`).
     pub usage: crate::provider::usage::Totals,
 }
 

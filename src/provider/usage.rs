@@ -230,14 +230,10 @@ impl Totals {
             .then(|| self.context_tokens as f64 * 100.0 / self.context_window as f64)
     }
 
-    /// The footer's text: `40k in (75% cached) · 2k out · $6.00 · 21% ctx`.
-    pub fn footer(&self) -> String {
-        self.footer_parts().concat().join(" · ")
-    }
-
-    /// The pieces of [`Totals::footer`], each with how long a narrow
-    /// footer keeps it: `[tokens in, tokens out]` first (dropped first),
-    /// then `[cost, context use]`.
+    /// The footer's pieces (`40k in (75% cached)`, `2k out`, `$6.00`,
+    /// `21% ctx`) in two groups by how long a narrow footer keeps them:
+    /// `[tokens in, tokens out]` (dropped first), then `[cost, context
+    /// use]`.
     pub fn footer_parts(&self) -> [Vec<String>; 2] {
         let mut parts = Vec::new();
         let cache = match self.cache_read_tokens {
@@ -401,8 +397,11 @@ mod tests {
         assert_eq!(t.cost_usd, Some(0.75));
         assert_eq!(t.context_percent(), Some(41.0));
         assert_eq!(
-            t.footer(),
-            "8.1k in (85% cached) · 250 out · $0.75 · 41% ctx"
+            t.footer_parts(),
+            [
+                vec!["8.1k in (85% cached)".to_string(), "250 out".into()],
+                vec!["$0.75".to_string(), "41% ctx".into()]
+            ]
         );
         t.add(&usage(1, 1, 0, 0), None, 0);
         assert_eq!(t.cost_usd, None);

@@ -192,11 +192,6 @@ fn fence_for(text: &str) -> String {
     "`".repeat((longest + 1).max(3))
 }
 
-/// `1 line`, `2 lines`.
-fn plural(n: usize, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
-}
-
 /// One file's block (see the module docs).
 fn block(path: &str, file: &Path, text: &str, shown: usize, cut: usize, partial: bool) -> String {
     let lines = if cut > 0 {
@@ -206,7 +201,7 @@ fn block(path: &str, file: &Path, text: &str, shown: usize, cut: usize, partial:
             if partial { "+" } else { "" }
         )
     } else {
-        plural(shown, "line")
+        crate::words::plural(shown, "line")
     };
     let fence = fence_for(text);
     let lang = file
@@ -221,7 +216,10 @@ fn block(path: &str, file: &Path, text: &str, shown: usize, cut: usize, partial:
     out.push_str(&fence);
     if cut > 0 {
         let more = if partial { "at least " } else { "" };
-        out.push_str(&format!("\n[cut: {more}{}]", plural(cut, "more line")));
+        out.push_str(&format!(
+            "\n[cut: {more}{}]",
+            crate::words::plural(cut, "more line")
+        ));
     }
     out
 }

@@ -527,7 +527,9 @@ impl App {
             });
         }
         let rw = width(&right);
-        let room = if rw + 4 >= w { w } else { w - rw - 1 };
+        // The right side shows only with room to spare beside it.
+        let with_right = rw + 4 < w;
+        let room = if with_right { w - rw - 1 } else { w };
         let join = |pieces: &[(u8, String)]| {
             let texts: Vec<&str> = pieces.iter().map(|(_, p)| p.as_str()).collect();
             texts.join(" · ")
@@ -539,11 +541,10 @@ impl App {
                 pieces.remove(i);
             }
         }
-        let left = join(&pieces);
-        if rw + 4 >= w {
-            return Line::styled(truncate(&left, w), self.fg(t.muted));
+        let left = truncate(&join(&pieces), room);
+        if !with_right {
+            return Line::styled(left, self.fg(t.muted));
         }
-        let left = truncate(&left, w - rw - 1);
         let gap = w - width(&left) - rw;
         Line::from(vec![
             Span::styled(left, self.fg(t.muted)),

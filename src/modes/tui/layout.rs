@@ -266,10 +266,7 @@ impl App {
             (p, "") => p.to_string(),
             (p, m) => format!("{p} {m}"),
         };
-        let count = |n: usize, one: &str, many: &str| match n {
-            1 => format!("1 {one}"),
-            n => format!("{n} {many}"),
-        };
+        use crate::words::plural;
         let servers = self
             .state
             .extensions
@@ -281,13 +278,13 @@ impl App {
         match (exts, servers) {
             (0, 0) => what.push("no extensions".to_string()),
             (0, _) => {}
-            (n, _) => what.push(count(n, "extension", "extensions")),
+            (n, _) => what.push(plural(n, "extension")),
         }
         if servers > 0 {
-            what.push(count(servers, "MCP server", "MCP servers"));
+            what.push(plural(servers, "MCP server"));
         }
         if !self.state.skills.is_empty() {
-            what.push(count(self.state.skills.len(), "skill", "skills"));
+            what.push(plural(self.state.skills.len(), "skill"));
         }
         let pieces = [
             "Type a prompt, Enter to send".to_string(),
@@ -299,7 +296,7 @@ impl App {
         let mut rows: Vec<String> = Vec::new();
         for piece in pieces {
             match rows.last_mut() {
-                Some(row) if row.chars().count() + 3 + piece.chars().count() <= w => {
+                Some(row) if width(row) + 3 + width(&piece) <= w => {
                     row.push_str(" · ");
                     row.push_str(&piece);
                 }
