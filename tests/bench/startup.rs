@@ -7,6 +7,11 @@
 //!     that spawns the same 50 commands and reads one hello line from each.
 //!     The sequential sum (spawn + hello one child after another) is shown
 //!     for contrast: it is what a host that does not overlap handshakes pays.
+//!     So is the whole handshake done by hand without a host (hello,
+//!     `hello_ack`, registrations up to `ready`), once on one thread and
+//!     once with a thread per extension: between them and the bare harness
+//!     they split the host's overhead into what the protocol's round trip
+//!     costs, what a thread per extension costs, and what the host adds.
 //! (b) `Host::shutdown` of 50 extensions that acknowledge, and of 50 that
 //!     never acknowledge and ignore SIGTERM (one shared deadline, then
 //!     SIGTERM, then SIGKILL).
@@ -19,8 +24,8 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -69,7 +74,8 @@ fn main() {
         &[
             "(a) Host::start of 50 tiny extensions (spawn + hello + hello_ack + registrations + ready)",
             "    vs a bare harness spawning the same 50 commands at once and reading one hello line each;",
-            "    the sequential sum (spawn + hello one after another) is printed for contrast.",
+            "    the sequential sum (spawn + hello one after another) is printed for contrast,",
+            "    and so is the whole handshake done by hand (one thread; a thread per extension).",
             "(b) Host::shutdown of 50 extensions that ack, and of 50 that never ack and ignore SIGTERM.",
             "(c) host RSS per idle extension, in child processes running only a host.",
             "Timings are wall clock; medians and p90 over the runs shown as n.",
@@ -109,6 +115,8 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
     let (mut host_t, mut bare_t, mut stop_t) = (Samples::new(), Samples::new(), Samples::new());
     let (mut host_cpu, mut bare_cpu) = (Samples::new(), Samples::new());
     let (mut host_kids, mut bare_kids) = (Samples::new(), Samples::new());
+    let (mut hand_t, mut hand_cpu) = (Samples::new(), Samples::new());
+    let (mut threads_t, mut threads_cpu) = (Samples::new(), Samples::new());
     // Run 0 is an untimed warm-up (page cache, allocator); then bare and
     // host alternate which goes first, so neither always meets a machine
     // still busy with the other's exiting children.
@@ -123,7 +131,13 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
             }
         };
         let (bare, host) = one(run % 2 == 1);
+        let hand = by_hand(&dirs, &sb, false);
+        let threads = by_hand(&dirs, &sb, true);
         if run > 0 {
+            hand_t.push(hand.wall);
+            hand_cpu.push(hand.cpu);
+            threads_t.push(threads.wall);
+            threads_cpu.push(threads.cpu);
             bare_t.push(bare.wall);
             bare_cpu.push(bare.cpu);
             bare_kids.push(bare.children);
@@ -137,6 +151,8 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
     r.line("bare harness (concurrent spawn + hello)", bare_t.summary());
     r.line("Host::start", host_t.summary());
     r.line("sequential sum (for contrast)", sequential.summary());
+    r.line("handshake by hand, one thread", hand_t.summary());
+    r.line("handshake by hand, a thread each", threads_t.summary());
     let paired = paired_ratio(&host_t, &bare_t);
     r.line(
         "ratios",
@@ -146,13 +162,24 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
             ratio(sequential.median(), bare_t.median())
         ),
     );
-    let per_ext = |host: &Samples, bare: &Samples| {
-        let each = |s: &Samples| fmt(s.median() / N as u32);
-        format!("host {}   bare {}", each(host), each(bare))
-    };
+    r.line(
+        "by hand / bare (median of per-run pairs)",
+        format!(
+            "one thread {:.2}×   a thread each {:.2}×",
+            paired_ratio(&hand_t, &bare_t),
+            paired_ratio(&threads_t, &bare_t)
+        ),
+    );
+    let each = |s: &Samples| fmt(s.median() / N as u32);
+    let per_ext = |host: &Samples, bare: &Samples| format!("host {}   bare {}", each(host), each(bare));
     r.line(
         "CPU in this process per extension (median)",
-        per_ext(&host_cpu, &bare_cpu),
+        format!(
+            "{}   by hand {} (a thread each {})",
+            per_ext(&host_cpu, &bare_cpu),
+            each(&hand_cpu),
+            each(&threads_cpu)
+        ),
     );
     // The extensions' side: what the handshake costs them is CPU the
     // machine's cores cannot spend on starting the others.
@@ -228,6 +255,99 @@ fn bare_concurrent(dirs: &[PathBuf]) -> Run {
         children: children_cpu_time() - children,
         stopped: Duration::ZERO,
     }
+}
+
+/// Spawns every command and does the whole handshake by hand: read
+/// `hello`, answer `hello_ack`, read lines up to `ready`. With `threads`,
+/// a thread per extension does it as soon as that extension is spawned
+/// (the shape of a host's reader per extension, with nothing else); else
+/// this thread does it for one extension after another once all are
+/// spawned. Only the wall time and this process's CPU are kept.
+fn by_hand(dirs: &[PathBuf], sb: &Sandbox, threads: bool) -> Run {
+    let mut commands: Vec<Command> = dirs.iter().map(|d| bare_command(d)).collect();
+    let acks: Vec<Vec<u8>> = dirs.iter().map(|d| hello_ack(sb, d)).collect();
+    let (t, cpu) = (Instant::now(), cpu_time());
+    let mut running = Vec::with_capacity(dirs.len());
+    // Each extension's pipes, kept open until the clock stops.
+    let mut ends: Vec<Ends> = Vec::with_capacity(dirs.len());
+    let mut helpers = Vec::new();
+    for (cmd, ack) in commands.iter_mut().zip(acks) {
+        let mut child = cmd.spawn().expect("spawn");
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        running.push(child);
+        if threads {
+            let h = std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    read_line_of(&mut stdout, "hello");
+                    stdin.write_all(&ack).expect("hello_ack");
+                    read_line_of(&mut stdout, "ready");
+                    (stdin, stdout)
+                })
+                .expect("a thread");
+            helpers.push(h);
+        } else {
+            ends.push((stdin, stdout, ack));
+        }
+    }
+    for (stdin, stdout, ack) in &mut ends {
+        read_line_of(stdout, "hello");
+        stdin.write_all(ack).expect("hello_ack");
+    }
+    for (_, stdout, _) in &mut ends {
+        read_line_of(stdout, "ready");
+    }
+    for h in helpers {
+        let (stdin, stdout) = h.join().expect("handshake thread");
+        ends.push((stdin, stdout, Vec::new()));
+    }
+    let (wall, cpu) = (t.elapsed(), cpu_time() - cpu);
+    drop(ends);
+    reap(running);
+    Run {
+        wall,
+        cpu,
+        children: Duration::ZERO,
+        stopped: Duration::ZERO,
+    }
+}
+
+/// An extension's stdin, its buffered stdout, and its `hello_ack`.
+type Ends = (
+    std::process::ChildStdin,
+    BufReader<std::process::ChildStdout>,
+    Vec<u8>,
+);
+
+/// Reads lines until a frame of type `ty`.
+fn read_line_of(stdout: &mut BufReader<std::process::ChildStdout>, ty: &str) {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = stdout.read_line(&mut line).expect("a line");
+        assert!(n > 0, "the extension ended before {ty}");
+        let frame: serde_json::Value = serde_json::from_str(&line).expect("a JSON frame");
+        if frame["type"] == ty {
+            return;
+        }
+    }
+}
+
+/// The `hello_ack` a host would send the extension in `dir`.
+fn hello_ack(sb: &Sandbox, dir: &Path) -> Vec<u8> {
+    let dir = dir.display().to_string();
+    zut_ext::wire::encode_line(&zut_ext::wire::HostFrame::HelloAck {
+        protocol_version: zut_ext::wire::PROTOCOL_VERSION,
+        zut_version: env!("CARGO_PKG_VERSION").into(),
+        provider: "script".into(),
+        model: "script".into(),
+        cwd: sb.cwd().display().to_string(),
+        extension_dir: dir.clone(),
+        data_dir: dir,
+        session: None,
+        features: Vec::new(),
+    })
 }
 
 /// Spawn + hello of each command in turn; the sum of the waits.
