@@ -23,7 +23,8 @@ use super::discovery::{self, Entry, Status};
 use super::manifest::{Exec, Manifest};
 use super::process;
 use super::registry::{CommandEntry, Registry, ToolEntry};
-use super::transport::{Conn, ExtId, FromExt, Inbound, ThreadCount};
+use super::lobby::Lobby;
+use super::transport::{Conn, ExtId, FromExt, Inbound, ThreadCount, Waiting};
 use super::{
     EventOut, ExtReport, HostConfig, LoadReport, Loaded, Outcome, Phase, View, ViewExt, ZUT_VERSION,
 };
@@ -238,6 +239,9 @@ pub(super) struct Dispatcher {
     skills: Option<Arc<crate::skills::SkillSet>>,
     /// Every connection ever started, joined before the dispatcher ends.
     all: Vec<Arc<Conn>>,
+    /// The lobbies of loads, each reading its extensions until released
+    /// when its load is over (finished ones are let go at the next load).
+    lobbies: Vec<Lobby>,
     pids: Arc<Mutex<Vec<u32>>>,
     /// Unit tests: extensions are played by threads of this process.
     #[cfg(test)]
@@ -289,6 +293,7 @@ impl Dispatcher {
             job: Job::Idle,
             skills: None,
             all: Vec::new(),
+            lobbies: Vec::new(),
             pids,
             #[cfg(test)]
             peers,
@@ -334,6 +339,10 @@ impl Dispatcher {
             if self.step_job() {
                 break;
             }
+        }
+        // Every extension gets its reader before the readers are joined.
+        for lobby in self.lobbies.drain(..) {
+            lobby.finish();
         }
         for conn in &self.all {
             conn.join();
@@ -484,6 +493,10 @@ impl Dispatcher {
                     });
                 }
                 let _ = reply.send(report);
+                // Calls can reach the extensions now: each gets its reader.
+                for lobby in &self.lobbies {
+                    lobby.release();
+                }
                 false
             }
             Job::Stopping { .. } => {
@@ -567,6 +580,8 @@ impl Dispatcher {
 
     fn start_entries(&mut self, entries: Vec<Entry>) {
         let now = Instant::now();
+        // Read by one lobby thread until the load is over.
+        let mut waiting = Vec::new();
         // PATH may have changed since the last load.
         self.launchers.clear();
         for entry in entries {
@@ -602,7 +617,7 @@ impl Dispatcher {
             }
             match st.entry.status.clone() {
                 Status::Load(m) if m.theme_only() => st.phase = Phase::Ready { auto: false },
-                Status::Load(m) => match self.spawn(id, &st.entry, &m) {
+                Status::Load(m) => match self.spawn(id, &st.entry, &m, &mut waiting) {
                     Ok(conn) => {
                         st.conn = Some(conn);
                         st.phase = Phase::AwaitingHello;
@@ -616,6 +631,8 @@ impl Dispatcher {
             }
             self.exts.push(st);
         }
+        self.lobbies.retain(|l| !l.is_finished());
+        self.lobbies.push(Lobby::open(waiting, &self.threads));
     }
 
     fn next_id(&self) -> u64 {
@@ -624,10 +641,16 @@ impl Dispatcher {
     }
 
     /// Resolves the executable, opens the log and starts the process.
-    fn spawn(&mut self, id: u64, entry: &Entry, m: &Manifest) -> Result<Arc<Conn>, String> {
+    fn spawn(
+        &mut self,
+        id: u64,
+        entry: &Entry,
+        m: &Manifest,
+        lobby: &mut Vec<Waiting>,
+    ) -> Result<Arc<Conn>, String> {
         #[cfg(test)]
         if let Some(peers) = self.peers.clone() {
-            return self.spawn_in_memory(id, m, peers);
+            return self.spawn_in_memory(id, m, peers, lobby);
         }
         let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
         // Described only when it fails: most starts never need the text.
@@ -688,6 +711,7 @@ impl Dispatcher {
             self.config.deadlines,
             self.inbox_tx.clone(),
             self.threads.clone(),
+            Some(lobby),
         )
         .map_err(|e| fail(format!("cannot start threads: {e}")))?;
         self.all.push(conn.clone());
@@ -705,6 +729,7 @@ impl Dispatcher {
         id: u64,
         m: &Manifest,
         peers: super::in_memory::PeerFn,
+        lobby: &mut Vec<Waiting>,
     ) -> Result<Arc<Conn>, String> {
         let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
         let log_file = process::open_log(&log, &m.name, &m.version).map_err(|e| e.to_string())?;
@@ -719,6 +744,7 @@ impl Dispatcher {
             self.config.deadlines,
             self.inbox_tx.clone(),
             self.threads.clone(),
+            Some(lobby),
         )
         .map_err(|e| e.to_string())?;
         let peer = super::in_memory::Peer::new(m.name.clone(), self.generation, ends);

@@ -5,7 +5,8 @@
 //! - [`transport`]: per extension, a writer and a reader thread and a
 //!   request table. Every frame that is not a reply, every stray line, EOF
 //!   and the exit go to one **inbox**, tagged with the instance and its
-//!   generation.
+//!   generation. While a load runs, one `lobby` thread reads all of its
+//!   extensions instead, and each gets its reader when the load is over.
 //! - `dispatcher`: one thread that owns all host state (phases,
 //!   registrations, subscriptions, warnings, load order, the registry, the
 //!   session identity) and runs one `select!` over the urgent lane, the
@@ -31,6 +32,7 @@ mod dispatcher;
 #[cfg(test)]
 mod dispatcher_tests;
 mod handle;
+mod lobby;
 #[cfg(test)]
 mod in_memory;
 pub mod intercept;

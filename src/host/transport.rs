@@ -18,7 +18,9 @@
 //!   Nothing that must not wait does: the dispatcher queues with
 //!   [`Conn::try_send`] (a full queue disconnects) and the terminal with
 //!   [`Conn::offer`] (a full queue drops the frame and warns).
-//! - The **reader** thread owns stdout, splits lines (at most
+//! - The **reader** thread owns stdout from the end of the load on (until
+//!   then the load's lobby reads it with the same code: a [`Waiting`]
+//!   stdout, see `super::lobby`), splits lines (at most
 //!   [`MAX_FRAME_BYTES`]) and decodes frames. A reply completes its waiting
 //!   call directly through the request table (the fast path: one channel
 //!   hop each way); every other frame, every stray line, the end of the
@@ -222,7 +224,7 @@ impl Drop for ThreadGuard {
 /// Starts a host thread counted in `threads` while it lives. If it cannot
 /// start, `f` is dropped unrun (with whatever it owns) and the count is
 /// restored.
-fn spawn_counted(
+pub(super) fn spawn_counted(
     threads: &ThreadCount,
     name: String,
     stack: usize,
@@ -366,7 +368,10 @@ enum End {
 }
 
 impl Conn {
-    /// Wraps an already spawned process and starts its reader and writer.
+    /// Wraps an already spawned process and starts its reader, or, with
+    /// `lobby`, leaves its stdout there for a `Lobby` (`host::lobby`) to
+    /// read until the load is over.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         ext: ExtId,
         name: String,
@@ -375,6 +380,7 @@ impl Conn {
         deadlines: Deadlines,
         inbox: Sender<Inbound>,
         threads: ThreadCount,
+        lobby: Option<&mut Vec<Waiting>>,
     ) -> io::Result<Arc<Conn>> {
         let process::Spawned {
             guard,
@@ -385,7 +391,7 @@ impl Conn {
         let from_peer = File::from(OwnedFd::from(stdout));
         let peer = Peer::Process(guard);
         Conn::start_with(
-            ext, name, log, peer, to_peer, from_peer, deadlines, inbox, threads,
+            ext, name, log, peer, to_peer, from_peer, deadlines, inbox, threads, lobby,
         )
     }
 
@@ -393,6 +399,7 @@ impl Conn {
     /// host's ends non-blocking as for a child. Returns the peer's ends
     /// (blocking) for the thread that plays the extension.
     #[cfg(test)]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn start_in_memory(
         ext: ExtId,
         name: String,
@@ -400,6 +407,7 @@ impl Conn {
         deadlines: Deadlines,
         inbox: Sender<Inbound>,
         threads: ThreadCount,
+        lobby: Option<&mut Vec<Waiting>>,
     ) -> io::Result<(Arc<Conn>, PeerEnds)> {
         let (peer_stdin, to_peer) = process::pipe()?;
         let (from_peer, peer_stdout) = process::pipe()?;
@@ -415,6 +423,7 @@ impl Conn {
             deadlines,
             inbox,
             threads,
+            lobby,
         )?;
         Ok((
             conn,
@@ -436,6 +445,7 @@ impl Conn {
         deadlines: Deadlines,
         inbox: Sender<Inbound>,
         threads: ThreadCount,
+        lobby: Option<&mut Vec<Waiting>>,
     ) -> io::Result<Arc<Conn>> {
         let (queue, queue_rx) = crossbeam_channel::unbounded();
         let mut child = match peer {
@@ -484,21 +494,16 @@ impl Conn {
             room: Condvar::new(),
             tool_cancel: AtomicBool::new(false),
         });
-        // The guard goes to the reader; if the thread cannot start, the
-        // closure is dropped and the guard with it, which kills and reaps.
-        let reader = conn.clone();
-        let r = spawn_counted(
-            &threads,
-            format!("zut-r-{}", conn.name),
-            READER_STACK,
-            move || reader.read_loop(stdout, child),
-        );
-        match r {
-            Ok(r) => conn.lock().threads.push(r),
-            Err(e) => {
-                conn.close("cannot start its reader thread", Some(false));
-                return Err(e);
-            }
+        let waiting = Waiting {
+            conn: conn.clone(),
+            stdout,
+            child,
+            lines: LineBuffer::with_limit(MAX_FRAME_BYTES),
+            ended: None,
+        };
+        match lobby {
+            Some(lobby) => lobby.push(waiting),
+            None => waiting.start_reader()?,
         }
         Ok(conn)
     }
@@ -1043,11 +1048,23 @@ impl Conn {
 
     // ----- reader -----
 
-    fn read_loop(&self, mut stdout: File, child: Option<ChildGuard>) {
+    /// The reader thread: reads stdout until the connection ends, then
+    /// ends the process ([`Conn::finish`]). It starts from what the lobby
+    /// read before it, if anything (`lines`, and `ended` when the lobby
+    /// already met the end).
+    fn read_loop(
+        &self,
+        mut stdout: File,
+        child: Option<ChildGuard>,
+        mut lines: LineBuffer,
+        ended: Option<End>,
+    ) {
         let pidfd = self.watch.as_ref().and_then(ExitWatch::fd);
-        let mut lines = LineBuffer::with_limit(MAX_FRAME_BYTES);
         let mut exited_at: Option<Instant> = None;
         let end = loop {
+            if let Some(end) = ended {
+                break end;
+            }
             let (gone, shutdown) = {
                 let s = self.lock();
                 (s.gone.is_some(), s.shutdown)
@@ -1094,31 +1111,8 @@ impl Conn {
                 exited_at = Some(Instant::now());
             }
             if ready.io {
-                match lines.fill(&mut stdout) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        let during_shutdown = self.lock().shutdown != Shutdown::No;
-                        break End::Eof { during_shutdown };
-                    }
-                    Err(e) => {
-                        self.disconnect(&format!("disconnected: reading its stdout failed: {e}"));
-                        break End::Closed;
-                    }
-                }
-                // Lines after an over-long one are not read: the
-                // extension is disconnected for it.
-                let mut over = false;
-                lines.for_each(|piece| match piece {
-                    Piece::Line(line) if !over => self.on_line(line),
-                    _ => over = true,
-                });
-                if over || lines.over_limit() {
-                    let msg = format!(
-                        "disconnected: it wrote a stdout line longer than the {} MiB frame limit",
-                        MAX_FRAME_BYTES >> 20
-                    );
-                    self.disconnect(&msg);
-                    break End::Closed;
+                if let Some(end) = self.read_some(&mut stdout, &mut lines) {
+                    break end;
                 }
             }
         };
@@ -1126,6 +1120,39 @@ impl Conn {
             Some(child) => self.finish(end, child),
             None => self.finish_in_memory(end),
         }
+    }
+
+    /// One read from stdout, and every whole line it completes handled;
+    /// `Some` when that ends the connection (end of file, a read error,
+    /// a line over the frame limit).
+    fn read_some(&self, stdout: &mut File, lines: &mut LineBuffer) -> Option<End> {
+        match lines.fill(stdout) {
+            Ok(true) => {}
+            Ok(false) => {
+                let during_shutdown = self.lock().shutdown != Shutdown::No;
+                return Some(End::Eof { during_shutdown });
+            }
+            Err(e) => {
+                self.disconnect(&format!("disconnected: reading its stdout failed: {e}"));
+                return Some(End::Closed);
+            }
+        }
+        // Lines after an over-long one are not read: the extension is
+        // disconnected for it.
+        let mut over = false;
+        lines.for_each(|piece| match piece {
+            Piece::Line(line) if !over => self.on_line(line),
+            _ => over = true,
+        });
+        if over || lines.over_limit() {
+            let msg = format!(
+                "disconnected: it wrote a stdout line longer than the {} MiB frame limit",
+                MAX_FRAME_BYTES >> 20
+            );
+            self.disconnect(&msg);
+            return Some(End::Closed);
+        }
+        None
     }
 
     fn on_line(&self, line: &[u8]) {
@@ -1309,6 +1336,86 @@ impl Conn {
                 None => {
                     std::thread::sleep(process::until(deadline).min(crate::proc::FALLBACK_POLL))
                 }
+            }
+        }
+    }
+}
+
+/// An extension's stdout with nobody reading it yet: its reader thread is
+/// still to start, and meanwhile a `Lobby` (`host::lobby`) may read it.
+/// Whoever holds it reads with the reader's own framing, and hands it to
+/// its reader thread with everything read so far.
+pub struct Waiting {
+    conn: Arc<Conn>,
+    stdout: File,
+    /// The child (its guard is the reader's); `None` for an in-memory peer.
+    child: Option<ChildGuard>,
+    /// What was read and not yet a whole line.
+    lines: LineBuffer,
+    /// How the connection ended, when that was met before the reader.
+    ended: Option<End>,
+}
+
+impl Waiting {
+    /// Its stdout, to wait for.
+    pub fn stdout(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.stdout.as_fd()
+    }
+
+    /// What else must bring its reader thread at once: the pidfd that
+    /// reports the child's exit, and the connection's wake, which fires
+    /// when it closes or `shutdown` is written. Both stay readable.
+    pub fn signals(&self) -> impl Iterator<Item = std::os::fd::BorrowedFd<'_>> {
+        let exit = self.conn.watch.as_ref().and_then(ExitWatch::fd);
+        exit.into_iter().chain(std::iter::once(self.conn.wake.fd()))
+    }
+
+    /// One read and the frames it completes, handled as the reader
+    /// handles them; false once that ended the connection (the reader
+    /// then only ends the process).
+    pub fn read(&mut self) -> bool {
+        self.ended = self.conn.read_some(&mut self.stdout, &mut self.lines);
+        self.ended.is_none()
+    }
+
+    /// Starts its reader thread. If the thread cannot start, the
+    /// connection is closed and the child, whose guard goes with the
+    /// failed closure, is killed and reaped.
+    pub fn start_reader(self) -> io::Result<()> {
+        let Waiting {
+            conn,
+            stdout,
+            child,
+            lines,
+            ended,
+        } = self;
+        // The lock is held across the thread's creation (no wait), so the
+        // handle is in place before the reader can end and be joined. The
+        // child waits in a cell the thread empties: if the thread cannot
+        // start, it comes back and is killed and reaped after the lock.
+        let cell = Arc::new(Mutex::new(Some((stdout, child, lines))));
+        let (theirs, reader) = (cell.clone(), conn.clone());
+        let mut s = conn.lock();
+        let r = spawn_counted(
+            &conn.threads,
+            format!("zut-r-{}", conn.name),
+            READER_STACK,
+            move || {
+                if let Some((stdout, child, lines)) = lock(&theirs).take() {
+                    reader.read_loop(stdout, child, lines, ended);
+                }
+            },
+        );
+        match r {
+            Ok(r) => {
+                s.threads.push(r);
+                Ok(())
+            }
+            Err(e) => {
+                drop(s);
+                drop(lock(&cell).take());
+                conn.close("cannot start its reader thread", Some(false));
+                Err(e)
             }
         }
     }

@@ -114,6 +114,7 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
     let config = sb.config(Deadlines::default());
     let (mut host_t, mut bare_t, mut stop_t) = (Samples::new(), Samples::new(), Samples::new());
     let (mut host_cpu, mut bare_cpu) = (Samples::new(), Samples::new());
+    let mut host_whole_cpu = Samples::new();
     let (mut host_kids, mut bare_kids) = (Samples::new(), Samples::new());
     let (mut hand_t, mut hand_cpu) = (Samples::new(), Samples::new());
     let (mut threads_t, mut threads_cpu) = (Samples::new(), Samples::new());
@@ -143,6 +144,7 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
             bare_kids.push(bare.children);
             host_t.push(host.wall);
             host_cpu.push(host.cpu);
+            host_whole_cpu.push(host.whole_cpu);
             host_kids.push(host.children);
             stop_t.push(host.stopped);
         }
@@ -181,6 +183,10 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
             each(&threads_cpu)
         ),
     );
+    r.line(
+        "host CPU per extension, start through shutdown",
+        each(&host_whole_cpu),
+    );
     // The extensions' side: what the handshake costs them is CPU the
     // machine's cores cannot spend on starting the others.
     r.line(
@@ -208,6 +214,10 @@ struct Run {
     children: Duration,
     /// Wall time of the host's shutdown (zero for the bare harness).
     stopped: Duration,
+    /// CPU time of this process from the start through the shutdown
+    /// (zero for the bare harness): what the host pays for an extension's
+    /// whole short life, reader threads started after `ready` included.
+    whole_cpu: Duration,
 }
 
 /// One `Host::start` on `dirs`: its wall and CPU time, then the wall time
@@ -231,6 +241,7 @@ fn host_start(sb: &Sandbox, config: &zut::host::HostConfig, dirs: &[PathBuf]) ->
         cpu: started_cpu,
         stopped: t.elapsed(),
         children: children_cpu_time() - children,
+        whole_cpu: cpu_time() - cpu,
     }
 }
 
@@ -254,6 +265,7 @@ fn bare_concurrent(dirs: &[PathBuf]) -> Run {
         cpu,
         children: children_cpu_time() - children,
         stopped: Duration::ZERO,
+        whole_cpu: Duration::ZERO,
     }
 }
 
@@ -310,6 +322,7 @@ fn by_hand(dirs: &[PathBuf], sb: &Sandbox, threads: bool) -> Run {
         cpu,
         children: Duration::ZERO,
         stopped: Duration::ZERO,
+        whole_cpu: Duration::ZERO,
     }
 }
 
