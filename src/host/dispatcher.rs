@@ -20,10 +20,10 @@
 
 use super::deadlines::Deadlines;
 use super::discovery::{self, Entry, Status};
+use super::lobby::Lobby;
 use super::manifest::{Exec, Manifest};
 use super::process;
 use super::registry::{CommandEntry, Registry, ToolEntry};
-use super::lobby::Lobby;
 use super::transport::{Conn, ExtId, FromExt, Inbound, ThreadCount, Waiting};
 use super::{
     EventOut, ExtReport, HostConfig, LoadReport, Loaded, Outcome, Phase, View, ViewExt, ZUT_VERSION,

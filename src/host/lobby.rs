@@ -23,22 +23,13 @@
 //!   dispatcher's, which closes the connection, and that wakes the lobby;
 //! - it reads at most one chunk from an extension before it looks at the
 //!   next, so one that floods delays the others by a read at most;
-//! - where epoll or the lobby's thread is not to be had, each extension's
-//!   reader starts at once, as it would without a lobby.
+//! - where epoll or the lobby's thread is not to be had (systems other
+//!   than Linux, a failed set-up), each extension's reader starts at once,
+//!   as it would without a lobby.
 
-use super::transport::{spawn_counted, ThreadCount, Waiting};
+use super::transport::{ThreadCount, Waiting};
 use crate::proc::Wake;
-use rustix::event::epoll;
-use std::os::fd::OwnedFd;
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-
-/// The lobby's own wake-up in the epoll data. An extension's descriptors
-/// carry its index shifted left by one, and the low bit set on its
-/// signals (exit, close): [`STDOUT`] or [`SIGNAL`].
-const RELEASE: u64 = u64::MAX;
-const STDOUT: u64 = 0;
-const SIGNAL: u64 = 1;
 
 /// A load's extensions while they start: read by one thread, then each
 /// given its reader.
@@ -54,51 +45,18 @@ impl Lobby {
     /// gain nothing from it: each then gets its reader at once, as does
     /// every extension when the lobby cannot be set up.
     pub fn open(waiting: Vec<Waiting>, threads: &ThreadCount) -> Lobby {
-        let closed = Lobby {
-            release: None,
-            thread: None,
-        };
         if waiting.len() < 2 {
             start_readers(waiting);
-            return closed;
+            return Lobby::closed();
         }
-        let set_up = Wake::new().and_then(|release| {
-            let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
-            epoll::add(
-                &epoll,
-                release.fd(),
-                epoll::EventData::new_u64(RELEASE),
-                epoll::EventFlags::IN,
-            )?;
-            Ok((release, epoll))
-        });
-        let (release, epoll) = match set_up {
-            Ok(r) => r,
-            Err(e) => {
-                log::warn!("extensions start without a lobby: {e}");
-                start_readers(waiting);
-                return closed;
-            }
-        };
-        // Taken by the thread when it starts, and back here when it
-        // cannot start, so no extension is left without a reader.
-        let slot = Arc::new(Mutex::new(Some(waiting)));
-        let theirs = slot.clone();
-        let started = spawn_counted(threads, "zut-lobby".into(), 64 * 1024, move || {
-            let waiting = theirs.lock().unwrap_or_else(|p| p.into_inner()).take();
-            Room::new(epoll, waiting.unwrap_or_default()).run();
-        });
-        match started {
-            Ok(thread) => Lobby {
-                release: Some(release),
-                thread: Some(thread),
-            },
-            Err(e) => {
-                log::warn!("extensions start without a lobby: {e}");
-                let waiting = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
-                start_readers(waiting.unwrap_or_default());
-                closed
-            }
+        room::open(waiting, threads)
+    }
+
+    /// No thread: every extension already has its reader.
+    fn closed() -> Lobby {
+        Lobby {
+            release: None,
+            thread: None,
         }
     }
 
@@ -146,87 +104,161 @@ fn start_readers(waiting: impl IntoIterator<Item = Waiting>) {
     }
 }
 
-/// The lobby's thread: the extensions not yet handed over, by index.
-struct Room {
-    epoll: OwnedFd,
-    waiting: Vec<Option<Waiting>>,
-    left: usize,
+/// Where there is no epoll: every extension gets its reader at once.
+#[cfg(not(target_os = "linux"))]
+mod room {
+    use super::*;
+
+    pub(super) fn open(waiting: Vec<Waiting>, _threads: &ThreadCount) -> Lobby {
+        start_readers(waiting);
+        Lobby::closed()
+    }
 }
 
-impl Room {
-    /// Registers every extension's descriptors; one that cannot be
-    /// watched gets its reader at once.
-    fn new(epoll: OwnedFd, waiting: Vec<Waiting>) -> Room {
-        let mut room = Room {
-            epoll,
-            left: 0,
-            waiting: Vec::with_capacity(waiting.len()),
+/// The lobby's thread and the epoll it waits on.
+#[cfg(target_os = "linux")]
+mod room {
+    use super::*;
+    use crate::host::transport::spawn_counted;
+    use rustix::event::epoll;
+    use std::os::fd::OwnedFd;
+    use std::sync::{Arc, Mutex};
+
+    /// The lobby's own wake-up in the epoll data. An extension's
+    /// descriptors carry its index shifted left by one, with the low bit
+    /// saying which: [`STDOUT`], or one of its [`SIGNAL`]s (exit, close).
+    const RELEASE: u64 = u64::MAX;
+    const STDOUT: u64 = 0;
+    const SIGNAL: u64 = 1;
+
+    /// Sets up the epoll and starts the thread; on any failure every
+    /// extension gets its reader at once.
+    pub(super) fn open(waiting: Vec<Waiting>, threads: &ThreadCount) -> Lobby {
+        let set_up = Wake::new().and_then(|release| {
+            let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+            epoll::add(
+                &epoll,
+                release.fd(),
+                epoll::EventData::new_u64(RELEASE),
+                epoll::EventFlags::IN,
+            )?;
+            Ok((release, epoll))
+        });
+        let (release, epoll) = match set_up {
+            Ok(r) => r,
+            Err(e) => {
+                log::warn!("extensions start without a lobby: {e}");
+                start_readers(waiting);
+                return Lobby::closed();
+            }
         };
-        for (i, w) in waiting.into_iter().enumerate() {
-            let watch = |fd, kind| {
-                let data = epoll::EventData::new_u64((i as u64) << 1 | kind);
-                epoll::add(&room.epoll, fd, data, epoll::EventFlags::IN)
-            };
-            let watched = watch(w.stdout(), STDOUT)
-                .and_then(|()| w.signals().try_for_each(|fd| watch(fd, SIGNAL)));
-            room.waiting.push(Some(w));
-            match watched {
-                Ok(()) => room.left += 1,
-                Err(e) => {
-                    log::warn!("an extension starts without the lobby: {e}");
-                    room.hand_over(i, false);
-                }
+        // Taken by the thread when it starts, and back here when it
+        // cannot start, so no extension is left without a reader.
+        let slot = Arc::new(Mutex::new(Some(waiting)));
+        let theirs = slot.clone();
+        let started = spawn_counted(threads, "zut-lobby".into(), 64 * 1024, move || {
+            let waiting = theirs.lock().unwrap_or_else(|p| p.into_inner()).take();
+            Room::new(epoll, waiting.unwrap_or_default()).run();
+        });
+        match started {
+            Ok(thread) => Lobby {
+                release: Some(release),
+                thread: Some(thread),
+            },
+            Err(e) => {
+                log::warn!("extensions start without a lobby: {e}");
+                let waiting = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+                start_readers(waiting.unwrap_or_default());
+                Lobby::closed()
             }
         }
-        room
     }
 
-    fn run(mut self) {
-        let mut events: Vec<epoll::Event> = Vec::with_capacity(64);
-        while self.left > 0 {
-            events.clear();
-            if let Err(e) = epoll::wait(&self.epoll, rustix::buffer::spare_capacity(&mut events), None)
-            {
-                if e == rustix::io::Errno::INTR {
-                    continue;
+    /// The lobby's thread: the extensions not yet handed over, by index.
+    struct Room {
+        epoll: OwnedFd,
+        waiting: Vec<Option<Waiting>>,
+        left: usize,
+    }
+
+    impl Room {
+        /// Registers every extension's descriptors; one that cannot be
+        /// watched gets its reader at once.
+        fn new(epoll: OwnedFd, waiting: Vec<Waiting>) -> Room {
+            let mut room = Room {
+                epoll,
+                left: 0,
+                waiting: Vec::with_capacity(waiting.len()),
+            };
+            for (i, w) in waiting.into_iter().enumerate() {
+                let watch = |fd, kind| {
+                    let data = epoll::EventData::new_u64((i as u64) << 1 | kind);
+                    epoll::add(&room.epoll, fd, data, epoll::EventFlags::IN)
+                };
+                let watched = watch(w.stdout(), STDOUT)
+                    .and_then(|()| w.signals().try_for_each(|fd| watch(fd, SIGNAL)));
+                room.waiting.push(Some(w));
+                match watched {
+                    Ok(()) => room.left += 1,
+                    Err(e) => {
+                        log::warn!("an extension starts without the lobby: {e}");
+                        room.hand_over(i, false);
+                    }
                 }
-                log::warn!("the extensions' lobby stops waiting: {e}");
-                break;
             }
-            for ev in &events {
-                let data = ev.data.u64();
-                if data == RELEASE {
-                    self.left = 0;
+            room
+        }
+
+        fn run(mut self) {
+            let mut events: Vec<epoll::Event> = Vec::with_capacity(64);
+            while self.left > 0 {
+                events.clear();
+                if let Err(e) = epoll::wait(
+                    &self.epoll,
+                    rustix::buffer::spare_capacity(&mut events),
+                    None,
+                ) {
+                    if e == rustix::io::Errno::INTR {
+                        continue;
+                    }
+                    log::warn!("the extensions' lobby stops waiting: {e}");
                     break;
                 }
-                let i = (data >> 1) as usize;
-                let Some(w) = self.waiting.get_mut(i).and_then(Option::as_mut) else {
-                    continue;
-                };
-                // Output is read here; anything else (an exit, a close,
-                // a shutdown, an end met reading) is the reader's.
-                if data & 1 == SIGNAL || !w.read() {
-                    self.hand_over(i, true);
+                for ev in &events {
+                    let data = ev.data.u64();
+                    if data == RELEASE {
+                        self.left = 0;
+                        break;
+                    }
+                    let i = (data >> 1) as usize;
+                    let Some(w) = self.waiting.get_mut(i).and_then(Option::as_mut) else {
+                        continue;
+                    };
+                    // Output is read here; anything else (an exit, a close,
+                    // a shutdown, an end met reading) is the reader's.
+                    if data & 1 == SIGNAL || !w.read() {
+                        self.hand_over(i, true);
+                    }
                 }
             }
+            // Released (or unable to wait): everyone left gets a reader.
+            start_readers(self.waiting.into_iter().flatten());
         }
-        // Released (or unable to wait): everyone left gets a reader.
-        start_readers(self.waiting.into_iter().flatten());
-    }
 
-    /// Gives extension `i` its reader thread now; `watched`: its
-    /// descriptors are in the epoll set and come out first.
-    fn hand_over(&mut self, i: usize, watched: bool) {
-        let Some(w) = self.waiting[i].take() else {
-            return;
-        };
-        if watched {
-            self.left -= 1;
-            for fd in std::iter::once(w.stdout()).chain(w.signals()) {
-                let _ = epoll::delete(&self.epoll, fd);
+        /// Gives extension `i` its reader thread now; `watched`: its
+        /// descriptors are in the epoll set and come out first.
+        fn hand_over(&mut self, i: usize, watched: bool) {
+            let Some(w) = self.waiting[i].take() else {
+                return;
+            };
+            if watched {
+                self.left -= 1;
+                for fd in std::iter::once(w.stdout()).chain(w.signals()) {
+                    let _ = epoll::delete(&self.epoll, fd);
+                }
             }
+            start_readers([w]);
         }
-        start_readers([w]);
     }
 }
 
@@ -241,6 +273,7 @@ mod tests {
     use crossbeam_channel::Receiver;
     use std::io::Write;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
     use std::time::Duration;
     use zut_ext::wire::ExtFrame;
 
@@ -297,24 +330,40 @@ mod tests {
     #[test]
     fn it_reads_every_extension_then_gives_each_its_reader_when_released() {
         let mut s = setup(3);
-        assert_eq!(s.threads.load(Ordering::SeqCst), 0, "no reader before the lobby");
+        assert_eq!(
+            s.threads.load(Ordering::SeqCst),
+            0,
+            "no reader before the lobby"
+        );
         let lobby = Lobby::open(std::mem::take(&mut s.waiting), &s.threads);
         for (i, peer) in s.peers.iter_mut().enumerate() {
             say(peer, r#"{"type":"ready"}"#);
             let m = next(&s.inbox);
             assert_eq!(m.ext.id, i as u64);
-            assert!(matches!(m.msg, FromExt::Frame(ExtFrame::Ready)), "{:?}", m.msg);
+            assert!(
+                matches!(m.msg, FromExt::Frame(ExtFrame::Ready)),
+                "{:?}",
+                m.msg
+            );
         }
         // Three extensions read, and one thread so far: the lobby's.
         assert_eq!(s.threads.load(Ordering::SeqCst), 1);
         lobby.finish();
-        assert_eq!(s.threads.load(Ordering::SeqCst), 3, "a reader each, no lobby");
+        assert_eq!(
+            s.threads.load(Ordering::SeqCst),
+            3,
+            "a reader each, no lobby"
+        );
         // A line split across the hand-over arrives whole.
         write!(s.peers[1].stdout, r#"{{"type":"notify","#).expect("write");
         say(&mut s.peers[1], r#""message":"hi"}"#);
         let m = next(&s.inbox);
         assert_eq!(m.ext.id, 1);
-        assert!(matches!(m.msg, FromExt::Frame(ExtFrame::Notify { .. })), "{:?}", m.msg);
+        assert!(
+            matches!(m.msg, FromExt::Frame(ExtFrame::Notify { .. })),
+            "{:?}",
+            m.msg
+        );
         drop(s.peers);
         for c in &s.conns {
             c.join();

@@ -32,10 +32,10 @@ mod dispatcher;
 #[cfg(test)]
 mod dispatcher_tests;
 mod handle;
-mod lobby;
 #[cfg(test)]
 mod in_memory;
 pub mod intercept;
+mod lobby;
 pub mod manifest;
 pub mod process;
 pub mod registry;

@@ -173,7 +173,8 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
         ),
     );
     let each = |s: &Samples| fmt(s.median() / N as u32);
-    let per_ext = |host: &Samples, bare: &Samples| format!("host {}   bare {}", each(host), each(bare));
+    let per_ext =
+        |host: &Samples, bare: &Samples| format!("host {}   bare {}", each(host), each(bare));
     r.line(
         "CPU in this process per extension (median)",
         format!(
