@@ -67,6 +67,10 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn a_mistyped_flag_gets_a_did_you_mean() {
     let sb = Sandbox::new();
@@ -80,6 +84,24 @@ fn a_mistyped_flag_gets_a_did_you_mean() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn help_after_an_mcp_subcommand_prints_the_usage() {
+    let sb = Sandbox::new();
+    for args in [["mcp", "add", "--help"], ["mcp", "doctor", "-h"]] {
+        let out = zut(&sb).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(stdout(&out).starts_with("usage: zut mcp add"), "{}", stdout(&out));
+        assert_eq!(stderr(&out), "");
+    }
+    // After `--` it is the server's own flag: the server is added.
+    let out = zut(&sb)
+        .args(["mcp", "add", "--global", "h", "--", "some-server", "--help"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("added MCP server h"), "{}", stderr(&out));
 }
 
 #[test]

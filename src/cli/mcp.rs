@@ -31,6 +31,17 @@ pub fn run(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut dyn
         Some((s, r)) => (s.as_str(), r),
         None => ("help", &[][..]),
     };
+    // `zut mcp add --help` asks for the usage, not for a server named so;
+    // what follows `--` is the server's own command line.
+    let known = ["add", "list", "get", "remove", "rm", "doctor", "serve"];
+    let wants_help = rest
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a == "-h" || a == "--help");
+    if known.contains(&sub) && wants_help {
+        let _ = writeln!(out, "{USAGE}");
+        return 0;
+    }
     let result = match sub {
         "-h" | "--help" | "help" => {
             let _ = writeln!(out, "{USAGE}\n\nMCP servers come from .mcp.json in the project (trusted projects only),\n$ZUT_HOME/mcp.json and --mcp-config FILE. See man zut-mcp.");
