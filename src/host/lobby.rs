@@ -316,6 +316,17 @@ mod tests {
         }
     }
 
+    impl Setup {
+        /// Joins every reader (the peers are gone) and checks that no
+        /// thread is left.
+        fn all_ended(self) {
+            for c in &self.conns {
+                c.join();
+            }
+            assert_eq!(self.threads.load(Ordering::SeqCst), 0);
+        }
+    }
+
     /// The next inbox message, within a generous deadline.
     fn next(inbox: &Receiver<Inbound>) -> Inbound {
         inbox
@@ -364,17 +375,14 @@ mod tests {
             "{:?}",
             m.msg
         );
-        drop(s.peers);
-        for c in &s.conns {
-            c.join();
-        }
-        assert_eq!(s.threads.load(Ordering::SeqCst), 0);
+        s.peers.clear();
+        s.all_ended();
     }
 
     #[test]
     fn an_end_in_the_lobby_goes_to_the_reader_at_once_and_the_lobby_ends_with_the_last() {
         let mut s = setup(2);
-        let lobby = Lobby::open(std::mem::take(&mut s.waiting), &s.threads);
+        let mut lobby = Lobby::open(std::mem::take(&mut s.waiting), &s.threads);
         // Half a line, then the end of the stream: the reader reports the
         // close and the exit without the lobby being released.
         write!(s.peers[0].stdout, r#"{{"type":"no"#).expect("write");
@@ -399,11 +407,13 @@ mod tests {
                 break;
             }
         }
-        lobby.finish();
-        for c in &s.conns {
-            c.join();
-        }
-        assert_eq!(s.threads.load(Ordering::SeqCst), 0);
+        // Not released: it must end by itself (a bounded wait, so a
+        // lobby that waits on fails instead of hanging the test).
+        let thread = lobby.thread.take().expect("a lobby thread");
+        let (done_tx, done) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || done_tx.send(thread.join().is_ok()));
+        assert_eq!(done.recv_timeout(Duration::from_secs(10)), Ok(true));
+        s.all_ended();
     }
 
     #[test]
@@ -412,8 +422,7 @@ mod tests {
         let lobby = Lobby::open(std::mem::take(&mut s.waiting), &s.threads);
         assert!(lobby.is_finished(), "no lobby thread for one extension");
         assert_eq!(s.threads.load(Ordering::SeqCst), 1);
-        drop(s.peers);
-        s.conns[0].join();
-        assert_eq!(s.threads.load(Ordering::SeqCst), 0);
+        s.peers.clear();
+        s.all_ended();
     }
 }
