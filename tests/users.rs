@@ -92,7 +92,11 @@ fn help_after_an_mcp_subcommand_prints_the_usage() {
     for args in [["mcp", "add", "--help"], ["mcp", "doctor", "-h"]] {
         let out = zut(&sb).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
-        assert!(stdout(&out).starts_with("usage: zut mcp add"), "{}", stdout(&out));
+        assert!(
+            stdout(&out).starts_with("usage: zut mcp add"),
+            "{}",
+            stdout(&out)
+        );
         assert_eq!(stderr(&out), "");
     }
     // After `--` it is the server's own flag: the server is added.
@@ -101,7 +105,11 @@ fn help_after_an_mcp_subcommand_prints_the_usage() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).starts_with("added MCP server h"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("added MCP server h"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
