@@ -158,7 +158,10 @@ mod room {
         let theirs = slot.clone();
         let started = spawn_counted(threads, "zut-lobby".into(), 64 * 1024, move || {
             let waiting = theirs.lock().unwrap_or_else(|p| p.into_inner()).take();
-            Room::new(epoll, waiting.unwrap_or_default()).run();
+            let mut room = Room::new(epoll, waiting.unwrap_or_default());
+            room.run();
+            // Dropping the room, here or unwinding from a panic, gives
+            // every extension still in it its reader.
         });
         match started {
             Ok(thread) => Lobby {
@@ -175,6 +178,8 @@ mod room {
     }
 
     /// The lobby's thread: the extensions not yet handed over, by index.
+    /// Dropping it (when released, or unwinding from a panic) gives each
+    /// one left its reader, so none is ever left unread.
     struct Room {
         epoll: OwnedFd,
         waiting: Vec<Option<Waiting>>,
@@ -209,7 +214,7 @@ mod room {
             room
         }
 
-        fn run(mut self) {
+        fn run(&mut self) {
             let mut events: Vec<epoll::Event> = Vec::with_capacity(64);
             while self.left > 0 {
                 events.clear();
@@ -241,8 +246,8 @@ mod room {
                     }
                 }
             }
-            // Released (or unable to wait): everyone left gets a reader.
-            start_readers(self.waiting.into_iter().flatten());
+            // Released (or unable to wait): dropping the room gives
+            // everyone left a reader.
         }
 
         /// Gives extension `i` its reader thread now; `watched`: its
@@ -258,6 +263,12 @@ mod room {
                 }
             }
             start_readers([w]);
+        }
+    }
+
+    impl Drop for Room {
+        fn drop(&mut self) {
+            start_readers(std::mem::take(&mut self.waiting).into_iter().flatten());
         }
     }
 }
