@@ -646,11 +646,11 @@ impl Dispatcher {
         id: u64,
         entry: &Entry,
         m: &Manifest,
-        lobby: &mut Vec<Waiting>,
+        waiting: &mut Vec<Waiting>,
     ) -> Result<Arc<Conn>, String> {
         #[cfg(test)]
         if let Some(peers) = self.peers.clone() {
-            return self.spawn_in_memory(id, m, peers, lobby);
+            return self.spawn_in_memory(id, m, peers, waiting);
         }
         let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
         // Described only when it fails: most starts never need the text.
@@ -711,7 +711,7 @@ impl Dispatcher {
             self.config.deadlines,
             self.inbox_tx.clone(),
             self.threads.clone(),
-            Some(lobby),
+            waiting,
         )
         .map_err(|e| fail(format!("cannot start threads: {e}")))?;
         self.all.push(conn.clone());
@@ -729,7 +729,7 @@ impl Dispatcher {
         id: u64,
         m: &Manifest,
         peers: super::in_memory::PeerFn,
-        lobby: &mut Vec<Waiting>,
+        waiting: &mut Vec<Waiting>,
     ) -> Result<Arc<Conn>, String> {
         let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
         let log_file = process::open_log(&log, &m.name, &m.version).map_err(|e| e.to_string())?;
@@ -744,7 +744,7 @@ impl Dispatcher {
             self.config.deadlines,
             self.inbox_tx.clone(),
             self.threads.clone(),
-            Some(lobby),
+            waiting,
         )
         .map_err(|e| e.to_string())?;
         let peer = super::in_memory::Peer::new(m.name.clone(), self.generation, ends);

@@ -34,10 +34,9 @@ use std::thread::JoinHandle;
 /// A load's extensions while they start: read by one thread, then each
 /// given its reader.
 pub struct Lobby {
-    /// Fired once, for good: hand every extension to its reader and end.
-    /// `None` when there is no thread.
-    release: Option<Wake>,
-    thread: Option<JoinHandle<()>>,
+    /// Its thread, and the wake that, fired once and for good, makes it
+    /// hand every extension to its reader and end. `None`: no thread.
+    running: Option<(Wake, JoinHandle<()>)>,
 }
 
 impl Lobby {
@@ -54,23 +53,20 @@ impl Lobby {
 
     /// No thread: every extension already has its reader.
     fn closed() -> Lobby {
-        Lobby {
-            release: None,
-            thread: None,
-        }
+        Lobby { running: None }
     }
 
     /// The load is over: every extension still here gets its reader now.
     /// Does not wait for that ([`Lobby::finish`] does).
     pub fn release(&self) {
-        if let Some(r) = &self.release {
-            r.wake();
+        if let Some((release, _)) = &self.running {
+            release.wake();
         }
     }
 
     /// Whether its thread has ended (every extension has its reader).
     pub fn is_finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+        self.running.as_ref().is_none_or(|(_, t)| t.is_finished())
     }
 
     /// Releases and waits until every extension has its reader.
@@ -79,8 +75,8 @@ impl Lobby {
     }
 
     fn end(&mut self) {
-        self.release();
-        if let Some(t) = self.thread.take() {
+        if let Some((release, t)) = self.running.take() {
+            release.wake();
             if t.join().is_err() {
                 log::error!("the extensions' lobby thread panicked");
             }
@@ -165,8 +161,7 @@ mod room {
         });
         match started {
             Ok(thread) => Lobby {
-                release: Some(release),
-                thread: Some(thread),
+                running: Some((release, thread)),
             },
             Err(e) => {
                 log::warn!("extensions start without a lobby: {e}");
@@ -183,7 +178,6 @@ mod room {
     struct Room {
         epoll: OwnedFd,
         waiting: Vec<Option<Waiting>>,
-        left: usize,
     }
 
     impl Room {
@@ -192,7 +186,6 @@ mod room {
         fn new(epoll: OwnedFd, waiting: Vec<Waiting>) -> Room {
             let mut room = Room {
                 epoll,
-                left: 0,
                 waiting: Vec::with_capacity(waiting.len()),
             };
             for (i, w) in waiting.into_iter().enumerate() {
@@ -203,20 +196,19 @@ mod room {
                 let watched = watch(w.stdout(), STDOUT)
                     .and_then(|()| w.signals().try_for_each(|fd| watch(fd, SIGNAL)));
                 room.waiting.push(Some(w));
-                match watched {
-                    Ok(()) => room.left += 1,
-                    Err(e) => {
-                        log::warn!("an extension starts without the lobby: {e}");
-                        room.hand_over(i, false);
-                    }
+                if let Err(e) = watched {
+                    log::warn!("an extension starts without the lobby: {e}");
+                    room.hand_over(i);
                 }
             }
             room
         }
 
+        /// Reads until released, until nobody is left, or until it cannot
+        /// wait; dropping the room then gives everyone left a reader.
         fn run(&mut self) {
             let mut events: Vec<epoll::Event> = Vec::with_capacity(64);
-            while self.left > 0 {
+            while self.waiting.iter().any(Option::is_some) {
                 events.clear();
                 if let Err(e) = epoll::wait(
                     &self.epoll,
@@ -232,8 +224,7 @@ mod room {
                 for ev in &events {
                     let data = ev.data.u64();
                     if data == RELEASE {
-                        self.left = 0;
-                        break;
+                        return;
                     }
                     let i = (data >> 1) as usize;
                     let Some(w) = self.waiting.get_mut(i).and_then(Option::as_mut) else {
@@ -242,25 +233,20 @@ mod room {
                     // Output is read here; anything else (an exit, a close,
                     // a shutdown, an end met reading) is the reader's.
                     if data & 1 == SIGNAL || !w.read() {
-                        self.hand_over(i, true);
+                        self.hand_over(i);
                     }
                 }
             }
-            // Released (or unable to wait): dropping the room gives
-            // everyone left a reader.
         }
 
-        /// Gives extension `i` its reader thread now; `watched`: its
-        /// descriptors are in the epoll set and come out first.
-        fn hand_over(&mut self, i: usize, watched: bool) {
+        /// Gives extension `i` its reader thread now, its descriptors out
+        /// of the epoll set first (those never added are simply not found).
+        fn hand_over(&mut self, i: usize) {
             let Some(w) = self.waiting[i].take() else {
                 return;
             };
-            if watched {
-                self.left -= 1;
-                for fd in std::iter::once(w.stdout()).chain(w.signals()) {
-                    let _ = epoll::delete(&self.epoll, fd);
-                }
+            for fd in std::iter::once(w.stdout()).chain(w.signals()) {
+                let _ = epoll::delete(&self.epoll, fd);
             }
             start_readers([w]);
         }
@@ -311,7 +297,7 @@ mod tests {
                 Deadlines::default(),
                 tx.clone(),
                 threads.clone(),
-                Some(&mut waiting),
+                &mut waiting,
             )
             .expect("connection");
             conns.push(conn);
@@ -420,7 +406,7 @@ mod tests {
         }
         // Not released: it must end by itself (a bounded wait, so a
         // lobby that waits on fails instead of hanging the test).
-        let thread = lobby.thread.take().expect("a lobby thread");
+        let (_release, thread) = lobby.running.take().expect("a lobby thread");
         let (done_tx, done) = crossbeam_channel::bounded(1);
         std::thread::spawn(move || done_tx.send(thread.join().is_ok()));
         assert_eq!(done.recv_timeout(Duration::from_secs(10)), Ok(true));

@@ -368,9 +368,9 @@ enum End {
 }
 
 impl Conn {
-    /// Wraps an already spawned process and starts its reader, or, with
-    /// `lobby`, leaves its stdout there for a `Lobby` (`host::lobby`) to
-    /// read until the load is over.
+    /// Wraps an already spawned process. Its stdout goes to `waiting`, for
+    /// a `Lobby` (`host::lobby`) to read until the load is over or to give
+    /// it its reader at once.
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         ext: ExtId,
@@ -380,7 +380,7 @@ impl Conn {
         deadlines: Deadlines,
         inbox: Sender<Inbound>,
         threads: ThreadCount,
-        lobby: Option<&mut Vec<Waiting>>,
+        waiting: &mut Vec<Waiting>,
     ) -> io::Result<Arc<Conn>> {
         let process::Spawned {
             guard,
@@ -391,13 +391,14 @@ impl Conn {
         let from_peer = File::from(OwnedFd::from(stdout));
         let peer = Peer::Process(guard);
         Conn::start_with(
-            ext, name, log, peer, to_peer, from_peer, deadlines, inbox, threads, lobby,
+            ext, name, log, peer, to_peer, from_peer, deadlines, inbox, threads, waiting,
         )
     }
 
     /// Starts a connection to a peer in this process: two pipes, the
-    /// host's ends non-blocking as for a child. Returns the peer's ends
-    /// (blocking) for the thread that plays the extension.
+    /// host's ends non-blocking as for a child; its stdout goes to
+    /// `waiting`, as [`Conn::start`]'s. Returns the peer's ends (blocking)
+    /// for the thread that plays the extension.
     #[cfg(test)]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn start_in_memory(
@@ -407,7 +408,7 @@ impl Conn {
         deadlines: Deadlines,
         inbox: Sender<Inbound>,
         threads: ThreadCount,
-        lobby: Option<&mut Vec<Waiting>>,
+        waiting: &mut Vec<Waiting>,
     ) -> io::Result<(Arc<Conn>, PeerEnds)> {
         let (peer_stdin, to_peer) = process::pipe()?;
         let (from_peer, peer_stdout) = process::pipe()?;
@@ -423,7 +424,7 @@ impl Conn {
             deadlines,
             inbox,
             threads,
-            lobby,
+            waiting,
         )?;
         Ok((
             conn,
@@ -445,7 +446,7 @@ impl Conn {
         deadlines: Deadlines,
         inbox: Sender<Inbound>,
         threads: ThreadCount,
-        lobby: Option<&mut Vec<Waiting>>,
+        waiting: &mut Vec<Waiting>,
     ) -> io::Result<Arc<Conn>> {
         let (queue, queue_rx) = crossbeam_channel::unbounded();
         let mut child = match peer {
@@ -494,17 +495,13 @@ impl Conn {
             room: Condvar::new(),
             tool_cancel: AtomicBool::new(false),
         });
-        let waiting = Waiting {
+        waiting.push(Waiting {
             conn: conn.clone(),
             stdout,
             child,
             lines: LineBuffer::with_limit(MAX_FRAME_BYTES),
             ended: None,
-        };
-        match lobby {
-            Some(lobby) => lobby.push(waiting),
-            None => waiting.start_reader()?,
-        }
+        });
         Ok(conn)
     }
 
@@ -1059,12 +1056,21 @@ impl Conn {
         mut lines: LineBuffer,
         ended: Option<End>,
     ) {
+        let end = match ended {
+            Some(end) => end,
+            None => self.read_until_end(&mut stdout, &mut lines),
+        };
+        match child {
+            Some(child) => self.finish(end, child),
+            None => self.finish_in_memory(end),
+        }
+    }
+
+    /// Reads and handles stdout until the connection ends (and how).
+    fn read_until_end(&self, stdout: &mut File, lines: &mut LineBuffer) -> End {
         let pidfd = self.watch.as_ref().and_then(ExitWatch::fd);
         let mut exited_at: Option<Instant> = None;
-        let end = loop {
-            if let Some(end) = ended {
-                break end;
-            }
+        loop {
             let (gone, shutdown) = {
                 let s = self.lock();
                 (s.gone.is_some(), s.shutdown)
@@ -1111,14 +1117,10 @@ impl Conn {
                 exited_at = Some(Instant::now());
             }
             if ready.io {
-                if let Some(end) = self.read_some(&mut stdout, &mut lines) {
+                if let Some(end) = self.read_some(stdout, lines) {
                     break end;
                 }
             }
-        };
-        match child {
-            Some(child) => self.finish(end, child),
-            None => self.finish_in_memory(end),
         }
     }
 

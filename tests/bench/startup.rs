@@ -281,9 +281,9 @@ fn by_hand(dirs: &[PathBuf], sb: &Sandbox, threads: bool) -> Run {
     let acks: Vec<Vec<u8>> = dirs.iter().map(|d| hello_ack(sb, d)).collect();
     let (t, cpu) = (Instant::now(), cpu_time());
     let mut running = Vec::with_capacity(dirs.len());
-    // Each extension's pipes, kept open until the clock stops.
-    let mut ends: Vec<Ends> = Vec::with_capacity(dirs.len());
-    let mut helpers = Vec::new();
+    // One thread: each extension's pipes and `hello_ack`, handshaken once
+    // all are spawned. A thread each: the threads doing it.
+    let (mut pending, mut helpers) = (Vec::new(), Vec::new());
     for (cmd, ack) in commands.iter_mut().zip(acks) {
         let mut child = cmd.spawn().expect("spawn");
         let mut stdin = child.stdin.take().expect("piped stdin");
@@ -301,22 +301,24 @@ fn by_hand(dirs: &[PathBuf], sb: &Sandbox, threads: bool) -> Run {
                 .expect("a thread");
             helpers.push(h);
         } else {
-            ends.push((stdin, stdout, ack));
+            pending.push((stdin, stdout, ack));
         }
     }
-    for (stdin, stdout, ack) in &mut ends {
+    for (stdin, stdout, ack) in &mut pending {
         read_line_of(stdout, "hello");
         stdin.write_all(ack).expect("hello_ack");
     }
-    for (_, stdout, _) in &mut ends {
-        read_line_of(stdout, "ready");
+    // The pipes stay open until the clock stops.
+    let mut kept = Vec::with_capacity(dirs.len());
+    for (stdin, mut stdout, _) in pending {
+        read_line_of(&mut stdout, "ready");
+        kept.push((stdin, stdout));
     }
     for h in helpers {
-        let (stdin, stdout) = h.join().expect("handshake thread");
-        ends.push((stdin, stdout, Vec::new()));
+        kept.push(h.join().expect("handshake thread"));
     }
     let (wall, cpu) = (t.elapsed(), cpu_time() - cpu);
-    drop(ends);
+    drop(kept);
     reap(running);
     Run {
         wall,
@@ -327,15 +329,8 @@ fn by_hand(dirs: &[PathBuf], sb: &Sandbox, threads: bool) -> Run {
     }
 }
 
-/// An extension's stdin, its buffered stdout, and its `hello_ack`.
-type Ends = (
-    std::process::ChildStdin,
-    BufReader<std::process::ChildStdout>,
-    Vec<u8>,
-);
-
 /// Reads lines until a frame of type `ty`.
-fn read_line_of(stdout: &mut BufReader<std::process::ChildStdout>, ty: &str) {
+fn read_line_of(stdout: &mut impl BufRead, ty: &str) {
     let mut line = String::new();
     loop {
         line.clear();
@@ -382,11 +377,7 @@ fn sequential_sum(dirs: &[PathBuf]) -> Duration {
 
 fn read_hello(child: &mut Child) {
     let stdout = child.stdout.as_mut().expect("piped stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("hello line");
-    assert!(line.contains("\"hello\""), "not a hello: {line:?}");
+    read_line_of(&mut BufReader::new(stdout), "hello");
 }
 
 /// Closes every stdin (the fixtures exit on EOF) and waits for all.
