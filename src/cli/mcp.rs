@@ -25,23 +25,26 @@ const USAGE: &str = "usage: zut mcp add [--global] NAME [-e KEY=VALUE]... -- COM
        zut mcp doctor [NAME] [--json]
        zut [--ext PATH]... mcp serve [--tools A,B] [--yolo] [--no-mcp]";
 
+/// The subcommands, for `--help` after one and for did-you-mean.
+const SUBCOMMANDS: [&str; 7] = ["add", "list", "get", "remove", "rm", "doctor", "serve"];
+
 /// Runs `zut mcp <args…>`; returns the exit status.
 pub fn run(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let (sub, rest) = match args.split_first() {
         Some((s, r)) => (s.as_str(), r),
         None => ("help", &[][..]),
     };
-    // `zut mcp add --help` asks for the usage, not for a server named so;
+    // `zut mcp add --help` asks for the help, not for a server named so;
     // what follows `--` is the server's own command line.
-    let known = ["add", "list", "get", "remove", "rm", "doctor", "serve"];
     let wants_help = rest
         .iter()
         .take_while(|a| *a != "--")
         .any(|a| a == "-h" || a == "--help");
-    if known.contains(&sub) && wants_help {
-        let _ = writeln!(out, "{USAGE}");
-        return 0;
-    }
+    let sub = if wants_help && SUBCOMMANDS.contains(&sub) {
+        "help"
+    } else {
+        sub
+    };
     let result = match sub {
         "-h" | "--help" | "help" => {
             let _ = writeln!(out, "{USAGE}\n\nMCP servers come from .mcp.json in the project (trusted projects only),\n$ZUT_HOME/mcp.json and --mcp-config FILE. See man zut-mcp.");
@@ -54,8 +57,8 @@ pub fn run(args: &[String], ctx: &CliContext, out: &mut dyn Write, err: &mut dyn
         "doctor" => doctor(rest, ctx, out, err),
         "serve" => serve(rest, ctx),
         other => {
-            let names = ["add", "list", "get", "remove", "doctor", "serve"];
-            let hint = crate::suggest::did_you_mean(&crate::suggest::suggestions(other, names));
+            let hint =
+                crate::suggest::did_you_mean(&crate::suggest::suggestions(other, SUBCOMMANDS));
             let _ = writeln!(err, "zut mcp: unknown subcommand {other:?}{hint}\n{USAGE}");
             return 2;
         }
