@@ -7,10 +7,11 @@
 //!
 //! Invariants:
 //! - decoding never fails on an unknown `type` (it becomes `Unknown`) or on an
-//!   unknown top-level field, whatever it holds: unknown fields are skipped
-//!   unparsed (a huge number, a lone surrogate escape, nesting of any depth),
-//!   so the protocol grows additively and junk beside a frame cannot cost
-//!   the frame;
+//!   unknown top-level field, whatever it holds: a line is parsed whole in
+//!   one pass, and a line that pass refuses is decoded again with every
+//!   field its type does not define skipped unparsed (a huge number, a lone
+//!   surrogate escape, nesting of any depth), so the protocol grows
+//!   additively and junk beside a frame cannot cost the frame;
 //! - encoding produces compact JSON with no embedded newline, so one frame is
 //!   exactly one line;
 //! - optional payload fields that are empty are left out on the wire, as the
@@ -751,40 +752,69 @@ fn decode<T: DeserializeOwned>(
     if !text.trim_start().starts_with('{') {
         return Err(DecodeError::NotAnObject("expected a JSON object".into()));
     }
+    // The usual line (every field one its type defines, plain values)
+    // parses in one pass. Anything that pass refuses, from a malformed
+    // line to an unknown field holding `1e400`, takes the careful path,
+    // which decides what the frame is and says what is wrong with it.
+    let (frame_type, map) = match serde_json::from_str::<Map<String, Value>>(text) {
+        Ok(mut all) => {
+            let frame_type = frame_type_of(all.get("type"))?;
+            let fields = known(&frame_type).unwrap_or(&[]);
+            all.retain(|key, _| fields.contains(&key.as_str()));
+            (frame_type, all)
+        }
+        Err(_) => decode_careful(text, known)?,
+    };
+    build(frame_type, map)
+}
+
+/// The frame of `frame_type` made of `fields` (those its type defines).
+fn build<T: DeserializeOwned>(
+    frame_type: String,
+    mut fields: Map<String, Value>,
+) -> Result<T, DecodeError> {
+    fields.insert("type".into(), Value::String(frame_type.clone()));
+    T::deserialize(Value::Object(fields)).map_err(|e| DecodeError::BadFrame {
+        frame_type,
+        error: e.to_string(),
+    })
+}
+
+/// A frame's `type`: a string, or the error that names what it is not.
+fn frame_type_of(tag: Option<&Value>) -> Result<String, DecodeError> {
+    let error = match tag {
+        Some(Value::String(t)) => return Ok(t.clone()),
+        Some(_) => "`type` is not a string",
+        None => "missing field `type`",
+    };
+    Err(DecodeError::BadFrame {
+        frame_type: "untyped".into(),
+        error: error.into(),
+    })
+}
+
+/// Decodes a line the one-pass parse refused, in two passes that never
+/// build a value the frame does not define.
+fn decode_careful(
+    text: &str,
+    known: fn(&str) -> Option<&'static [&'static str]>,
+) -> Result<(String, Map<String, Value>), DecodeError> {
     // First pass: the `type` alone; every other value is skipped unparsed
     // (no number conversion, no escape decoding, no recursion), which also
     // proves the whole line is one well-formed JSON object.
     let tag =
         pick(text, |key| key == b"type").map_err(|e| DecodeError::NotAnObject(e.to_string()))?;
-    let frame_type = match tag.get("type") {
-        Some(Value::String(t)) => t.clone(),
-        Some(_) => {
-            return Err(DecodeError::BadFrame {
-                frame_type: "untyped".into(),
-                error: "`type` is not a string".into(),
-            })
-        }
-        None => {
-            return Err(DecodeError::BadFrame {
-                frame_type: "untyped".into(),
-                error: "missing field `type`".into(),
-            })
-        }
-    };
+    let frame_type = frame_type_of(tag.get("type"))?;
     // Second pass: only the fields this type defines are built; an unknown
     // type keeps none and decodes to `Unknown`.
     let fields = known(&frame_type).unwrap_or(&[]);
-    let mut map = pick(text, |key| fields.iter().any(|f| f.as_bytes() == key)).map_err(|e| {
+    let map = pick(text, |key| fields.iter().any(|f| f.as_bytes() == key)).map_err(|e| {
         DecodeError::BadFrame {
             frame_type: frame_type.clone(),
             error: e.to_string(),
         }
     })?;
-    map.insert("type".into(), Value::String(frame_type.clone()));
-    T::deserialize(Value::Object(map)).map_err(|e| DecodeError::BadFrame {
-        frame_type,
-        error: e.to_string(),
-    })
+    Ok((frame_type, map))
 }
 
 /// Reads the top-level object of `text`, building the values of the keys
@@ -1216,6 +1246,48 @@ mod tests {
             decode_ext_frame(br#"{"type":"later","v":1e400}"#).unwrap(),
             ExtFrame::Unknown
         );
+    }
+
+    /// The one-pass decode is a shortcut, never a different answer: on
+    /// every line it takes, the careful two-pass decode says the same.
+    #[test]
+    fn the_one_pass_decode_agrees_with_the_careful_one() {
+        fn careful<T: DeserializeOwned>(
+            line: &str,
+            known: fn(&str) -> Option<&'static [&'static str]>,
+        ) -> Result<T, DecodeError> {
+            decode_careful(line, known).and_then(|(t, map)| build(t, map))
+        }
+        let ext = [
+            r#"{"type":"hello","protocol_version":2,"name":"n","version":"1"}"#,
+            r#"{"type":"register_tool","name":"t","description":"d","schema":{"type":"object"},"extra":[1,2]}"#,
+            r#"{"type":"tool_result","id":"1","content":[{"type":"text","text":"a\"b\u00e9"}],"is_error":true}"#,
+            r#"{"type":"tool_result","id":"1","id":"2","content":[]}"#,
+            r#"{"type":"ready","type":"notify","message":"last type wins"}"#,
+            r#"{"name":"n","type":"register_command","description":7}"#,
+            r#"{"type":"later","x":1}"#,
+            r#"{"type":7}"#,
+            r#"{"message":"no type"}"#,
+        ];
+        for line in ext {
+            assert_eq!(
+                decode_ext_frame(line.as_bytes()),
+                careful::<ExtFrame>(line, ext_fields),
+                "{line}"
+            );
+        }
+        let host = [
+            r#"{"type":"hello_ack","protocol_version":2,"zut_version":"0.1.0","provider":"p","model":"m","cwd":"/p","extension_dir":"/e","data_dir":"/d","features":["tool_progress"],"new":{}}"#,
+            r#"{"type":"tool_call","id":"c","name":"n","args":{"deep":[[{}]]}}"#,
+            r#"{"type":"shutdown","reason":"unknown here"}"#,
+        ];
+        for line in host {
+            assert_eq!(
+                decode_host_frame(line.as_bytes()),
+                careful::<HostFrame>(line, host_fields),
+                "{line}"
+            );
+        }
     }
 
     #[test]
