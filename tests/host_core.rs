@@ -233,6 +233,9 @@ fn registration_conflicts_follow_load_order_not_timing() {
         );
     }
     assert!(host.tool("read").is_none() && host.tool("conf_tool").is_some());
+    // Refusals reach the log once the load is reported; the dispatcher
+    // answers any later request only after that.
+    let _ = host.all_extensions();
     let log = std::fs::read_to_string(sb.home().join("logs/ext-fx-conflicts.log")).unwrap();
     assert!(
         log.contains("/echo refused: already registered by extension fx-slow-hello"),

@@ -137,6 +137,10 @@ struct ExtState {
     exited: Option<Option<std::process::ExitStatus>>,
     /// It answered `shutdown` with `shutdown_ack`.
     acked: bool,
+    /// Its log lines while a load commits (registrations refused, names
+    /// unregistered), written in one append once the load is reported
+    /// ([`ExtState::write_held_log`]); `None`: each line is written at once.
+    held_log: Option<Vec<String>>,
 }
 
 impl ExtState {
@@ -147,11 +151,23 @@ impl ExtState {
             .unwrap_or_default()
     }
 
-    /// Appends a line to its log through its connection; an entry that
-    /// never started has no connection and its line is dropped.
-    fn log_line(&self, line: &str) {
-        if let Some(c) = &self.conn {
-            c.log_line(line);
+    /// Appends a line to its log through its connection (or holds it
+    /// while a load commits); an entry that never started has no
+    /// connection and its line is dropped.
+    fn log_line(&mut self, line: &str) {
+        match (&mut self.held_log, &self.conn) {
+            (Some(held), Some(_)) => held.push(line.to_string()),
+            (None, Some(c)) => c.log_line(line),
+            (_, None) => {}
+        }
+    }
+
+    /// Writes the lines held while its load committed, in one append.
+    fn write_held_log(&mut self) {
+        let held = self.held_log.take().unwrap_or_default();
+        if let (false, Some(c)) = (held.is_empty(), &self.conn) {
+            let lines: Vec<&str> = held.iter().map(String::as_str).collect();
+            c.log_lines(&lines);
         }
     }
 
@@ -497,6 +513,9 @@ impl Dispatcher {
                 for lobby in &self.lobbies {
                     lobby.release();
                 }
+                for e in &mut self.exts {
+                    e.write_held_log();
+                }
                 false
             }
             Job::Stopping { .. } => {
@@ -605,15 +624,18 @@ impl Dispatcher {
                 ready_by: None,
                 exited: None,
                 acked: false,
+                held_log: None,
             };
             if let Status::Load(m) = &st.entry.status {
                 // Refused manifest `skills` paths: the extension still
                 // loads; the warning follows its `ext_loaded`.
                 let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
-                for p in crate::skills::refusals(&m.bundle()) {
-                    process::log_line(&log, &p);
-                    st.warnings.push(p);
+                let refused = crate::skills::refusals(&m.bundle());
+                if !refused.is_empty() {
+                    let lines: Vec<&str> = refused.iter().map(String::as_str).collect();
+                    process::log_lines(&log, &lines);
                 }
+                st.warnings.extend(refused);
             }
             match st.entry.status.clone() {
                 Status::Load(m) if m.theme_only() => st.phase = Phase::Ready { auto: false },
@@ -762,6 +784,9 @@ impl Dispatcher {
     /// that want it.
     fn commit(&mut self) {
         for i in 0..self.exts.len() {
+            // Written after the load is reported: a refused name is in the
+            // report already, and the log can wait that long.
+            self.exts[i].held_log = Some(Vec::new());
             let staged = self.exts[i].staged.take().unwrap_or_default();
             if self.exts[i].conn.as_ref().is_some_and(|c| c.connected()) {
                 for reg in staged {
@@ -1100,7 +1125,7 @@ impl Dispatcher {
         }
     }
 
-    fn stray_reply(&self, i: usize, frame_type: &str, id: &str) {
+    fn stray_reply(&mut self, i: usize, frame_type: &str, id: &str) {
         // Authors want to know: it usually means a reply came after the
         // deadline or after a tool_cancel.
         self.exts[i].log_line(&format!(
@@ -1222,7 +1247,7 @@ impl Dispatcher {
         let seen = self.count_noise(i, kind, warning);
         // A flood must not fill the disk: the first lines are logged, the
         // rest only counted (doctor shows the count).
-        let e = &self.exts[i];
+        let e = &mut self.exts[i];
         if seen <= NOISE_LOGGED {
             e.log_line(&format!("stdout line skipped ({error}): {preview}"));
         }

@@ -63,20 +63,32 @@ pub fn open_log(path: &Path, name: &str, version: &str) -> io::Result<File> {
 
 /// Appends one `[zut] `-prefixed line to an extension log; best effort.
 pub fn log_line(path: &Path, line: &str) {
+    log_lines(path, &[line]);
+}
+
+/// Appends `[zut] `-prefixed lines to an extension log, in one write;
+/// best effort.
+pub fn log_lines(path: &Path, lines: &[&str]) {
     if let Ok(f) = OpenOptions::new()
         .create(true)
         .append(true)
         .mode(LOG_MODE)
         .open(path)
     {
-        append_line(&f, line);
+        append_lines(&f, lines);
     }
 }
 
-/// Appends one `[zut] `-prefixed line to an open log, in one write;
-/// best effort.
-pub fn append_line(mut log: &File, line: &str) {
-    let _ = log.write_all(format!("[zut] {line}\n").as_bytes());
+/// Appends `[zut] `-prefixed lines to an open log, in one write (appends
+/// of other writers interleave whole); best effort.
+pub fn append_lines(mut log: &File, lines: &[&str]) {
+    let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 7).sum());
+    for line in lines {
+        text.push_str("[zut] ");
+        text.push_str(line);
+        text.push('\n');
+    }
+    let _ = log.write_all(text.as_bytes());
 }
 
 /// The Python SDK (`zut_ext`) this build carries; `zut ext new` writes it

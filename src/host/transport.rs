@@ -507,9 +507,14 @@ impl Conn {
 
     /// Appends one `[zut] `-prefixed line to its log; best effort.
     pub fn log_line(&self, line: &str) {
+        self.log_lines(&[line]);
+    }
+
+    /// Appends lines to its log, in one write.
+    pub fn log_lines(&self, lines: &[&str]) {
         match &self.log_file {
-            Some(f) => process::append_line(f, line),
-            None => process::log_line(&self.log, line),
+            Some(f) => process::append_lines(f, lines),
+            None => process::log_lines(&self.log, lines),
         }
     }
 
