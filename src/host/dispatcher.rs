@@ -599,10 +599,7 @@ impl Dispatcher {
 
     fn start_entries(&mut self, entries: Vec<Entry>) {
         let now = Instant::now();
-        // Read by one lobby thread until the load is over.
-        let mut waiting = Vec::new();
-        // PATH may have changed since the last load.
-        self.launchers.clear();
+        let first = self.exts.len();
         for entry in entries {
             let id = self.next_id();
             let mut st = ExtState {
@@ -626,33 +623,29 @@ impl Dispatcher {
                 acked: false,
                 held_log: None,
             };
-            if let Status::Load(m) = &st.entry.status {
-                // Refused manifest `skills` paths: the extension still
-                // loads; the warning follows its `ext_loaded`.
-                let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
-                let refused = crate::skills::refusals(&m.bundle());
-                if !refused.is_empty() {
-                    let lines: Vec<&str> = refused.iter().map(String::as_str).collect();
-                    process::log_lines(&log, &lines);
-                }
-                st.warnings.extend(refused);
-            }
-            match st.entry.status.clone() {
-                Status::Load(m) if m.theme_only() => st.phase = Phase::Ready { auto: false },
-                Status::Load(m) => match self.spawn(id, &st.entry, &m, &mut waiting) {
-                    Ok(conn) => {
-                        st.conn = Some(conn);
-                        st.phase = Phase::AwaitingHello;
-                        st.deadline = Some(now + self.config.deadlines.hello);
-                        st.version = m.version.clone();
+            match &st.entry.status {
+                Status::Load(m) => {
+                    // Refused manifest `skills` paths: the extension still
+                    // loads; the warning follows its `ext_loaded`.
+                    let refused = crate::skills::refusals(&m.bundle());
+                    if !refused.is_empty() {
+                        let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
+                        let lines: Vec<&str> = refused.iter().map(String::as_str).collect();
+                        process::log_lines(&log, &lines);
                     }
-                    Err(e) => st.failed = Some(e),
-                },
+                    st.warnings.extend(refused);
+                    if m.theme_only() {
+                        st.phase = Phase::Ready { auto: false };
+                    }
+                }
                 Status::Invalid(e) => st.failed = Some(e.to_string()),
                 Status::Disabled(_) | Status::Shadowed { .. } | Status::Untrusted { .. } => {}
             }
             self.exts.push(st);
         }
+        // Read by one lobby thread until the load is over.
+        let mut waiting = Vec::new();
+        self.start_processes(first, now, &mut waiting);
         self.lobbies.retain(|l| !l.is_finished());
         self.lobbies.push(Lobby::open(waiting, &self.threads));
     }
@@ -662,80 +655,107 @@ impl Dispatcher {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Resolves the executable, opens the log and starts the process.
-    fn spawn(
-        &mut self,
-        id: u64,
-        entry: &Entry,
-        m: &Manifest,
-        waiting: &mut Vec<Waiting>,
-    ) -> Result<Arc<Conn>, String> {
+    /// Starts the process of every extension of `exts[first..]` that
+    /// loads, all at once ([`process::launch_all`]), and connects each.
+    fn start_processes(&mut self, first: usize, now: Instant, waiting: &mut Vec<Waiting>) {
+        let starting: Vec<usize> = (first..self.exts.len())
+            .filter(|&i| starts(&self.exts[i]).is_some())
+            .collect();
         #[cfg(test)]
         if let Some(peers) = self.peers.clone() {
-            return self.spawn_in_memory(id, m, peers, waiting);
+            for i in starting {
+                let started = self.spawn_in_memory(i, peers.clone(), waiting);
+                self.started(i, now, started);
+            }
+            return;
         }
-        let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
-        // Described only when it fails: most starts never need the text.
-        let home = &self.config.zut_home;
-        let fail = |what: String| format!("failed to start: {what}\n{}", describe(entry, home));
-        let program = match &m.exec {
-            // A launcher (`python3`, `node`) is looked up once per load,
-            // not once per extension that names it.
-            Some(exec @ Exec::Launcher { configured }) => match self.launchers.get(configured) {
-                Some(found) => found.clone(),
-                None => {
-                    let found = exec
-                        .program(self.config.search_path.as_deref())
-                        .map_err(|e| fail(e.to_string()))?;
-                    self.launchers.insert(configured.clone(), found.clone());
-                    found
-                }
-            },
-            Some(exec) => exec
-                .program(self.config.search_path.as_deref())
-                .map_err(|e| fail(e.to_string()))?,
-            None => return Err(fail("no exec".into())),
+        // Programs first, on this thread: a launcher is looked up once per
+        // load (PATH may have changed since the last one), and the Python
+        // environment is made once for all the Python extensions.
+        self.launchers.clear();
+        let search = self.config.search_path.clone();
+        let programs: Vec<(usize, Result<std::path::PathBuf, String>)> = starting
+            .into_iter()
+            .filter_map(|i| {
+                let m = starts(&self.exts[i])?;
+                Some((i, program(&mut self.launchers, search.as_deref(), m)))
+            })
+            .collect();
+        let python = |m: &Manifest, p: &std::path::Path| process::is_python(&m.language, p);
+        let python_env = if programs.iter().any(|(i, p)| {
+            p.as_ref()
+                .is_ok_and(|p| starts(&self.exts[*i]).is_some_and(|m| python(m, p)))
+        }) {
+            process::python_env(&self.config.zut_home)
+        } else {
+            Vec::new()
         };
-        // A read-only $ZUT_HOME (a container, a locked-down home) must not
-        // stop extensions: their stderr then goes nowhere.
-        // The host's own lines go through a second descriptor on the same
-        // open file (appends interleave whole), not a fresh open each.
-        let (stderr, log_file) = match process::open_log(&log, &m.name, &m.version) {
-            Ok(file) => {
-                let kept = file.try_clone().ok();
-                (file, kept)
+        let (mut order, mut launches, mut unresolved) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, found) in programs {
+            let (Some(m), Ok(program)) = (starts(&self.exts[i]), &found) else {
+                unresolved.push((i, found.err().unwrap_or_default()));
+                continue;
+            };
+            let env: &[_] = if python(m, program) { &python_env } else { &[] };
+            order.push(i);
+            launches.push(process::Launch {
+                program: program.clone(),
+                args: &m.args,
+                dir: &m.dir,
+                log: crate::paths::ext_log(&self.config.zut_home, &m.name),
+                name: &m.name,
+                version: &m.version,
+                env,
+            });
+        }
+        let launched = process::launch_all(&launches);
+        let logs: Vec<std::path::PathBuf> = launches.into_iter().map(|l| l.log).collect();
+        for (i, why) in unresolved {
+            self.started(i, now, Err(why));
+        }
+        for ((i, log), launched) in order.into_iter().zip(logs).zip(launched) {
+            let started = launched.and_then(|l| self.connect(i, log, l, waiting));
+            self.started(i, now, started);
+        }
+    }
+
+    /// Records how the start of `exts[i]` went.
+    fn started(&mut self, i: usize, now: Instant, started: Result<Arc<Conn>, String>) {
+        let st = &mut self.exts[i];
+        match started {
+            Ok(conn) => {
+                st.conn = Some(conn);
+                st.phase = Phase::AwaitingHello;
+                st.deadline = Some(now + self.config.deadlines.hello);
+                st.version = starts(st).map(|m| m.version.clone()).unwrap_or_default();
             }
-            Err(e) => {
-                log::warn!(
-                    "cannot open {}: {e}; the extension's stderr is discarded",
-                    log.display()
-                );
-                let null = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open("/dev/null")
-                    .map_err(|e| fail(format!("cannot open log: {e}")))?;
-                // Its own lines still try the log's path each time.
-                (null, None)
-            }
-        };
-        let env = process::python_env(&self.config.zut_home, &m.language, &program);
-        let spawned = process::spawn(&program, &m.args, &m.dir, stderr, &env)
-            .map_err(|e| fail(format!("spawn: {e}")))?;
+            Err(why) => st.failed = Some(failed_to_start(&st.entry, &self.config.zut_home, &why)),
+        }
+    }
+
+    /// Connects a started process: its connection, its pid on record.
+    fn connect(
+        &mut self,
+        i: usize,
+        log: std::path::PathBuf,
+        launched: process::Launched,
+        waiting: &mut Vec<Waiting>,
+    ) -> Result<Arc<Conn>, String> {
         let ext = ExtId {
-            id,
+            id: self.exts[i].id,
             generation: self.generation,
         };
         let conn = Conn::start(
             ext,
-            m.name.clone(),
-            (log, log_file),
-            spawned,
+            self.exts[i].entry.name(),
+            (log, launched.log_file),
+            launched.spawned,
             self.config.deadlines,
             self.inbox_tx.clone(),
             self.threads.clone(),
             waiting,
         )
-        .map_err(|e| fail(format!("cannot start threads: {e}")))?;
+        .map_err(|e| format!("cannot start threads: {e}"))?;
         self.all.push(conn.clone());
         self.pids
             .lock()
@@ -748,11 +768,12 @@ impl Dispatcher {
     #[cfg(test)]
     fn spawn_in_memory(
         &mut self,
-        id: u64,
-        m: &Manifest,
+        i: usize,
         peers: super::in_memory::PeerFn,
         waiting: &mut Vec<Waiting>,
     ) -> Result<Arc<Conn>, String> {
+        let id = self.exts[i].id;
+        let m = starts(&self.exts[i]).ok_or("no manifest")?.clone();
         let log = crate::paths::ext_log(&self.config.zut_home, &m.name);
         let log_file = process::open_log(&log, &m.name, &m.version).map_err(|e| e.to_string())?;
         let ext = ExtId {
@@ -1627,6 +1648,42 @@ impl Dispatcher {
             self.record_warning(i, reason, true);
         }
     }
+}
+
+/// The manifest of an extension whose process a load starts: one that
+/// loads and is not a theme only.
+fn starts(e: &ExtState) -> Option<&Manifest> {
+    match &e.entry.status {
+        Status::Load(m) if !m.theme_only() => Some(m),
+        _ => None,
+    }
+}
+
+/// The program that runs extension `m`. A launcher (`python3`, `node`)
+/// is looked up once per load, not once per extension that names it.
+fn program(
+    launchers: &mut HashMap<String, std::path::PathBuf>,
+    search_path: Option<&std::ffi::OsStr>,
+    m: &Manifest,
+) -> Result<std::path::PathBuf, String> {
+    match &m.exec {
+        Some(exec @ Exec::Launcher { configured }) => {
+            if let Some(found) = launchers.get(configured) {
+                return Ok(found.clone());
+            }
+            let found = exec.program(search_path).map_err(|e| e.to_string())?;
+            launchers.insert(configured.clone(), found.clone());
+            Ok(found)
+        }
+        Some(exec) => exec.program(search_path).map_err(|e| e.to_string()),
+        None => Err("no exec".into()),
+    }
+}
+
+/// Why an extension did not start, with where it was found: described
+/// only when it fails, since most starts never need the text.
+fn failed_to_start(entry: &Entry, zut_home: &std::path::Path, what: &str) -> String {
+    format!("failed to start: {what}\n{}", describe(entry, zut_home))
 }
 
 /// Names an extension registered, commands and tools.

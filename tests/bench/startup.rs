@@ -7,7 +7,10 @@
 //!     that spawns the same 50 commands and reads one hello line from each.
 //!     The sequential sum (spawn + hello one child after another) is shown
 //!     for contrast: it is what a host that does not overlap handshakes pays.
-//!     So is the whole handshake done by hand without a host (hello,
+//!     So is the bare harness spawning from two threads, as the host does
+//!     for a load this size (a spawn waits for its child's `exec`, and two
+//!     threads overlap those waits). So is the whole handshake done by hand
+//!     without a host (hello,
 //!     `hello_ack`, registrations up to `ready`), once on one thread and
 //!     once with a thread per extension: between them and the bare harness
 //!     they split the host's overhead into what the protocol's round trip
@@ -118,6 +121,7 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
     let (mut host_kids, mut bare_kids) = (Samples::new(), Samples::new());
     let (mut hand_t, mut hand_cpu) = (Samples::new(), Samples::new());
     let (mut threads_t, mut threads_cpu) = (Samples::new(), Samples::new());
+    let mut bare2_t = Samples::new();
     // Run 0 is an untimed warm-up (page cache, allocator); then bare and
     // host alternate which goes first, so neither always meets a machine
     // still busy with the other's exiting children.
@@ -125,13 +129,14 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
         let one = |host_first: bool| {
             if host_first {
                 let h = host_start(&sb, &config, &dirs);
-                (bare_concurrent(&dirs), h)
+                (bare_concurrent(&dirs, 1), h)
             } else {
-                let b = bare_concurrent(&dirs);
+                let b = bare_concurrent(&dirs, 1);
                 (b, host_start(&sb, &config, &dirs))
             }
         };
         let (bare, host) = one(run % 2 == 1);
+        let bare2 = bare_concurrent(&dirs, 2);
         let hand = by_hand(&dirs, &sb, false);
         let threads = by_hand(&dirs, &sb, true);
         if run > 0 {
@@ -140,6 +145,7 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
             threads_t.push(threads.wall);
             threads_cpu.push(threads.cpu);
             bare_t.push(bare.wall);
+            bare2_t.push(bare2.wall);
             bare_cpu.push(bare.cpu);
             bare_kids.push(bare.children);
             host_t.push(host.wall);
@@ -151,6 +157,7 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
     }
     let sequential = Samples::collect(2, || sequential_sum(&dirs));
     r.line("bare harness (concurrent spawn + hello)", bare_t.summary());
+    r.line("bare harness spawning from two threads", bare2_t.summary());
     r.line("Host::start", host_t.summary());
     r.line("sequential sum (for contrast)", sequential.summary());
     r.line("handshake by hand, one thread", hand_t.summary());
@@ -165,11 +172,13 @@ fn startup(r: &mut Report, kind: Kind, runs: usize) -> Samples {
         ),
     );
     r.line(
-        "by hand / bare (median of per-run pairs)",
+        "contrasts / bare (median of per-run pairs)",
         format!(
-            "one thread {:.2}×   a thread each {:.2}×",
+            "by hand: one thread {:.2}×, a thread each {:.2}×   bare from two threads {:.2}× (host/it {:.2}×)",
             paired_ratio(&hand_t, &bare_t),
-            paired_ratio(&threads_t, &bare_t)
+            paired_ratio(&threads_t, &bare_t),
+            paired_ratio(&bare2_t, &bare_t),
+            paired_ratio(&host_t, &bare2_t)
         ),
     );
     let each = |s: &Samples| fmt(s.median() / N as u32);
@@ -247,15 +256,34 @@ fn host_start(sb: &Sandbox, config: &zut::host::HostConfig, dirs: &[PathBuf]) ->
 }
 
 /// Spawns every command, then reads one line from each: the floor any host
-/// pays to start `dirs` concurrently.
-fn bare_concurrent(dirs: &[PathBuf]) -> Run {
-    let mut commands: Vec<Command> = dirs.iter().map(|d| bare_command(d)).collect();
+/// pays to start `dirs` concurrently. With `spawners` > 1, that many
+/// threads share the spawns (each takes the next command).
+fn bare_concurrent(dirs: &[PathBuf], spawners: usize) -> Run {
+    let commands: Vec<std::sync::Mutex<Command>> = dirs
+        .iter()
+        .map(|d| std::sync::Mutex::new(bare_command(d)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let spawn_next = || {
+        let mut mine = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(cmd) = commands.get(i) else {
+                return mine;
+            };
+            mine.push(cmd.lock().unwrap().spawn().expect("spawn"));
+        }
+    };
     let children = children_cpu_time();
     let (t, cpu) = (Instant::now(), cpu_time());
-    let mut running: Vec<Child> = commands
-        .iter_mut()
-        .map(|c| c.spawn().expect("spawn"))
-        .collect();
+    let mut running: Vec<Child> = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..spawners).map(|_| s.spawn(spawn_next)).collect();
+        let mut all = spawn_next();
+        for h in helpers {
+            all.extend(h.join().expect("a spawning thread"));
+        }
+        all
+    });
     for child in &mut running {
         read_hello(child);
     }
