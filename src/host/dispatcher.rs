@@ -12,8 +12,9 @@
 //! the extension's connection directly and waits for its reply there, so
 //! the dispatcher is never on the hot path of a call.
 //!
-//! Loading (startup and `/reload-ext`): every extension starts at once; the
-//! handshakes run concurrently; registrations and the events an extension
+//! Loading (startup and `/reload-ext`): every extension starts at once (the
+//! processes from several threads for a large load, see
+//! [`process::launch_all`]); the handshakes run concurrently; registrations and the events an extension
 //! causes are held until every handshake has settled, then committed and
 //! reported in load order, so "first registration wins" and the event
 //! stream never depend on timing. What is held per extension is bounded.
