@@ -405,6 +405,7 @@ fn request_body_converts_tools_results_and_hidden_context() {
                     data: "iVBORw0KGgo=".into(),
                 },
             ],
+            from: None,
         },
         Message {
             role: Role::Assistant,
@@ -418,6 +419,7 @@ fn request_body_converts_tools_results_and_hidden_context() {
                     args: json!({"path":"a.txt"}),
                 },
             ],
+            from: None,
         },
         Message {
             role: Role::User,
@@ -426,6 +428,7 @@ fn request_body_converts_tools_results_and_hidden_context() {
                 is_error: false,
                 content: vec![ContentBlock::text("alpha\nbeta")],
             }],
+            from: None,
         },
     ];
     let tools = vec![ToolDef {

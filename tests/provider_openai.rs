@@ -194,6 +194,7 @@ fn tolerates_servers_without_ids_indexes_or_done() {
                 name: "read".into(),
                 args: json!({}),
             }],
+            from: None,
         },
         Message {
             role: Role::User,
@@ -202,6 +203,7 @@ fn tolerates_servers_without_ids_indexes_or_done() {
                 is_error: false,
                 content: vec![ContentBlock::text("x")],
             }],
+            from: None,
         },
     ];
     let stream = format!(
@@ -371,6 +373,7 @@ fn request_body_converts_tools_results_images_and_hidden_context() {
                     data: "/9j/4AAQ".into(),
                 },
             ],
+            from: None,
         },
         Message {
             role: Role::Assistant,
@@ -389,6 +392,7 @@ fn request_body_converts_tools_results_images_and_hidden_context() {
                     args: json!({"path":"x.png"}),
                 },
             ],
+            from: None,
         },
         Message {
             role: Role::User,
@@ -410,6 +414,7 @@ fn request_body_converts_tools_results_images_and_hidden_context() {
                     ],
                 },
             ],
+            from: None,
         },
     ];
     let tools = vec![ToolDef {

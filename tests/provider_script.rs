@@ -129,6 +129,7 @@ fn tool_calls_fill_in_missing_ids_and_args() {
                     args: c.args.clone(),
                 })
                 .collect(),
+            from: None,
         },
     ];
     let (result, _) = ask(&mut p, &transcript);
@@ -172,12 +173,14 @@ fn echo_answers_with_the_last_user_text() {
                     text: "part two".into(),
                 },
             ],
+            from: None,
         },
         Message {
             role: Role::Assistant,
             content: vec![Block::Text {
                 text: "assistant text is never echoed".into(),
             }],
+            from: None,
         },
         Message {
             role: Role::User,
@@ -186,6 +189,7 @@ fn echo_answers_with_the_last_user_text() {
                 is_error: false,
                 content: vec![ContentBlock::text("tool output is not user text")],
             }],
+            from: None,
         },
     ];
     let (result, deltas) = ask(&mut p, &transcript);
@@ -338,6 +342,7 @@ fn log_has_one_exact_line_per_request() {
             name: "weather".into(),
             args: json!({"city":"Berlin"}),
         }],
+        from: None,
     });
     second.push(Message {
         role: Role::User,
@@ -352,6 +357,7 @@ fn log_has_one_exact_line_per_request() {
                 },
             ],
         }],
+        from: None,
     });
     let req2 = Request {
         step: 2,

@@ -63,6 +63,7 @@ fn assistant(blocks: Vec<Block>) -> Message {
     Message {
         role: Role::Assistant,
         content: blocks,
+        from: None,
     }
 }
 
@@ -91,6 +92,7 @@ fn two_sessions(env: &Env) -> (Session, Session) {
                 text: "fn main() {\n}\n".into(),
             }],
         }],
+        from: None,
     })
     .unwrap();
     root.append_message(&assistant(vec![Block::Text {

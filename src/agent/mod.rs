@@ -120,13 +120,8 @@ pub struct Options {
 /// store listens here).
 pub trait Observer: Send {
     /// A message was appended to the transcript (the model's original
-    /// text, before any `replace_text`).
+    /// text, before any `replace_text`; a continuation with who added it).
     fn message(&mut self, _message: &Message) {}
-    /// A message an extension added (an `agent_end` continue): saved
-    /// with its name.
-    fn message_from(&mut self, message: &Message, _extension: &str) {
-        self.message(message);
-    }
     /// An extension's tool result carried `details`: its new state on the
     /// active branch (`null` clears). An error refuses it with that reason.
     fn state(&mut self, _extension: &str, _state: &Value) -> Result<(), String> {
@@ -535,10 +530,7 @@ impl Agent {
                     args: c.args.clone(),
                 });
             }
-            self.push(Message {
-                role: Role::Assistant,
-                content,
-            });
+            self.push(Message::new(Role::Assistant, content));
             last_text = self.show_assistant(&resp.text, held, cancel);
             let calls = self.number_calls(&resp.tool_calls);
             for (id, call) in &calls {
@@ -577,10 +569,7 @@ impl Agent {
                 return Outcome::Done { text: last_text };
             }
             let results = self.run_tools(&calls, cancel);
-            self.push(Message {
-                role: Role::User,
-                content: results,
-            });
+            self.push(Message::new(Role::User, results));
             if cancel.is_cancelled() {
                 return self.end_aborted();
             }
@@ -608,16 +597,12 @@ impl Agent {
                 extension: ext.clone(),
                 reason: reason.clone(),
             });
-            let message = Message::user_text(reason.clone());
-            if let Some(o) = self.observer.as_mut() {
-                o.message_from(&message, &ext);
-            }
-            self.transcript.push(message);
+            self.push(Message::continuation(reason, &ext));
             return Some(ext);
         }
         let sink = self.sink.clone();
         let reason = crate::hooks::agent::stop(&self.opts.hooks, continued, &*sink)?;
-        self.push(Message::user_text(reason));
+        self.push(Message::continuation(reason, crate::hooks::CONTINUED_BY));
         Some("hooks".into())
     }
 

@@ -118,15 +118,7 @@ impl agent::Observer for Recorder {
     // session and `state()`; only the row is left to write.
     fn message(&mut self, message: &Message) {
         if let Some(s) = lock(&self.session).as_mut() {
-            if let Err(e) = s.record_message(message, None) {
-                log::warn!("session: {e}");
-            }
-        }
-    }
-
-    fn message_from(&mut self, message: &Message, extension: &str) {
-        if let Some(s) = lock(&self.session).as_mut() {
-            if let Err(e) = s.record_message(message, Some(extension)) {
+            if let Err(e) = s.record_message(message) {
                 log::warn!("session: {e}");
             }
         }

@@ -143,6 +143,10 @@ impl Hooks {
 /// can be a screen long); events carry more (see [`Event::Hook`]).
 const SHOWN_COMMAND_CHARS: usize = 72;
 
+/// The name the transcript gives a message a `Stop` hook sent to the
+/// model ([`crate::provider::Message::from`]), shown as `[hook] reason`.
+pub const CONTINUED_BY: &str = "hook";
+
 /// A hook's command as a person reads it in a message: its first line,
 /// each path in it shortened to `…/` and its file name (hooks are mostly
 /// `"$CLAUDE_PROJECT_DIR"/.claude/hooks/check.sh`: the name is what tells

@@ -604,6 +604,7 @@ mod tests {
             Message {
                 role: Role::Assistant,
                 content: vec![Block::Text { text: "ok".into() }],
+                from: None,
             },
             Message {
                 role: Role::User,
@@ -611,6 +612,7 @@ mod tests {
                     Block::Text { text: "a".into() },
                     Block::Text { text: "b".into() },
                 ],
+                from: None,
             },
         ];
         let tool = |n: &str| ToolDef {
@@ -667,6 +669,7 @@ mod tests {
                         args: json!({}),
                     },
                 ],
+                from: None,
             },
         ];
         for (level, budget) in [
@@ -711,6 +714,7 @@ mod tests {
                         data: "AAAA".into(),
                     },
                 ],
+                from: None,
             },
             Message {
                 role: Role::Assistant,
@@ -722,6 +726,7 @@ mod tests {
                         args: json!({"path":"a"}),
                     },
                 ],
+                from: None,
             },
             Message {
                 role: Role::User,
@@ -742,6 +747,7 @@ mod tests {
                         ],
                     },
                 ],
+                from: None,
             },
         ];
         let got = convert_messages(&messages);

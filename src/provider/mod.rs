@@ -75,14 +75,35 @@ pub enum Block {
 pub struct Message {
     pub role: Role,
     pub content: Vec<Block>,
+    /// Who added a user message that nobody typed: the extension whose
+    /// `agent_end` interceptor, or [`crate::hooks::CONTINUED_BY`] when a
+    /// `Stop` hook, kept the prompt going with it. The transcript shows it as `[name] text`,
+    /// live and on resume. Never part of the message's JSON (providers,
+    /// RPC, `--script-log`): a session row carries it beside the message.
+    #[serde(skip)]
+    pub from: Option<String>,
 }
 
 impl Message {
+    /// A message of `role` holding `content`.
+    pub fn new(role: Role, content: Vec<Block>) -> Self {
+        Message {
+            role,
+            content,
+            from: None,
+        }
+    }
+
     /// A user message holding one text block.
     pub fn user_text(text: impl Into<String>) -> Self {
+        Message::new(Role::User, vec![Block::Text { text: text.into() }])
+    }
+
+    /// A user message that `from` (an extension, or `hook`) added.
+    pub fn continuation(text: impl Into<String>, from: impl Into<String>) -> Self {
         Message {
-            role: Role::User,
-            content: vec![Block::Text { text: text.into() }],
+            from: Some(from.into()),
+            ..Message::user_text(text)
         }
     }
 }

@@ -505,6 +505,7 @@ mod tests {
                     name: "shot".into(),
                     args: json!({"x":1}),
                 }],
+                from: None,
             },
             Message {
                 role: Role::User,
@@ -521,6 +522,7 @@ mod tests {
                         }],
                     },
                 ],
+                from: None,
             },
         ];
         let got = convert_messages("", &messages);

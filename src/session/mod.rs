@@ -499,7 +499,7 @@ fn summarize(path: &Path, modified: SystemTime) -> Option<Summary> {
             ("message", _) => {
                 messages += 1;
                 if title.is_none() {
-                    if let Ok(RowIn::Message { message }) = serde_json::from_slice(line) {
+                    if let Ok(RowIn::Message { message, .. }) = serde_json::from_slice(line) {
                         title = prompt_text(&message).map(|t| one_line(&t, 100));
                     }
                 }
@@ -628,7 +628,11 @@ impl Session {
             let line = line.map_err(io_at(path))?;
             s.rows += 1;
             let ok = match serde_json::from_slice::<RowIn>(line) {
-                Ok(RowIn::Message { message }) => {
+                Ok(RowIn::Message {
+                    mut message,
+                    extension,
+                }) => {
+                    message.from = extension;
                     s.messages.write().push(message);
                     true
                 }
@@ -657,10 +661,7 @@ impl Session {
             // The file ends with the dangling call: the repair belongs
             // right there, so write it and the file says what memory holds.
             let message = s.messages.read()[at].clone();
-            let _ = s.write_row(&RowOut::Message {
-                message: &message,
-                extension: None,
-            });
+            let _ = s.write_row(&RowOut::message(&message));
         }
         if skipped > 0 || repairs.any() {
             s.warning = Some(LoadWarning {
@@ -753,30 +754,17 @@ impl Session {
     /// Appends a message. It is in the transcript even when the write
     /// fails; the error says the file may lack it.
     pub fn append_message(&mut self, message: &Message) -> Result<(), SessionError> {
-        self.append_message_from(message, None)
-    }
-
-    /// [`Session::append_message`] for a message an extension added (an
-    /// `agent_end` continue): the row carries its name.
-    pub fn append_message_from(
-        &mut self,
-        message: &Message,
-        extension: Option<&str>,
-    ) -> Result<(), SessionError> {
-        let written = self.record_message(message, extension);
+        let written = self.record_message(message);
         self.messages.push(message.clone());
         written
     }
 
-    /// Writes `message`'s row without adding it to the transcript: for a
-    /// caller that appends it to the shared [`Session::transcript`] itself
-    /// (right after, before any state or compaction of this session).
-    pub fn record_message(
-        &mut self,
-        message: &Message,
-        extension: Option<&str>,
-    ) -> Result<(), SessionError> {
-        self.write_row(&RowOut::Message { message, extension })
+    /// Writes `message`'s row (with who added it, [`Message::from`])
+    /// without adding it to the transcript: for a caller that appends it
+    /// to the shared [`Session::transcript`] itself (right after, before
+    /// any state or compaction of this session).
+    pub fn record_message(&mut self, message: &Message) -> Result<(), SessionError> {
+        self.write_row(&RowOut::message(message))
     }
 
     /// Records `state` as extension `extension`'s state (`null` clears).
@@ -858,13 +846,7 @@ impl Session {
             self.header.cwd.clone(),
             |out| {
                 for message in messages {
-                    row::encode(
-                        &RowOut::Message {
-                            message,
-                            extension: None,
-                        },
-                        out,
-                    );
+                    row::encode(&RowOut::message(message), out);
                 }
                 for (extension, state) in &states {
                     row::encode(&RowOut::ExtensionState { extension, state }, out);

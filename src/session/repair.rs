@@ -109,10 +109,7 @@ pub fn repair(messages: &mut Vec<Message>) -> Repairs {
             r.dangling += open.len();
             messages.insert(
                 i,
-                Message {
-                    role: Role::User,
-                    content: open.iter().map(|id| synthetic(id)).collect(),
-                },
+                Message::new(Role::User, open.iter().map(|id| synthetic(id)).collect()),
             );
             r.inserted.push(i);
         }
@@ -122,10 +119,10 @@ pub fn repair(messages: &mut Vec<Message>) -> Repairs {
         let open = calls_of(last);
         if !open.is_empty() {
             r.dangling += open.len();
-            messages.push(Message {
-                role: Role::User,
-                content: open.iter().map(|id| synthetic(id)).collect(),
-            });
+            messages.push(Message::new(
+                Role::User,
+                open.iter().map(|id| synthetic(id)).collect(),
+            ));
             r.appended = Some(messages.len() - 1);
         }
     }
@@ -148,6 +145,7 @@ mod tests {
                     args: json!({}),
                 })
                 .collect(),
+            from: None,
         }
     }
 
@@ -162,6 +160,7 @@ mod tests {
                     content: vec![],
                 })
                 .collect(),
+            from: None,
         }
     }
 

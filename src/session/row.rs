@@ -32,7 +32,8 @@ pub enum RowOut<'a> {
     Session(&'a Header),
     Message {
         message: &'a Message,
-        /// The extension that added it (an `agent_end` continue).
+        /// Who added it when nobody typed it ([`Message::from`]: an
+        /// extension's `agent_end` continue, or `hook`).
         #[serde(skip_serializing_if = "Option::is_none")]
         extension: Option<&'a str>,
     },
@@ -48,6 +49,17 @@ pub enum RowOut<'a> {
     },
 }
 
+impl<'a> RowOut<'a> {
+    /// The row of `message`, with who added it ([`Message::from`]) beside
+    /// it: the one way a message row is made, so the two never disagree.
+    pub fn message(message: &'a Message) -> RowOut<'a> {
+        RowOut::Message {
+            message,
+            extension: message.from.as_deref(),
+        }
+    }
+}
+
 /// A row as read.
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -55,6 +67,9 @@ pub enum RowIn {
     Session(Header),
     Message {
         message: Message,
+        /// Becomes [`Message::from`].
+        #[serde(default)]
+        extension: Option<String>,
     },
     ExtensionState {
         extension: String,

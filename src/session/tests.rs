@@ -32,6 +32,7 @@ fn assistant_text(t: &str) -> Message {
     Message {
         role: Role::Assistant,
         content: vec![Block::Text { text: t.into() }],
+        from: None,
     }
 }
 
@@ -48,6 +49,7 @@ fn tool_call(id: &str) -> Message {
                 args: json!({"path": "src/main.rs"}),
             },
         ],
+        from: None,
     }
 }
 
@@ -61,6 +63,7 @@ fn tool_result(id: &str) -> Message {
                 text: "fn main() {}".into(),
             }],
         }],
+        from: None,
     }
 }
 
@@ -112,6 +115,33 @@ fn round_trip_restores_transcript_states_and_identity() {
         store.dir().join(format!("{id}.jsonl"))
     );
     assert!(store.dir().starts_with(env.home.join("sessions")));
+}
+
+#[test]
+fn who_added_a_message_survives_resume_and_fork_beside_the_message() {
+    let env = Env::new();
+    let mut s = env.store().create().unwrap();
+    s.append_message(&Message::user_text("typed")).unwrap();
+    s.append_message(&Message::continuation("keep going", "guard"))
+        .unwrap();
+    let from = |s: &Session| -> Vec<Option<String>> {
+        s.messages().iter().map(|m| m.from.clone()).collect()
+    };
+    let expected = vec![None, Some("guard".to_string())];
+    let (id, path) = (s.id().to_string(), s.path().to_path_buf());
+    drop(s);
+    let resumed = env.store().open(&id).unwrap();
+    assert_eq!(from(&resumed), expected);
+    assert_eq!(from(&resumed.fork(None).unwrap()), expected);
+    // The row names it; the message itself is what providers see.
+    let text = std::fs::read_to_string(path).unwrap();
+    let row: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["message"]["content"][0]["text"] == "keep going")
+        .expect("the continuation's row");
+    assert_eq!(row["extension"], "guard");
+    assert!(row["message"].get("from").is_none(), "{row}");
 }
 
 #[test]
@@ -492,6 +522,7 @@ fn a_result_without_its_call_is_dropped_on_load() {
             is_error: false,
             content: vec![],
         }],
+        from: None,
     })
     .unwrap();
     let id = s.id().to_string();
@@ -549,10 +580,9 @@ fn a_handed_over_transcript_is_the_sessions_own_list() {
     assert!(shared.same(&s.transcript()));
     // The holder appends; the session writes the row only.
     let two = assistant_text("two");
-    s.record_message(&two, None).unwrap();
+    s.record_message(&two).unwrap();
     shared.push(two);
-    s.record_message(&Message::user_text("three"), None)
-        .unwrap();
+    s.record_message(&Message::user_text("three")).unwrap();
     shared.push(Message::user_text("three"));
     assert_eq!(texts(&s), ["one", "two", "three"]);
     // A compaction changes the list the holder has.

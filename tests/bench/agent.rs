@@ -338,6 +338,7 @@ fn body_costs() -> (Samples, Samples) {
                     text: format!("answer {i} with some words in it"),
                 },
             ],
+            from: None,
         });
     }
     let tools: Vec<ToolDef> = (0..6)

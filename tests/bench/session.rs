@@ -45,8 +45,7 @@ fn message(i: usize) -> Message {
                     name: "read".into(),
                     args: json!({"path": format!("src/module_{i}.rs"), "offset": 0, "limit": 200}),
                 },
-            ],
-        },
+            ], from: None, },
         2 => Message {
             role: Role::User,
             content: vec![Block::ToolResult {
@@ -55,14 +54,12 @@ fn message(i: usize) -> Message {
                 content: vec![ContentBlock::Text {
                     text: format!("fn f_{i}() -> u32 {{\n    {i}\n}}\n").repeat(30),
                 }],
-            }],
-        },
+            }], from: None, },
         _ => Message {
             role: Role::Assistant,
             content: vec![Block::Text {
                 text: format!("The test failed because f_{i} returned the wrong value; fixed it and the suite passes now."),
-            }],
-        },
+            }], from: None, },
     }
 }
 

@@ -644,11 +644,7 @@ impl App {
             Event::PromptBlocked { .. } => {}
             Event::PromptContinued { extension, reason } => {
                 self.close_assistant();
-                self.chat.push(Entry::User(format!(
-                    "[{}] {}",
-                    strip_controls(&extension),
-                    strip_controls(&reason)
-                )));
+                self.chat.push(Entry::User(continued(&extension, &reason)));
             }
             Event::AssistantMessage {
                 text,
@@ -885,9 +881,9 @@ impl App {
                     // continuation does. Without one the agent stops.
                     "block" if event == "Stop" && !reason.trim().is_empty() => {
                         self.close_assistant();
-                        self.chat.push(Entry::User(format!(
-                            "[hook] {}",
-                            strip_controls(reason.trim())
+                        self.chat.push(Entry::User(continued(
+                            crate::hooks::CONTINUED_BY,
+                            reason.trim(),
                         )));
                     }
                     "block" if event == "Stop" => {}
@@ -1856,6 +1852,12 @@ fn clean_panel(p: Panel) -> Panel {
     }
 }
 
+/// A user message nobody typed, as the transcript shows it: `[from] text`,
+/// `from` being the extension (or `hook`) that kept the prompt going.
+fn continued(from: &str, text: &str) -> String {
+    format!("[{}] {}", strip_controls(from), strip_controls(text))
+}
+
 /// A prompt as the transcript shows it: attached files as their header
 /// lines only (`context`).
 fn shown_prompt(text: &str) -> String {
@@ -1874,9 +1876,11 @@ fn transcript_entries(messages: &[Message], state: &CoreState) -> Vec<Entry> {
     for m in messages {
         for b in &m.content {
             match (m.role, b) {
-                (Role::User, Block::Text { text }) => {
-                    out.push(Entry::User(shown_prompt(&strip_controls(text))))
-                }
+                (Role::User, Block::Text { text }) => out.push(Entry::User(match &m.from {
+                    // As it was shown live: who kept the prompt going.
+                    Some(from) => continued(from, text),
+                    None => shown_prompt(&strip_controls(text)),
+                })),
                 (Role::Assistant, Block::Text { text }) => out.push(Entry::Assistant {
                     text: strip_controls(text),
                     open: false,

@@ -984,7 +984,11 @@ fn a_session_switch_redraws_the_transcript_from_the_core() {
             content: vec![Block::Text {
                 text: "old answer".into(),
             }],
+            from: None,
         },
+        // Messages nobody typed read as they did live.
+        Message::continuation("run the tests too", "guard"),
+        Message::continuation("not done yet", crate::hooks::CONTINUED_BY),
     ]
     .into();
     st.session = Some(SessionSummary {
@@ -1008,6 +1012,10 @@ fn a_session_switch_redraws_the_transcript_from_the_core() {
     let s = screen(&a);
     assert!(
         s.contains("old question") && s.contains("old answer") && !s.contains("current"),
+        "{s}"
+    );
+    assert!(
+        s.contains("[guard] run the tests too") && s.contains("[hook] not done yet"),
         "{s}"
     );
     assert!(
@@ -1872,6 +1880,7 @@ fn a_resumed_call_shows_its_source_once_the_tool_registers() {
                 name: "mcp__clock__now".into(),
                 args: serde_json::json!({}),
             }],
+            from: None,
         },
     ]);
     // Resumed while the MCP server is still starting: not registered yet.
