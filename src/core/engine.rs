@@ -971,14 +971,16 @@ impl Worker {
     /// One provider request asks for a summary of the history before the
     /// last user turn; the summary replaces that history.
     fn compact(&mut self, instructions: Option<String>, cancel: &CancelToken) {
-        let (point, history) = match lock(&self.session).as_ref() {
+        // The history before the cut, and the request after it, make one
+        // request: a copy, since the transcript itself must not change
+        // until the summary has come back.
+        let history = match lock(&self.session).as_ref() {
             None => return self.fail("no session to compact (--no-session)".into()),
             Some(s) => match s.compact_point() {
-                Some(p) => (p, s.messages()[..p].to_vec()),
+                Some(p) => s.messages()[..p].to_vec(),
                 None => return self.fail("nothing to compact yet".into()),
             },
         };
-        let _ = point;
         let custom = instructions.as_deref().unwrap_or("").trim().to_string();
         if let Err(e) =
             crate::hooks::agent::pre_compact(&self.config.hooks, "manual", &custom, &self.events)
