@@ -674,47 +674,51 @@ impl Dispatcher {
         // load (PATH may have changed since the last one), and the Python
         // environment is made once for all the Python extensions.
         self.launchers.clear();
-        let search = self.config.search_path.clone();
-        let programs: Vec<(usize, Result<std::path::PathBuf, String>)> = starting
-            .into_iter()
-            .filter_map(|i| {
-                let m = starts(&self.exts[i])?;
-                Some((i, program(&mut self.launchers, search.as_deref(), m)))
-            })
-            .collect();
-        let python = |m: &Manifest, p: &std::path::Path| process::is_python(&m.language, p);
-        let python_env = if programs.iter().any(|(i, p)| {
-            p.as_ref()
-                .is_ok_and(|p| starts(&self.exts[*i]).is_some_and(|m| python(m, p)))
-        }) {
-            process::python_env(&self.config.zut_home)
+        let (mut resolved, mut unresolved) = (Vec::new(), Vec::new());
+        for i in starting {
+            let Some(m) = starts(&self.exts[i]) else {
+                continue;
+            };
+            match program(&mut self.launchers, self.config.search_path.as_deref(), m) {
+                Ok(program) => {
+                    let python = process::is_python(&m.language, &program);
+                    resolved.push((i, m, program, python));
+                }
+                Err(why) => unresolved.push((i, why)),
+            }
+        }
+        let home = &self.config.zut_home;
+        let python_env = if resolved.iter().any(|r| r.3) {
+            process::python_env(home)
         } else {
             Vec::new()
         };
-        let (mut order, mut launches, mut unresolved) = (Vec::new(), Vec::new(), Vec::new());
-        for (i, found) in programs {
-            let (Some(m), Ok(program)) = (starts(&self.exts[i]), &found) else {
-                unresolved.push((i, found.err().unwrap_or_default()));
-                continue;
-            };
-            let env: &[_] = if python(m, program) { &python_env } else { &[] };
-            order.push(i);
-            launches.push(process::Launch {
-                program: program.clone(),
-                args: &m.args,
-                dir: &m.dir,
-                log: crate::paths::ext_log(&self.config.zut_home, &m.name),
-                name: &m.name,
-                version: &m.version,
-                env,
-            });
-        }
+        let (order, launches): (Vec<usize>, Vec<process::Launch>) = resolved
+            .into_iter()
+            .map(|(i, m, program, python)| {
+                let launch = process::Launch {
+                    program,
+                    args: &m.args,
+                    dir: &m.dir,
+                    log: crate::paths::ext_log(home, &m.name),
+                    name: &m.name,
+                    version: &m.version,
+                    env: if python { &python_env } else { &[] },
+                };
+                (i, launch)
+            })
+            .unzip();
         let launched = process::launch_all(&launches);
-        let logs: Vec<std::path::PathBuf> = launches.into_iter().map(|l| l.log).collect();
+        let done: Vec<_> = order
+            .into_iter()
+            .zip(launches)
+            .zip(launched)
+            .map(|((i, l), result)| (i, l.log, result))
+            .collect();
         for (i, why) in unresolved {
             self.started(i, now, Err(why));
         }
-        for ((i, log), launched) in order.into_iter().zip(logs).zip(launched) {
+        for (i, log, launched) in done {
             let started = launched.and_then(|l| self.connect(i, log, l, waiting));
             self.started(i, now, started);
         }
