@@ -14,10 +14,11 @@
 //!
 //! Loading (startup and `/reload-ext`): every extension starts at once (the
 //! processes from several threads for a large load, see
-//! [`process::launch_all`]); the handshakes run concurrently; registrations and the events an extension
-//! causes are held until every handshake has settled, then committed and
-//! reported in load order, so "first registration wins" and the event
-//! stream never depend on timing. What is held per extension is bounded.
+//! [`process::launch_all`]); the handshakes run concurrently; registrations
+//! and the events an extension causes are held until every handshake has
+//! settled, then committed and reported in load order, so "first
+//! registration wins" and the event stream never depend on timing. What is
+//! held per extension is bounded.
 
 use super::deadlines::Deadlines;
 use super::discovery::{self, Entry, Status};
@@ -659,14 +660,13 @@ impl Dispatcher {
     /// Starts the process of every extension of `exts[first..]` that
     /// loads, all at once ([`process::launch_all`]), and connects each.
     fn start_processes(&mut self, first: usize, now: Instant, waiting: &mut Vec<Waiting>) {
-        let starting: Vec<usize> = (first..self.exts.len())
-            .filter(|&i| starts(&self.exts[i]).is_some())
-            .collect();
         #[cfg(test)]
         if let Some(peers) = self.peers.clone() {
-            for i in starting {
-                let started = self.spawn_in_memory(i, peers.clone(), waiting);
-                self.started(i, now, started);
+            for i in first..self.exts.len() {
+                if starts(&self.exts[i]).is_some() {
+                    let started = self.spawn_in_memory(i, peers.clone(), waiting);
+                    self.started(i, now, started);
+                }
             }
             return;
         }
@@ -675,8 +675,8 @@ impl Dispatcher {
         // environment is made once for all the Python extensions.
         self.launchers.clear();
         let (mut resolved, mut unresolved) = (Vec::new(), Vec::new());
-        for i in starting {
-            let Some(m) = starts(&self.exts[i]) else {
+        for (i, e) in self.exts.iter().enumerate().skip(first) {
+            let Some(m) = starts(e) else {
                 continue;
             };
             match program(&mut self.launchers, self.config.search_path.as_deref(), m) {
@@ -709,17 +709,11 @@ impl Dispatcher {
             })
             .unzip();
         let launched = process::launch_all(&launches);
-        let done: Vec<_> = order
-            .into_iter()
-            .zip(launches)
-            .zip(launched)
-            .map(|((i, l), result)| (i, l.log, result))
-            .collect();
         for (i, why) in unresolved {
             self.started(i, now, Err(why));
         }
-        for (i, log, launched) in done {
-            let started = launched.and_then(|l| self.connect(i, log, l, waiting));
+        for (i, launched) in order.into_iter().zip(launched) {
+            let started = launched.and_then(|l| self.connect(i, l, waiting));
             self.started(i, now, started);
         }
     }
@@ -742,7 +736,6 @@ impl Dispatcher {
     fn connect(
         &mut self,
         i: usize,
-        log: std::path::PathBuf,
         launched: process::Launched,
         waiting: &mut Vec<Waiting>,
     ) -> Result<Arc<Conn>, String> {
@@ -753,7 +746,7 @@ impl Dispatcher {
         let conn = Conn::start(
             ext,
             self.exts[i].entry.name(),
-            (log, launched.log_file),
+            (launched.log, launched.log_file),
             launched.spawned,
             self.config.deadlines,
             self.inbox_tx.clone(),

@@ -168,6 +168,8 @@ pub struct Launch<'a> {
 /// A started extension process and the log it writes its stderr to.
 pub struct Launched {
     pub spawned: Spawned,
+    /// The log's path ([`Launch::log`]).
+    pub log: PathBuf,
     /// A second descriptor on the log for the host's own lines; `None`
     /// when the log could not be opened (stderr then goes nowhere).
     pub log_file: Option<File>,
@@ -180,6 +182,9 @@ pub fn launch(l: &Launch) -> Result<Launched, String> {
     // stop extensions: their stderr then goes nowhere.
     // The host's own lines go through a second descriptor on the same
     // open file (appends interleave whole), not a fresh open each.
+    // A $ZUT_HOME that cannot be written is told to the user once (the
+    // session that cannot be kept), not once per extension: this goes to
+    // zut's own log only.
     let (stderr, log_file) = match open_log(&l.log, l.name, l.version) {
         Ok(file) => {
             let kept = file.try_clone().ok();
@@ -200,7 +205,11 @@ pub fn launch(l: &Launch) -> Result<Launched, String> {
     };
     let spawned =
         spawn(&l.program, l.args, l.dir, stderr, l.env).map_err(|e| format!("spawn: {e}"))?;
-    Ok(Launched { spawned, log_file })
+    Ok(Launched {
+        spawned,
+        log: l.log.clone(),
+        log_file,
+    })
 }
 
 /// One starting thread per this many starts (below twice as many, one
@@ -437,5 +446,33 @@ mod tests {
             drop(l.spawned.stdin);
             assert!(l.spawned.guard.wait().expect("reaped").success());
         }
+    }
+
+    /// A log that cannot be opened costs the extension its stderr, not its
+    /// start.
+    #[test]
+    fn a_log_that_cannot_be_opened_costs_the_stderr_not_the_start() {
+        let home = tempfile::tempdir().expect("temp dir");
+        let dir = home.path();
+        // A directory where the log file should be: no open can succeed,
+        // whoever runs the test.
+        let log = dir.join("ext-x.log");
+        std::fs::create_dir(&log).expect("a directory in the way");
+        let args = vec!["-c".to_string(), "echo up >&2; echo up".to_string()];
+        let launched = launch(&Launch {
+            program: PathBuf::from("/bin/sh"),
+            args: &args,
+            dir,
+            log: log.clone(),
+            name: "x",
+            version: "1",
+            env: &[],
+        })
+        .expect("it starts anyway");
+        assert!(launched.log_file.is_none());
+        assert!(log.is_dir(), "nothing was written in its place");
+        let mut guard = launched.spawned.guard;
+        drop(launched.spawned.stdin);
+        assert!(guard.wait().expect("reaped").success());
     }
 }
